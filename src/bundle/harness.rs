@@ -1,0 +1,580 @@
+//! The harness CSVs: one results file per scenario and model (one row per
+//! iteration) and one details file (one row per request).
+//!
+//! List-valued cells are Python list literals (`"[61.2, 63.9]"`). The power
+//! trace and the other 10 Hz series are reduced to running statistics while
+//! they are parsed, so a run of many thousand samples never becomes a vector.
+
+use std::collections::HashMap;
+
+use crate::rejection::{Detail, Rejection};
+
+pub const BATCH_RESULTS: &str = "llm_batch_optimized_results.csv";
+pub const BATCH_DETAILS: &str = "llm_batch_optimized_details.csv";
+pub const SERVER_RESULTS: &str = "llm_server_optimized_results.csv";
+pub const SERVER_DETAILS: &str = "llm_server_optimized_details.csv";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scenario {
+    Batch,
+    Server,
+}
+
+impl Scenario {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scenario::Batch => "batch",
+            Scenario::Server => "server",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "batch" => Some(Scenario::Batch),
+            "server" => Some(Scenario::Server),
+            _ => None,
+        }
+    }
+}
+
+/// What a harness file name says about its content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    Results(Scenario),
+    Details(Scenario),
+}
+
+pub fn classify(file_name: &str) -> Option<FileKind> {
+    match file_name {
+        BATCH_RESULTS => Some(FileKind::Results(Scenario::Batch)),
+        BATCH_DETAILS => Some(FileKind::Details(Scenario::Batch)),
+        SERVER_RESULTS => Some(FileKind::Results(Scenario::Server)),
+        SERVER_DETAILS => Some(FileKind::Details(Scenario::Server)),
+        _ => None,
+    }
+}
+
+pub const COMMON_RESULT_COLUMNS: &[&str] = &[
+    "measurement_duration",
+    "measurement_timestamp",
+    "measurement_datetime",
+    "gpu_0_memory_used_mb",
+    "gpu_0_utilization_percent",
+    "gpu_0_power_draw_watts",
+    "gpu_0_temp",
+    "gpu_0_clock",
+    "cpu_memory_used_mb",
+    "cpu_utilization_percent",
+    "cpu_energy",
+    "dram_energy",
+    "gpu_energy",
+    "disk_energy",
+    "time_to_first_token_seconds_events",
+    "e2e_request_latency_seconds_events",
+    "tokens_per_second_events",
+    "request_success_total",
+    "request_failure_total",
+    "prompt_tokens_total",
+    "generation_tokens_total",
+    "request_prompt_tokens",
+    "request_generation_tokens",
+];
+pub const BATCH_RESULT_TAIL: &[&str] = &[
+    "iteration",
+    "sampling_params",
+    "model",
+    "queries_submitted",
+    "processed_queries",
+];
+pub const SERVER_RESULT_TAIL: &[&str] = &[
+    "sampling_params",
+    "model",
+    "lambda_qps",
+    "iteration",
+    "processed_queries",
+    "queries_submitted",
+];
+pub const BATCH_DETAIL_COLUMNS: &[&str] = &[
+    "iteration",
+    "model",
+    "query_id",
+    "response_text",
+    "timestamp",
+];
+pub const SERVER_DETAIL_COLUMNS: &[&str] = &[
+    "iteration",
+    "query_id",
+    "model",
+    "lambda_qps",
+    "queued_time",
+    "response_text",
+    "prompt_tokens",
+    "generation_tokens",
+    "ttft_seconds",
+    "e2e_latency_seconds",
+    "queue_time_seconds",
+    "tokens_per_second",
+    "arrival_time",
+    "queued_ts",
+    "scheduled_ts",
+    "first_token_ts",
+    "last_token_ts",
+    "is_corrupted",
+];
+
+pub fn result_columns(s: Scenario) -> Vec<&'static str> {
+    let tail = match s {
+        Scenario::Batch => BATCH_RESULT_TAIL,
+        Scenario::Server => SERVER_RESULT_TAIL,
+    };
+    COMMON_RESULT_COLUMNS.iter().chain(tail).copied().collect()
+}
+
+pub fn detail_columns(s: Scenario) -> &'static [&'static str] {
+    match s {
+        Scenario::Batch => BATCH_DETAIL_COLUMNS,
+        Scenario::Server => SERVER_DETAIL_COLUMNS,
+    }
+}
+
+/// Running statistics of one list cell.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct SeriesStats {
+    pub n: u64,
+    pub sum: f64,
+    pub min: f64,
+    pub max: f64,
+    pub first: f64,
+}
+
+impl SeriesStats {
+    pub fn mean(&self) -> f64 {
+        if self.n == 0 {
+            0.0
+        } else {
+            self.sum / self.n as f64
+        }
+    }
+    fn push(&mut self, v: f64) {
+        if self.n == 0 {
+            self.min = v;
+            self.max = v;
+            self.first = v;
+        } else {
+            self.min = self.min.min(v);
+            self.max = self.max.max(v);
+        }
+        self.sum += v;
+        self.n += 1;
+    }
+}
+
+/// One row of a results CSV: one measured iteration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IterationRow {
+    pub file: String,
+    pub line: u64,
+    pub scenario: Scenario,
+    pub model: String,
+    /// Arrival rate, server only.
+    pub lambda_qps: Option<f64>,
+    pub iteration: u32,
+    pub duration_s: f64,
+    pub started_at_unix: f64,
+    pub started_at: String,
+    pub power_w: SeriesStats,
+    pub temperature_c: SeriesStats,
+    pub gpu_memory_mb: SeriesStats,
+    pub gpu_utilization_pct: SeriesStats,
+    pub sm_clock_mhz: SeriesStats,
+    pub cpu_memory_mb: SeriesStats,
+    pub cpu_utilization_pct: SeriesStats,
+    pub cpu_energy_j: f64,
+    pub dram_energy_j: f64,
+    /// The harness's own `gpu_energy`; the service recomputes it from the trace.
+    pub reported_gpu_energy_j: f64,
+    pub disk_energy_j: f64,
+    pub ttft_s: Vec<f64>,
+    pub e2e_s: Vec<f64>,
+    pub tokens_per_s: Vec<f64>,
+    pub requests_ok: u64,
+    pub requests_failed: u64,
+    pub prompt_tokens_total: u64,
+    pub generation_tokens_total: u64,
+    pub request_prompt_tokens: Vec<f64>,
+    pub request_generation_tokens: Vec<f64>,
+    pub sampling_params: String,
+    pub queries_submitted: u64,
+    pub processed_queries: u64,
+}
+
+/// Key of an iteration inside one model folder and scenario.
+pub type IterationKey = (u32, Option<u64>);
+
+pub fn iteration_key(iteration: u32, lambda_qps: Option<f64>) -> IterationKey {
+    (iteration, lambda_qps.map(f64::to_bits))
+}
+
+/// Requests per iteration found in a details CSV.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DetailCounts {
+    pub model: Option<String>,
+    pub requests: HashMap<IterationKey, u64>,
+}
+
+struct Columns<'a> {
+    file: &'a str,
+    index: HashMap<&'static str, usize>,
+}
+
+impl<'a> Columns<'a> {
+    fn new(
+        file: &'a str,
+        headers: &csv::ByteRecord,
+        wanted: &[&'static str],
+    ) -> Result<Self, Rejection> {
+        let names: Vec<String> = headers
+            .iter()
+            .map(|h| String::from_utf8_lossy(h).trim().to_string())
+            .collect();
+        let mut index = HashMap::new();
+        let mut missing = Vec::new();
+        for &w in wanted {
+            match names.iter().position(|n| n == w) {
+                Some(i) => {
+                    index.insert(w, i);
+                }
+                None => missing.push(w),
+            }
+        }
+        if !missing.is_empty() {
+            return Err(Rejection::invalid(
+                "csv_missing_column",
+                format!("{file} lacks {} required column(s)", missing.len()),
+            )
+            .with_all(missing.iter().map(|m| {
+                Detail::new(format!("column '{m}' is missing from the header"))
+                    .file(file)
+                    .row(1)
+                    .column(*m)
+            })));
+        }
+        Ok(Columns { file, index })
+    }
+
+    fn cell<'r>(
+        &self,
+        rec: &'r csv::ByteRecord,
+        line: u64,
+        col: &'static str,
+    ) -> Result<&'r [u8], Rejection> {
+        rec.get(self.index[col]).ok_or_else(|| {
+            Rejection::invalid("csv_bad_row", format!("{} has a short row", self.file)).with(
+                Detail::new(format!("row has {} cells, '{col}' is missing", rec.len()))
+                    .file(self.file)
+                    .row(line)
+                    .column(col),
+            )
+        })
+    }
+
+    fn text(
+        &self,
+        rec: &csv::ByteRecord,
+        line: u64,
+        col: &'static str,
+    ) -> Result<String, Rejection> {
+        let b = self.cell(rec, line, col)?;
+        std::str::from_utf8(b)
+            .map(str::to_owned)
+            .map_err(|_| self.err("csv_bad_text", line, col, "cell is not valid UTF-8".into()))
+    }
+
+    fn number(
+        &self,
+        rec: &csv::ByteRecord,
+        line: u64,
+        col: &'static str,
+    ) -> Result<f64, Rejection> {
+        let b = self.cell(rec, line, col)?;
+        parse_number(b).ok_or_else(|| {
+            self.err(
+                "csv_bad_number",
+                line,
+                col,
+                format!("'{}' is not a finite number", String::from_utf8_lossy(b)),
+            )
+        })
+    }
+
+    fn count(&self, rec: &csv::ByteRecord, line: u64, col: &'static str) -> Result<u64, Rejection> {
+        let v = self.number(rec, line, col)?;
+        if v < 0.0 || v.fract() != 0.0 || v > 1e15 {
+            return Err(self.err(
+                "csv_bad_number",
+                line,
+                col,
+                format!("{v} is not a non-negative whole number"),
+            ));
+        }
+        Ok(v as u64)
+    }
+
+    fn stats(
+        &self,
+        rec: &csv::ByteRecord,
+        line: u64,
+        col: &'static str,
+    ) -> Result<SeriesStats, Rejection> {
+        let b = self.cell(rec, line, col)?;
+        let mut s = SeriesStats::default();
+        parse_list(b, |v| s.push(v)).map_err(|m| self.err("csv_bad_list", line, col, m))?;
+        Ok(s)
+    }
+
+    fn list(
+        &self,
+        rec: &csv::ByteRecord,
+        line: u64,
+        col: &'static str,
+    ) -> Result<Vec<f64>, Rejection> {
+        let b = self.cell(rec, line, col)?;
+        let mut out = Vec::new();
+        parse_list(b, |v| out.push(v)).map_err(|m| self.err("csv_bad_list", line, col, m))?;
+        Ok(out)
+    }
+
+    fn err(&self, code: &'static str, line: u64, col: &'static str, message: String) -> Rejection {
+        Rejection::invalid(
+            code,
+            format!("{} row {line}, column '{col}': {message}", self.file),
+        )
+        .with(Detail::new(message).file(self.file).row(line).column(col))
+    }
+}
+
+fn parse_number(b: &[u8]) -> Option<f64> {
+    let s = std::str::from_utf8(b).ok()?.trim();
+    let v: f64 = s.parse().ok()?;
+    v.is_finite().then_some(v)
+}
+
+/// Parses a Python list literal of numbers, calling `f` for each element.
+pub fn parse_list(cell: &[u8], mut f: impl FnMut(f64)) -> Result<(), String> {
+    let trimmed = cell.trim_ascii();
+    let inner = trimmed
+        .strip_prefix(b"[")
+        .and_then(|r| r.strip_suffix(b"]"))
+        .ok_or_else(|| {
+            let shown: String = String::from_utf8_lossy(&trimmed[..trimmed.len().min(40)]).into();
+            format!("expected a Python list like [1.0, 2.5], found '{shown}'")
+        })?;
+    if inner.trim_ascii().is_empty() {
+        return Ok(());
+    }
+    for (i, token) in inner.split(|&b| b == b',').enumerate() {
+        match parse_number(token) {
+            Some(v) => f(v),
+            None => {
+                return Err(format!(
+                    "list element {} ('{}') is not a finite number",
+                    i + 1,
+                    String::from_utf8_lossy(token.trim_ascii())
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
+fn reader(data: &[u8]) -> csv::Reader<&[u8]> {
+    csv::ReaderBuilder::new()
+        .has_headers(true)
+        .flexible(true)
+        .from_reader(data)
+}
+
+fn headers(file: &str, rdr: &mut csv::Reader<&[u8]>) -> Result<csv::ByteRecord, Rejection> {
+    let h = rdr.byte_headers().map_err(|e| csv_error(file, e))?.clone();
+    if h.is_empty() || (h.len() == 1 && h.get(0).is_some_and(|c| c.is_empty())) {
+        return Err(Rejection::invalid("csv_empty", format!("{file} is empty"))
+            .with(Detail::new("no header row").file(file).row(1)));
+    }
+    Ok(h)
+}
+
+fn csv_error(file: &str, e: csv::Error) -> Rejection {
+    let line = e.position().map(|p| p.line());
+    let mut d = Detail::new(e.to_string()).file(file);
+    if let Some(l) = line {
+        d = d.row(l);
+    }
+    Rejection::invalid("csv_unreadable", format!("{file} is not readable CSV")).with(d)
+}
+
+pub fn parse_results(
+    file: &str,
+    data: &[u8],
+    scenario: Scenario,
+) -> Result<Vec<IterationRow>, Rejection> {
+    let mut rdr = reader(data);
+    let wanted = result_columns(scenario);
+    let cols = Columns::new(file, &headers(file, &mut rdr)?, &wanted)?;
+    let mut rows = Vec::new();
+    let mut rec = csv::ByteRecord::new();
+    loop {
+        match rdr.read_byte_record(&mut rec) {
+            Ok(false) => break,
+            Ok(true) => {}
+            Err(e) => return Err(csv_error(file, e)),
+        }
+        let line = rec.position().map_or(0, |p| p.line());
+        let c = &cols;
+        let lambda_qps = match scenario {
+            Scenario::Batch => None,
+            Scenario::Server => {
+                let l = c.number(&rec, line, "lambda_qps")?;
+                if l <= 0.0 {
+                    return Err(c.err(
+                        "csv_bad_number",
+                        line,
+                        "lambda_qps",
+                        format!("arrival rate {l} must be positive"),
+                    ));
+                }
+                Some(l)
+            }
+        };
+        let iteration = c.count(&rec, line, "iteration")?;
+        rows.push(IterationRow {
+            file: file.to_string(),
+            line,
+            scenario,
+            model: c.text(&rec, line, "model")?,
+            lambda_qps,
+            iteration: u32::try_from(iteration).map_err(|_| {
+                c.err(
+                    "csv_bad_number",
+                    line,
+                    "iteration",
+                    format!("iteration {iteration} is too large"),
+                )
+            })?,
+            duration_s: c.number(&rec, line, "measurement_duration")?,
+            started_at_unix: c.number(&rec, line, "measurement_timestamp")?,
+            started_at: c.text(&rec, line, "measurement_datetime")?,
+            power_w: c.stats(&rec, line, "gpu_0_power_draw_watts")?,
+            temperature_c: c.stats(&rec, line, "gpu_0_temp")?,
+            gpu_memory_mb: c.stats(&rec, line, "gpu_0_memory_used_mb")?,
+            gpu_utilization_pct: c.stats(&rec, line, "gpu_0_utilization_percent")?,
+            sm_clock_mhz: c.stats(&rec, line, "gpu_0_clock")?,
+            cpu_memory_mb: c.stats(&rec, line, "cpu_memory_used_mb")?,
+            cpu_utilization_pct: c.stats(&rec, line, "cpu_utilization_percent")?,
+            cpu_energy_j: c.number(&rec, line, "cpu_energy")?,
+            dram_energy_j: c.number(&rec, line, "dram_energy")?,
+            reported_gpu_energy_j: c.number(&rec, line, "gpu_energy")?,
+            disk_energy_j: c.number(&rec, line, "disk_energy")?,
+            ttft_s: c.list(&rec, line, "time_to_first_token_seconds_events")?,
+            e2e_s: c.list(&rec, line, "e2e_request_latency_seconds_events")?,
+            tokens_per_s: c.list(&rec, line, "tokens_per_second_events")?,
+            requests_ok: c.count(&rec, line, "request_success_total")?,
+            requests_failed: c.count(&rec, line, "request_failure_total")?,
+            prompt_tokens_total: c.count(&rec, line, "prompt_tokens_total")?,
+            generation_tokens_total: c.count(&rec, line, "generation_tokens_total")?,
+            request_prompt_tokens: c.list(&rec, line, "request_prompt_tokens")?,
+            request_generation_tokens: c.list(&rec, line, "request_generation_tokens")?,
+            sampling_params: c.text(&rec, line, "sampling_params")?,
+            queries_submitted: c.count(&rec, line, "queries_submitted")?,
+            processed_queries: c.count(&rec, line, "processed_queries")?,
+        });
+    }
+    if rows.is_empty() {
+        return Err(
+            Rejection::invalid("csv_empty", format!("{file} has a header but no rows"))
+                .with(Detail::new("no data rows").file(file).row(2)),
+        );
+    }
+    Ok(rows)
+}
+
+pub fn parse_details(
+    file: &str,
+    data: &[u8],
+    scenario: Scenario,
+) -> Result<DetailCounts, Rejection> {
+    let mut rdr = reader(data);
+    let wanted = detail_columns(scenario);
+    let cols = Columns::new(file, &headers(file, &mut rdr)?, wanted)?;
+    let mut out = DetailCounts::default();
+    let mut rec = csv::ByteRecord::new();
+    loop {
+        match rdr.read_byte_record(&mut rec) {
+            Ok(false) => break,
+            Ok(true) => {}
+            Err(e) => return Err(csv_error(file, e)),
+        }
+        let line = rec.position().map_or(0, |p| p.line());
+        let c = &cols;
+        let iteration = c.count(&rec, line, "iteration")? as u32;
+        let model = c.cell(&rec, line, "model")?;
+        match &out.model {
+            Some(m) if m.as_bytes() == model => {}
+            Some(m) => {
+                return Err(c.err(
+                    "csv_mixed_models",
+                    line,
+                    "model",
+                    format!(
+                        "'{}' differs from '{m}' earlier in the file",
+                        String::from_utf8_lossy(model)
+                    ),
+                ))
+            }
+            None => out.model = Some(c.text(&rec, line, "model")?),
+        }
+        let lambda = match scenario {
+            Scenario::Batch => None,
+            Scenario::Server => {
+                // Server details carry per-request figures: check they are numbers.
+                for col in [
+                    "prompt_tokens",
+                    "generation_tokens",
+                    "ttft_seconds",
+                    "e2e_latency_seconds",
+                ] {
+                    c.number(&rec, line, col)?;
+                }
+                Some(c.number(&rec, line, "lambda_qps")?)
+            }
+        };
+        *out.requests
+            .entry(iteration_key(iteration, lambda))
+            .or_default() += 1;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_cells() {
+        let mut v = Vec::new();
+        parse_list(b"[61.2, 63.9, 240.5]", |x| v.push(x)).unwrap();
+        assert_eq!(v, vec![61.2, 63.9, 240.5]);
+        v.clear();
+        parse_list(b" [] ", |x| v.push(x)).unwrap();
+        assert!(v.is_empty());
+        parse_list(b"[1e-05, 3]", |x| v.push(x)).unwrap();
+        assert_eq!(v, vec![1e-5, 3.0]);
+        assert!(parse_list(b"61.2, 63.9", |_| {})
+            .unwrap_err()
+            .contains("Python list"));
+        assert!(parse_list(b"[1.0, abc]", |_| {})
+            .unwrap_err()
+            .contains("element 2"));
+        assert!(parse_list(b"[1.0, nan]", |_| {}).is_err());
+        assert!(parse_list(b"[1.0,, 2]", |_| {}).is_err());
+    }
+}

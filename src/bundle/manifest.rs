@@ -1,0 +1,188 @@
+//! The bundle manifest (`wattcounts.json`): its typed form and validation
+//! against `schemas/manifest.v1.schema.json`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::{strict_json, MANIFEST_NAME};
+use crate::rejection::{Detail, Rejection};
+
+pub const SCHEMA_VERSION: u64 = 1;
+pub const SCHEMA_TEXT: &str = include_str!("../../schemas/manifest.v1.schema.json");
+/// Licence the dataset is published under; the attestation names it.
+pub const DATASET_LICENCE: &str = "CC-BY-4.0";
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Manifest {
+    pub schema_version: u64,
+    pub submission_id: Uuid,
+    pub created_at: String,
+    pub audience: String,
+    pub submitter: Submitter,
+    pub run: RunInfo,
+    pub harness: Harness,
+    pub system: System,
+    pub software: BTreeMap<String, String>,
+    pub attestation: Attestation,
+    pub files: Vec<FileEntry>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Submitter {
+    pub handle: String,
+    pub key_fingerprint: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RunInfo {
+    pub name: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Harness {
+    pub name: String,
+    pub commit: String,
+    pub config_file: String,
+    /// The YAML config as-is (validated keys are read through [`HarnessConfig`]).
+    pub config: serde_json::Map<String, Value>,
+}
+
+/// The config keys the service relies on.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct HarnessConfig {
+    #[serde(rename = "ITERATIONS")]
+    pub iterations: u32,
+    #[serde(rename = "MAX_TEST_DURATION")]
+    pub max_test_duration: f64,
+    #[serde(rename = "LAMBDA_QPS_ARRAY")]
+    pub lambda_qps_array: Vec<f64>,
+    #[serde(rename = "LLM_MODELS")]
+    pub llm_models: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct System {
+    pub gpu: Gpu,
+    pub cpu: String,
+    pub memory_gib: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Gpu {
+    pub name: String,
+    pub count: u32,
+    pub driver_version: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda_version: Option<String>,
+    pub power_limit_w: f64,
+    pub default_power_limit_w: f64,
+    pub power_limit_declared: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Attestation {
+    pub unaltered: bool,
+    pub publish: bool,
+    pub licence: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FileEntry {
+    pub path: String,
+    pub bytes: u64,
+    pub sha256: String,
+}
+
+impl Manifest {
+    pub fn harness_config(&self) -> HarnessConfig {
+        // The schema guarantees these keys and types, so this cannot fail
+        // on a validated manifest.
+        serde_json::from_value(Value::Object(self.harness.config.clone()))
+            .expect("validated manifest has a harness config")
+    }
+}
+
+/// The compiled schema; build it once at start-up.
+pub struct ManifestSchema {
+    validator: jsonschema::Validator,
+}
+
+impl Default for ManifestSchema {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ManifestSchema {
+    pub fn new() -> Self {
+        let schema: Value = serde_json::from_str(SCHEMA_TEXT).expect("bundled schema is JSON");
+        let validator = jsonschema::options()
+            .with_draft(jsonschema::Draft::Draft202012)
+            .should_validate_formats(true)
+            .build(&schema)
+            .expect("bundled schema compiles");
+        ManifestSchema { validator }
+    }
+
+    /// Parses and validates manifest bytes. Every problem names the JSON
+    /// pointer it is about.
+    pub fn parse(&self, bytes: &[u8]) -> Result<Manifest, Rejection> {
+        let value = strict_json::parse(bytes).map_err(|e| {
+            let code = if e.pointer.is_some() {
+                "manifest_duplicate_key"
+            } else {
+                "manifest_not_json"
+            };
+            let mut d = Detail::new(e.message.clone()).file(MANIFEST_NAME);
+            if let Some(p) = e.pointer {
+                d = d.pointer(p);
+            }
+            Rejection::invalid(code, format!("{MANIFEST_NAME} is not valid JSON")).with(d)
+        })?;
+        // Versions first: a newer manifest fails the v1 schema in many
+        // places, and one clear message beats twenty confusing ones.
+        match value.get("schema_version") {
+            Some(v) if v.as_u64() == Some(SCHEMA_VERSION) => {}
+            Some(v) => {
+                return Err(Rejection::invalid(
+                    "unsupported_schema_version",
+                    format!("schema_version {v} is not supported; this service reads version {SCHEMA_VERSION}"),
+                )
+                .with(
+                    Detail::new(format!("expected {SCHEMA_VERSION}, found {v}"))
+                        .file(MANIFEST_NAME)
+                        .pointer("/schema_version"),
+                ))
+            }
+            None => {}
+        }
+        let details: Vec<Detail> = self
+            .validator
+            .iter_errors(&value)
+            .take(50)
+            .map(|e| {
+                Detail::new(e.to_string())
+                    .file(MANIFEST_NAME)
+                    .pointer(e.instance_path().to_string())
+            })
+            .collect();
+        if !details.is_empty() {
+            return Err(Rejection::invalid(
+                "manifest_schema",
+                format!(
+                    "{MANIFEST_NAME} does not match the manifest schema ({} problem{})",
+                    details.len(),
+                    if details.len() == 1 { "" } else { "s" }
+                ),
+            )
+            .with_all(details));
+        }
+        serde_json::from_value(value).map_err(|e| {
+            Rejection::invalid("manifest_schema", "manifest does not fit its schema")
+                .with(Detail::new(e.to_string()).file(MANIFEST_NAME))
+        })
+    }
+}

@@ -1,0 +1,276 @@
+//! Safe, bounded unpacking of a bundle (`.tar.gz`) into memory.
+//!
+//! The archive comes from strangers, so every entry is checked before a
+//! single byte of it is kept: only regular files and folders with clean
+//! relative UTF-8 paths, no duplicates, and hard caps on entry count,
+//! unpacked size and compression ratio (a gzip bomb is refused while it is
+//! being inflated, not after).
+
+use std::collections::HashSet;
+use std::io::{self, Read};
+
+use crate::rejection::{Detail, RejectKind, Rejection};
+
+#[derive(Debug, Clone, Copy)]
+pub struct UnpackLimits {
+    pub max_entries: usize,
+    pub max_unpacked_bytes: u64,
+    /// Unpacked bytes per compressed byte.
+    pub max_ratio: f64,
+}
+
+impl Default for UnpackLimits {
+    fn default() -> Self {
+        UnpackLimits {
+            max_entries: 20_000,
+            max_unpacked_bytes: 4 << 30,
+            max_ratio: 200.0,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// Normalised relative path with `/` separators.
+    pub path: String,
+    pub data: Vec<u8>,
+}
+
+/// Reader that counts inflated bytes and stops as soon as a limit is passed,
+/// so a bomb never gets to allocate its payload.
+struct Bounded<R> {
+    inner: R,
+    read: u64,
+    cap: u64,
+    tripped: bool,
+}
+
+impl<R: Read> Read for Bounded<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read += n as u64;
+        if self.read > self.cap {
+            self.tripped = true;
+            return Err(io::Error::other("unpacked size limit"));
+        }
+        Ok(n)
+    }
+}
+
+pub fn is_gzip(bytes: &[u8]) -> bool {
+    bytes.len() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b
+}
+
+pub fn unpack(gz: &[u8], limits: &UnpackLimits) -> Result<Vec<Entry>, Rejection> {
+    if !is_gzip(gz) {
+        return Err(Rejection::malformed(
+            "not_gzip",
+            "the bundle is not a gzip file (it must be the .tar.gz written by `wattcounts pack`)",
+        ));
+    }
+    let ratio_cap = (gz.len() as f64 * limits.max_ratio) as u64;
+    let cap = limits.max_unpacked_bytes.min(ratio_cap.max(1 << 20));
+    let ratio_binds = ratio_cap < limits.max_unpacked_bytes;
+    let mut reader = Bounded {
+        inner: flate2::read::GzDecoder::new(gz),
+        read: 0,
+        cap,
+        tripped: false,
+    };
+    let result = read_entries(&mut reader, limits);
+    if reader.tripped {
+        return Err(if ratio_binds {
+            Rejection::new(
+                RejectKind::TooLarge,
+                "compression_ratio",
+                format!(
+                    "the bundle inflates past {:.0}x its compressed size of {} bytes (limit {:.0}x)",
+                    limits.max_ratio,
+                    gz.len(),
+                    limits.max_ratio
+                ),
+            )
+        } else {
+            Rejection::new(
+                RejectKind::TooLarge,
+                "too_large_unpacked",
+                format!(
+                    "the bundle unpacks to more than {} bytes (the configured limit)",
+                    limits.max_unpacked_bytes
+                ),
+            )
+        });
+    }
+    let entries = result?;
+    if entries.is_empty() {
+        return Err(Rejection::invalid(
+            "empty_bundle",
+            "the bundle holds no files",
+        ));
+    }
+    Ok(entries)
+}
+
+fn read_entries<R: Read>(reader: R, limits: &UnpackLimits) -> Result<Vec<Entry>, Rejection> {
+    let mut archive = tar::Archive::new(reader);
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    let mut count = 0usize;
+    let iter = archive.entries().map_err(corrupt)?;
+    for entry in iter {
+        let mut entry = entry.map_err(corrupt)?;
+        count += 1;
+        if count > limits.max_entries {
+            return Err(Rejection::new(
+                RejectKind::TooLarge,
+                "too_many_entries",
+                format!(
+                    "the bundle has more than {} entries (the configured limit)",
+                    limits.max_entries
+                ),
+            ));
+        }
+        let raw = entry.path_bytes().into_owned();
+        let name = std::str::from_utf8(&raw).map_err(|_| {
+            Rejection::invalid("non_utf8_name", "an entry name is not valid UTF-8").with(
+                Detail::new(format!("name bytes: {}", String::from_utf8_lossy(&raw)))
+                    .file(String::from_utf8_lossy(&raw)),
+            )
+        })?;
+        let path = clean_path(name)?;
+        let kind = entry.header().entry_type();
+        use tar::EntryType as T;
+        match kind {
+            T::Directory => {
+                continue;
+            }
+            T::Regular | T::Continuous => {}
+            T::Symlink | T::Link => {
+                return Err(
+                    Rejection::invalid("link_entry", "links are not allowed in a bundle")
+                        .with(Detail::new("symbolic or hard link").file(path)),
+                );
+            }
+            T::Char | T::Block | T::Fifo => {
+                return Err(Rejection::invalid(
+                    "special_entry",
+                    "device files and FIFOs are not allowed in a bundle",
+                )
+                .with(Detail::new(format!("entry type {:?}", kind)).file(path)));
+            }
+            other => {
+                return Err(Rejection::invalid(
+                    "unsupported_entry",
+                    "the bundle holds an entry type that is not a file or folder",
+                )
+                .with(Detail::new(format!("entry type {:?}", other)).file(path)));
+            }
+        }
+        if !seen.insert(path.clone()) {
+            return Err(Rejection::invalid(
+                "duplicate_entry",
+                "a path appears twice in the bundle",
+            )
+            .with(Detail::new("second entry with this path").file(path)));
+        }
+        let size = entry.header().size().unwrap_or(0);
+        let mut data = Vec::with_capacity(size.min(limits.max_unpacked_bytes) as usize);
+        entry.read_to_end(&mut data).map_err(corrupt)?;
+        out.push(Entry { path, data });
+    }
+    Ok(out)
+}
+
+fn corrupt(e: io::Error) -> Rejection {
+    Rejection::malformed(
+        "corrupt_archive",
+        format!("the bundle is not a readable tar.gz: {e}"),
+    )
+}
+
+/// Checks one entry name and returns it normalised (no `./`, no trailing `/`).
+pub fn clean_path(name: &str) -> Result<String, Rejection> {
+    if name.starts_with('/') || name.starts_with('\\') || name.get(1..2) == Some(":") {
+        return Err(
+            Rejection::invalid("absolute_path", "bundle entries must have relative paths")
+                .with(Detail::new("absolute path").file(name)),
+        );
+    }
+    let mut parts = Vec::new();
+    for part in name.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                return Err(Rejection::invalid(
+                    "parent_traversal",
+                    "bundle entries may not contain '..'",
+                )
+                .with(Detail::new("path leaves the bundle folder").file(name)));
+            }
+            p if p.contains('\\') || p.chars().any(char::is_control) => {
+                return Err(Rejection::invalid(
+                    "bad_path",
+                    "bundle entry names may not hold backslashes or control characters",
+                )
+                .with(Detail::new("bad character in path").file(name)));
+            }
+            p => parts.push(p),
+        }
+    }
+    if parts.is_empty() {
+        return Err(
+            Rejection::invalid("bad_path", "a bundle entry has an empty name")
+                .with(Detail::new("empty path").file(name)),
+        );
+    }
+    Ok(parts.join("/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clean_path_rules() {
+        assert_eq!(clean_path("./a/b.csv").unwrap(), "a/b.csv");
+        assert_eq!(clean_path("a//b/").unwrap(), "a/b");
+        assert_eq!(clean_path("/etc/passwd").unwrap_err().code, "absolute_path");
+        assert_eq!(
+            clean_path("a/../../x").unwrap_err().code,
+            "parent_traversal"
+        );
+        assert_eq!(clean_path("C:/x").unwrap_err().code, "absolute_path");
+        assert_eq!(clean_path("./").unwrap_err().code, "bad_path");
+    }
+
+    #[test]
+    fn refuses_non_gzip() {
+        let err = unpack(b"PK\x03\x04 zip", &UnpackLimits::default()).unwrap_err();
+        assert_eq!(err.code, "not_gzip");
+    }
+
+    #[test]
+    fn refuses_bombs_while_inflating() {
+        // One 64 MiB file of zeros compresses to about 64 KiB: a ratio near 1000.
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        {
+            let mut tar = tar::Builder::new(&mut enc);
+            let mut header = tar::Header::new_gnu();
+            header.set_size(64 << 20);
+            header.set_mode(0o644);
+            header.set_cksum();
+            tar.append_data(&mut header, "zeros.bin", std::io::repeat(0).take(64 << 20))
+                .unwrap();
+            tar.finish().unwrap();
+        }
+        let gz = enc.finish().unwrap();
+        let err = unpack(&gz, &UnpackLimits::default()).unwrap_err();
+        assert_eq!(err.code, "compression_ratio", "{err}");
+        let tight = UnpackLimits {
+            max_unpacked_bytes: 1 << 20,
+            max_ratio: 1e6,
+            ..Default::default()
+        };
+        assert_eq!(unpack(&gz, &tight).unwrap_err().code, "too_large_unpacked");
+    }
+}

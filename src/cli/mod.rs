@@ -1,0 +1,88 @@
+//! The `wattcounts` command line: one subcommand per step of the path from
+//! a harness result folder to a stored submission, plus the server.
+
+pub mod client;
+pub mod demo;
+pub mod keys;
+pub mod pack_cmd;
+pub mod serve;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::config::ServeConfig;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "wattcounts",
+    version,
+    about = "Open submission service for the Watt Counts LLM-inference energy benchmark",
+    long_about = "Open submission service for the Watt Counts LLM-inference energy benchmark.\n\n\
+Submitting a harness result folder:\n  \
+wattcounts keygen --out ~/.wattcounts/id_ed25519\n  \
+wattcounts register --server URL --handle you --key ~/.wattcounts/id_ed25519\n  \
+wattcounts pack results/run_X --config config-v2.yaml --handle you --key ~/.wattcounts/id_ed25519.pub --audience URL\n  \
+wattcounts sign run_X.tar.gz --key ~/.wattcounts/id_ed25519   (or ssh-keygen -Y sign -n wattcounts-submission)\n  \
+wattcounts submit run_X.tar.gz --signature run_X.tar.gz.sig --server URL"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the service (SQLite in --data-dir by default).
+    Serve(ServeConfig),
+    /// Write a new OpenSSH Ed25519 key pair (PATH and PATH.pub).
+    Keygen(keys::KeygenArgs),
+    /// Pack a harness run folder into a submission bundle (.tar.gz).
+    Pack(pack_cmd::PackArgs),
+    /// Sign a bundle (writes BUNDLE.sig in ssh-keygen's sshsig format).
+    Sign(keys::SignArgs),
+    /// Register a handle and public key with a service.
+    Register(client::RegisterArgs),
+    /// Upload a bundle and its signature; prints the receipt as JSON.
+    Submit(client::SubmitArgs),
+    /// Synthetic harness data (the demo and the test fixtures).
+    #[command(subcommand)]
+    Demo(demo::DemoCommand),
+}
+
+/// Exit codes of `submit`: 0 stored (accepted or needs_review), 1 rejected,
+/// 2 usage or transport errors.
+pub const EXIT_REJECTED: u8 = 1;
+pub const EXIT_USAGE: u8 = 2;
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Serve(cfg) => serve::run(cfg).await.map(|_| ExitCode::SUCCESS),
+            Command::Keygen(a) => keys::keygen(&a).map(|_| ExitCode::SUCCESS),
+            Command::Pack(a) => pack_cmd::run(&a).map(|_| ExitCode::SUCCESS),
+            Command::Sign(a) => keys::sign(&a).map(|_| ExitCode::SUCCESS),
+            Command::Register(a) => client::register(&a).await.map(|_| ExitCode::SUCCESS),
+            Command::Submit(a) => client::submit(&a).await,
+            Command::Demo(d) => demo::run(d).await.map(|_| ExitCode::SUCCESS),
+        }
+    });
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(EXIT_USAGE)
+        }
+    }
+}

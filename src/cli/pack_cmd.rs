@@ -1,0 +1,108 @@
+//! `pack`.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Args;
+
+use crate::pack::{self, PackInput};
+use crate::signing;
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Packing attests that the folder is the harness output as written, and that it may be \
+published in the open dataset under CC-BY-4.0."
+)]
+pub struct PackArgs {
+    /// The harness run folder (results/run_YYYYmmdd_HHMMSS).
+    pub run_dir: PathBuf,
+    /// The harness YAML config the run used (config-v2.yaml).
+    #[arg(long)]
+    pub config: PathBuf,
+    /// Your registered handle.
+    #[arg(long)]
+    pub handle: String,
+    /// Your public key (.pub), or the private key: its fingerprint goes in the manifest.
+    #[arg(long)]
+    pub key: PathBuf,
+    /// Public URL of the service you submit to (see its /healthz).
+    #[arg(long)]
+    pub audience: String,
+    /// Output file; defaults to <run folder name>.tar.gz here.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Git commit of the harness that produced the run.
+    #[arg(long, default_value = "unrecorded")]
+    pub harness_commit: String,
+    /// vLLM version the harness ran with.
+    #[arg(long)]
+    pub vllm_version: Option<String>,
+    /// State that a power limit below the default was set on purpose.
+    #[arg(long)]
+    pub declare_power_limit: bool,
+}
+
+fn fingerprint_of(path: &PathBuf) -> anyhow::Result<String> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    if text.contains("PRIVATE KEY") {
+        let key = signing::load_private_key(&text)?;
+        return Ok(key
+            .public_key()
+            .fingerprint(ssh_key::HashAlg::Sha256)
+            .to_string());
+    }
+    Ok(signing::fingerprint(&signing::parse_public_key(&text)?))
+}
+
+pub fn run(a: &PackArgs) -> anyhow::Result<()> {
+    let run_name = a
+        .run_dir
+        .canonicalize()
+        .with_context(|| format!("{} does not exist", a.run_dir.display()))?
+        .file_name()
+        .and_then(|n| n.to_str())
+        .context("the run folder needs a UTF-8 name")?
+        .to_string();
+    let files = pack::read_run_folder(&a.run_dir)?;
+    let input = PackInput {
+        run_name: run_name.clone(),
+        files,
+        config_file: a
+            .config
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("config.yaml")
+            .to_string(),
+        config_yaml: std::fs::read_to_string(&a.config)
+            .with_context(|| format!("reading {}", a.config.display()))?,
+        handle: a.handle.clone(),
+        key_fingerprint: fingerprint_of(&a.key)?,
+        audience: a.audience.clone(),
+        harness_commit: a.harness_commit.clone(),
+        vllm_version: a.vllm_version.clone(),
+        declare_power_limit: a.declare_power_limit,
+    };
+    let packed = pack::pack(&input)?;
+    let g = &packed.manifest.system.gpu;
+    if g.power_limit_w < g.default_power_limit_w && !a.declare_power_limit {
+        eprintln!(
+            "warning: the GPU ran at a power limit of {} W, below its default {} W; pass --declare-power-limit if that was on purpose",
+            g.power_limit_w, g.default_power_limit_w
+        );
+    }
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("{run_name}.tar.gz")));
+    std::fs::write(&out, &packed.bytes).with_context(|| format!("writing {}", out.display()))?;
+    println!(
+        "wrote {} ({} bytes, {} files, GPU {}, submission_id {})",
+        out.display(),
+        packed.bytes.len(),
+        packed.manifest.files.len(),
+        g.name,
+        packed.manifest.submission_id
+    );
+    Ok(())
+}

@@ -1,0 +1,73 @@
+//! `serve`.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+
+use crate::config::ServeConfig;
+use crate::ingest::{IngestConfig, Ingestor};
+use crate::store::blobs::BlobStore;
+use crate::web::{self, AppState};
+
+pub async fn build_state(cfg: &ServeConfig) -> anyhow::Result<AppState> {
+    std::fs::create_dir_all(&cfg.data_dir)
+        .with_context(|| format!("creating {}", cfg.data_dir.display()))?;
+    let url = cfg.database_url();
+    let store = crate::store::open(&url)
+        .await
+        .with_context(|| format!("opening {url}"))?;
+    let blobs = BlobStore::new(cfg.data_dir.join("blobs"))?;
+    let ingestor = Ingestor::new(
+        store,
+        blobs,
+        IngestConfig {
+            public_url: cfg.public_url(),
+            unpack: cfg.unpack_limits(),
+        },
+    );
+    Ok(AppState {
+        ingestor: Arc::new(ingestor),
+        max_body_bytes: cfg.max_body_bytes,
+    })
+}
+
+pub async fn run(cfg: ServeConfig) -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,sqlx=warn".into()),
+        )
+        .init();
+    let state = build_state(&cfg).await?;
+    let listener = tokio::net::TcpListener::bind(cfg.bind)
+        .await
+        .with_context(|| format!("cannot listen on {}", cfg.bind))?;
+    let addr = listener.local_addr()?;
+    eprintln!(
+        "wattcounts {} listening on http://{addr} (public URL {}, database {})",
+        env!("CARGO_PKG_VERSION"),
+        cfg.public_url(),
+        cfg.database_url()
+    );
+    axum::serve(listener, web::app(state))
+        .with_graceful_shutdown(shutdown())
+        .await?;
+    Ok(())
+}
+
+async fn shutdown() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        {
+            s.recv().await;
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+    eprintln!("shutting down");
+}

@@ -1,0 +1,61 @@
+//! Typed settings of `wattcounts serve`, from flags or `WATTCOUNTS_*`
+//! environment variables.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::bundle::unpack::UnpackLimits;
+
+#[derive(Debug, Clone, Args)]
+pub struct ServeConfig {
+    /// Address to listen on.
+    #[arg(long, env = "WATTCOUNTS_BIND", default_value = "127.0.0.1:8080")]
+    pub bind: SocketAddr,
+    /// Database URL: sqlite:PATH (created and migrated on first start).
+    /// Defaults to sqlite:<data-dir>/wattcounts.db.
+    #[arg(long, env = "WATTCOUNTS_DATABASE_URL")]
+    pub database_url: Option<String>,
+    /// Folder for the database and the raw bundles (blobs/).
+    #[arg(long, env = "WATTCOUNTS_DATA_DIR", default_value = "data")]
+    pub data_dir: PathBuf,
+    /// The service's public origin. Bundles must be packed for it
+    /// (`pack --audience`). Defaults to http://<bind>.
+    #[arg(long, env = "WATTCOUNTS_PUBLIC_URL")]
+    pub public_url: Option<String>,
+    /// Largest submission request body, bytes (413 above it).
+    #[arg(long, env = "WATTCOUNTS_MAX_BODY_BYTES", default_value_t = 256 << 20)]
+    pub max_body_bytes: u64,
+    /// Largest total unpacked size of a bundle, bytes.
+    #[arg(long, env = "WATTCOUNTS_MAX_UNPACKED_BYTES", default_value_t = UnpackLimits::default().max_unpacked_bytes)]
+    pub max_unpacked_bytes: u64,
+    /// Most entries (files and folders) in a bundle.
+    #[arg(long, env = "WATTCOUNTS_MAX_ENTRIES", default_value_t = UnpackLimits::default().max_entries)]
+    pub max_entries: usize,
+    /// Largest unpacked/compressed size ratio of a bundle.
+    #[arg(long, env = "WATTCOUNTS_MAX_RATIO", default_value_t = UnpackLimits::default().max_ratio)]
+    pub max_ratio: f64,
+}
+
+impl ServeConfig {
+    pub fn database_url(&self) -> String {
+        self.database_url
+            .clone()
+            .unwrap_or_else(|| format!("sqlite:{}", self.data_dir.join("wattcounts.db").display()))
+    }
+    pub fn public_url(&self) -> String {
+        self.public_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{}", self.bind))
+            .trim_end_matches('/')
+            .to_string()
+    }
+    pub fn unpack_limits(&self) -> UnpackLimits {
+        UnpackLimits {
+            max_entries: self.max_entries,
+            max_unpacked_bytes: self.max_unpacked_bytes,
+            max_ratio: self.max_ratio,
+        }
+    }
+}

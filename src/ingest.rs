@@ -1,0 +1,601 @@
+//! The submission pipeline, stage by stage:
+//! sha256 of the exact bytes → replay lookup → signature against a
+//! registered key → safe unpack → manifest schema → audience → file list and
+//! digests → harness CSVs → derived metrics → one transaction + blob.
+//!
+//! Each stage is a plain function; this module only strings them together
+//! and talks to the store. It knows nothing of HTTP.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use rayon::prelude::*;
+use sha2::{Digest, Sha256};
+
+use crate::bundle::harness::{self, DetailCounts, FileKind, IterationRow};
+use crate::bundle::manifest::{Manifest, ManifestSchema};
+use crate::bundle::unpack::{self, Entry, UnpackLimits};
+use crate::bundle::MANIFEST_NAME;
+use crate::metrics::{self, ConfigurationMetrics, IterationMetrics};
+use crate::receipt::{self, Receipt};
+use crate::rejection::{Detail, RejectKind, Rejection};
+use crate::signing;
+use crate::store::blobs::BlobStore;
+use crate::store::{InsertOutcome, NewSubmission, Status, Store, StoreError};
+
+/// The handle the service registers for its own synthetic demo data.
+pub const DEMO_HANDLE: &str = "demo";
+
+#[derive(Debug, Clone)]
+pub struct IngestConfig {
+    /// The service's public origin; bundles must name it as `audience`.
+    pub public_url: String,
+    pub unpack: UnpackLimits,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum IngestError {
+    #[error("{0}")]
+    Rejected(Rejection),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl From<Rejection> for IngestError {
+    fn from(r: Rejection) -> Self {
+        IngestError::Rejected(r)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Stored now.
+    Created,
+    /// These bytes were stored before; same receipt, nothing new stored.
+    Replayed,
+}
+
+/// Wall time of each stage, for the ingest benchmark.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StageTimings {
+    pub hash: Duration,
+    pub verify: Duration,
+    pub decompress: Duration,
+    pub parse: Duration,
+    pub derive: Duration,
+    pub store: Duration,
+}
+
+impl StageTimings {
+    pub fn add(&mut self, o: &StageTimings) {
+        self.hash += o.hash;
+        self.verify += o.verify;
+        self.decompress += o.decompress;
+        self.parse += o.parse;
+        self.derive += o.derive;
+        self.store += o.store;
+    }
+    pub fn total(&self) -> Duration {
+        self.hash + self.verify + self.decompress + self.parse + self.derive + self.store
+    }
+}
+
+/// What a valid bundle holds, before it is stored.
+#[derive(Debug, Clone)]
+pub struct Analysis {
+    pub manifest: Manifest,
+    pub runs: Vec<IterationMetrics>,
+    pub configurations: Vec<ConfigurationMetrics>,
+}
+
+pub struct Ingestor {
+    pub store: Arc<dyn Store>,
+    pub blobs: BlobStore,
+    schema: Arc<ManifestSchema>,
+    pub config: IngestConfig,
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+impl Ingestor {
+    pub fn new(store: Arc<dyn Store>, blobs: BlobStore, config: IngestConfig) -> Self {
+        Ingestor {
+            store,
+            blobs,
+            schema: Arc::new(ManifestSchema::new()),
+            config,
+        }
+    }
+
+    pub async fn receipt(&self, id: uuid::Uuid) -> Result<Option<Receipt>, StoreError> {
+        let Some(rec) = self.store.submission(id).await? else {
+            return Ok(None);
+        };
+        let configurations = self.store.configurations(id).await?;
+        Ok(Some(receipt::build(&rec, configurations)))
+    }
+
+    async fn existing(&self, id: uuid::Uuid) -> Result<(Outcome, Receipt), IngestError> {
+        let r = self
+            .receipt(id)
+            .await?
+            .ok_or_else(|| IngestError::Internal(format!("submission {id} vanished")))?;
+        Ok((Outcome::Replayed, r))
+    }
+
+    pub async fn submit(
+        &self,
+        bundle: Vec<u8>,
+        signature: Vec<u8>,
+    ) -> Result<(Outcome, Receipt), IngestError> {
+        let mut t = StageTimings::default();
+        self.submit_timed(bundle, signature, &mut t).await
+    }
+
+    pub async fn submit_timed(
+        &self,
+        bundle: Vec<u8>,
+        signature: Vec<u8>,
+        t: &mut StageTimings,
+    ) -> Result<(Outcome, Receipt), IngestError> {
+        let bundle = Arc::new(bundle);
+        let start = Instant::now();
+        let digest = {
+            let b = bundle.clone();
+            blocking(move || sha256_hex(&b)).await?
+        };
+        t.hash = start.elapsed();
+
+        // The same bytes again: the same receipt, nothing new stored.
+        if let Some(id) = self.store.submission_by_digest(&digest).await? {
+            return self.existing(id).await;
+        }
+
+        let start = Instant::now();
+        let sig = signing::parse_signature(&signature, signing::SUBMISSION_NAMESPACE, "signature")?;
+        let fingerprint = signing::signer_fingerprint(&sig);
+        let key = self.store.key_by_fingerprint(&fingerprint).await?.ok_or_else(|| {
+            Rejection::forbidden(
+                "unknown_key",
+                format!("no registered submitter has the key {fingerprint}; register it first (wattcounts register)"),
+            )
+            .with(Detail::new(format!("signing key {fingerprint}")).file("signature"))
+        })?;
+        let now = Utc::now();
+        if let Some(revoked) = key.revoked_at.filter(|r| *r <= now) {
+            return Err(Rejection::forbidden(
+                "key_revoked",
+                format!(
+                    "the key {fingerprint} was revoked at {}; sign with a current key",
+                    crate::store::ts(&revoked)
+                ),
+            )
+            .into());
+        }
+        if key.submitter_suspended_at.is_some() {
+            return Err(Rejection::forbidden(
+                "submitter_suspended",
+                format!(
+                    "submitter '{}' is suspended; contact the maintainers",
+                    key.handle
+                ),
+            )
+            .into());
+        }
+        let public = signing::parse_public_key(&key.public_key)?;
+        {
+            let b = bundle.clone();
+            let sig = sig.clone();
+            blocking(move || {
+                signing::verify(
+                    &public,
+                    signing::SUBMISSION_NAMESPACE,
+                    &b,
+                    &sig,
+                    "signature",
+                )
+            })
+            .await??;
+        }
+        t.verify = start.elapsed();
+
+        let analysis = {
+            let b = bundle.clone();
+            let cfg = self.config.clone();
+            let schema = self.schema.clone();
+            let (r, local) = blocking(move || {
+                let mut local = StageTimings::default();
+                (analyse(&b, &schema, &cfg, &mut local), local)
+            })
+            .await?;
+            t.decompress = local.decompress;
+            t.parse = local.parse;
+            t.derive = local.derive;
+            r?
+        };
+        let m = &analysis.manifest;
+        if m.submitter.key_fingerprint != fingerprint {
+            return Err(Rejection::forbidden(
+                "key_mismatch",
+                format!(
+                    "the manifest names key {} but the bundle was signed with {fingerprint}",
+                    m.submitter.key_fingerprint
+                ),
+            )
+            .with(
+                Detail::new("submitter key differs from the signing key")
+                    .file(MANIFEST_NAME)
+                    .pointer("/submitter/key_fingerprint"),
+            )
+            .into());
+        }
+        if !m.submitter.handle.eq_ignore_ascii_case(&key.handle) {
+            return Err(Rejection::forbidden(
+                "handle_mismatch",
+                format!(
+                    "the manifest names submitter '{}' but the signing key belongs to '{}'",
+                    m.submitter.handle, key.handle
+                ),
+            )
+            .with(
+                Detail::new("handle differs from the key's owner")
+                    .file(MANIFEST_NAME)
+                    .pointer("/submitter/handle"),
+            )
+            .into());
+        }
+        if let Some(known) = self.store.submission_digest(m.submission_id).await? {
+            if known != digest {
+                return Err(id_taken(m.submission_id).into());
+            }
+        }
+
+        let start = Instant::now();
+        let blob_path = {
+            let blobs = self.blobs.clone();
+            let b = bundle.clone();
+            let d = digest.clone();
+            blocking(move || blobs.put(&d, &b))
+                .await?
+                .map_err(|e| IngestError::Internal(format!("writing the bundle blob: {e}")))?
+        };
+        let gpu_id = crate::catalog::gpu_by_nvml_name(&m.system.gpu.name).map(|g| g.id.clone());
+        let new = NewSubmission {
+            id: m.submission_id,
+            bundle_sha256: digest,
+            submitter_id: key.submitter_id,
+            key_id: key.key_id,
+            status: Status::Accepted,
+            received_at: now,
+            gpu_name: m.system.gpu.name.clone(),
+            gpu_id,
+            run_name: m.run.name.clone(),
+            is_demo: key.handle == DEMO_HANDLE,
+            bundle_bytes: bundle.len() as u64,
+            blob_path,
+            signature: String::from_utf8_lossy(&signature).into_owned(),
+            manifest_json: serde_json::to_string(m)
+                .map_err(|e| IngestError::Internal(e.to_string()))?,
+            runs: analysis.runs,
+            configurations: analysis.configurations,
+        };
+        let outcome = self.store.insert_submission(&new).await?;
+        t.store = start.elapsed();
+        match outcome {
+            InsertOutcome::Inserted => {
+                let r = self
+                    .receipt(new.id)
+                    .await?
+                    .ok_or_else(|| IngestError::Internal("stored submission not found".into()))?;
+                Ok((Outcome::Created, r))
+            }
+            // Another request stored the same bytes first.
+            InsertOutcome::SameBytes(id) => self.existing(id).await,
+            InsertOutcome::IdTaken => Err(id_taken(new.id).into()),
+        }
+    }
+}
+
+fn id_taken(id: uuid::Uuid) -> Rejection {
+    Rejection::new(
+        RejectKind::Conflict,
+        "submission_id_reused",
+        format!(
+            "submission_id {id} is already stored with different bytes; pack again for a fresh id"
+        ),
+    )
+    .with(
+        Detail::new("known submission_id, other bundle digest")
+            .file(MANIFEST_NAME)
+            .pointer("/submission_id"),
+    )
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, IngestError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| IngestError::Internal(format!("worker failed: {e}")))
+}
+
+/// Everything between the raw bytes and the derived metrics. Pure: bytes in,
+/// data or a rejection out.
+pub fn analyse(
+    bundle: &[u8],
+    schema: &ManifestSchema,
+    cfg: &IngestConfig,
+    t: &mut StageTimings,
+) -> Result<Analysis, Rejection> {
+    let start = Instant::now();
+    let entries = unpack::unpack(bundle, &cfg.unpack)?;
+    t.decompress = start.elapsed();
+
+    let start = Instant::now();
+    let manifest_entry = entries.iter().find(|e| e.path == MANIFEST_NAME).ok_or_else(|| {
+        Rejection::invalid("manifest_missing", format!("the bundle has no {MANIFEST_NAME} at its root; make bundles with `wattcounts pack`"))
+    })?;
+    let manifest = schema.parse(&manifest_entry.data)?;
+    let want = cfg.public_url.trim_end_matches('/');
+    if manifest.audience.trim_end_matches('/') != want {
+        return Err(Rejection::forbidden(
+            "audience_mismatch",
+            format!("this bundle was packed for {} but this service is {want}; pack it again with --audience {want}", manifest.audience),
+        )
+        .with(Detail::new(format!("expected {want}, found {}", manifest.audience)).file(MANIFEST_NAME).pointer("/audience")));
+    }
+    check_file_list(&manifest, &entries)?;
+    let parsed = parse_files(&entries, &manifest)?;
+    t.parse = start.elapsed();
+
+    let start = Instant::now();
+    let runs: Vec<IterationMetrics> = parsed.rows.iter().map(metrics::derive).collect();
+    let configurations = metrics::aggregate(&runs);
+    t.derive = start.elapsed();
+    if configurations.is_empty() {
+        return Err(Rejection::invalid(
+            "no_tokens",
+            "no iteration in the bundle generated any tokens; there is nothing to measure",
+        ));
+    }
+    Ok(Analysis {
+        manifest,
+        runs,
+        configurations,
+    })
+}
+
+/// Every archive file is listed, every listed file is present.
+fn check_file_list(m: &Manifest, entries: &[Entry]) -> Result<(), Rejection> {
+    let mut listed = HashSet::new();
+    for (i, f) in m.files.iter().enumerate() {
+        if !listed.insert(f.path.as_str()) {
+            return Err(Rejection::invalid(
+                "manifest_duplicate_path",
+                format!("{} is listed twice in the manifest", f.path),
+            )
+            .with(
+                Detail::new("listed twice")
+                    .file(MANIFEST_NAME)
+                    .pointer(format!("/files/{i}/path")),
+            ));
+        }
+    }
+    let present: HashSet<&str> = entries
+        .iter()
+        .map(|e| e.path.as_str())
+        .filter(|p| *p != MANIFEST_NAME)
+        .collect();
+    let extra: Vec<&str> = present
+        .iter()
+        .filter(|p| !listed.contains(*p))
+        .copied()
+        .collect();
+    if !extra.is_empty() {
+        let mut extra = extra;
+        extra.sort_unstable();
+        return Err(Rejection::invalid(
+            "file_not_in_manifest",
+            format!(
+                "{} file(s) in the bundle are not listed in the manifest",
+                extra.len()
+            ),
+        )
+        .with_all(
+            extra
+                .iter()
+                .map(|p| Detail::new("present in the archive, absent from /files").file(*p)),
+        ));
+    }
+    let missing: Vec<(usize, &str)> = m
+        .files
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| !present.contains(f.path.as_str()))
+        .map(|(i, f)| (i, f.path.as_str()))
+        .collect();
+    if !missing.is_empty() {
+        return Err(Rejection::invalid(
+            "file_missing",
+            format!(
+                "{} file(s) listed in the manifest are not in the bundle",
+                missing.len()
+            ),
+        )
+        .with_all(missing.iter().map(|(i, p)| {
+            Detail::new("listed in /files, absent from the archive")
+                .file(*p)
+                .pointer(format!("/files/{i}"))
+        })));
+    }
+    Ok(())
+}
+
+struct Parsed {
+    rows: Vec<IterationRow>,
+}
+
+enum FileOutcome {
+    Other,
+    Results(Vec<IterationRow>),
+    Details(DetailCounts),
+}
+
+/// Checks sizes and digests and parses every harness CSV, files in parallel.
+fn parse_files(entries: &[Entry], m: &Manifest) -> Result<Parsed, Rejection> {
+    let by_path: HashMap<&str, (usize, &crate::bundle::manifest::FileEntry)> = m
+        .files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.path.as_str(), (i, f)))
+        .collect();
+    let outcomes: Vec<(String, FileOutcome)> = entries
+        .par_iter()
+        .filter(|e| e.path != MANIFEST_NAME)
+        .map(|e| {
+            let (i, f) = by_path[e.path.as_str()];
+            if f.bytes != e.data.len() as u64 {
+                return Err(Rejection::invalid(
+                    "size_mismatch",
+                    format!(
+                        "{} has {} bytes, the manifest says {}",
+                        e.path,
+                        e.data.len(),
+                        f.bytes
+                    ),
+                )
+                .with(
+                    Detail::new(format!(
+                        "expected {} bytes, found {}",
+                        f.bytes,
+                        e.data.len()
+                    ))
+                    .file(&e.path)
+                    .pointer(format!("/files/{i}/bytes")),
+                ));
+            }
+            let digest = sha256_hex(&e.data);
+            if digest != f.sha256 {
+                return Err(Rejection::invalid(
+                    "digest_mismatch",
+                    format!("{} does not match its sha256 in the manifest", e.path),
+                )
+                .with(
+                    Detail::new(format!("expected sha256 {}, found {digest}", f.sha256))
+                        .file(&e.path)
+                        .pointer(format!("/files/{i}/sha256")),
+                ));
+            }
+            let name = e.path.rsplit('/').next().unwrap_or(&e.path);
+            let depth = e.path.matches('/').count();
+            let outcome = match harness::classify(name) {
+                Some(kind) if depth == 1 => match kind {
+                    FileKind::Results(s) => {
+                        FileOutcome::Results(harness::parse_results(&e.path, &e.data, s)?)
+                    }
+                    FileKind::Details(s) => {
+                        FileOutcome::Details(harness::parse_details(&e.path, &e.data, s)?)
+                    }
+                },
+                _ => FileOutcome::Other,
+            };
+            Ok((e.path.clone(), outcome))
+        })
+        .collect::<Result<_, _>>()?;
+    let mut rows = Vec::new();
+    let mut details: Vec<(String, DetailCounts)> = Vec::new();
+    for (path, o) in outcomes {
+        match o {
+            FileOutcome::Details(d) => details.push((path, d)),
+            FileOutcome::Results(r) => {
+                let first = &r[0].model;
+                if let Some(other) = r.iter().find(|x| &x.model != first) {
+                    return Err(Rejection::invalid(
+                        "csv_mixed_models",
+                        format!("{path} mixes models '{first}' and '{}'", other.model),
+                    )
+                    .with(
+                        Detail::new(format!(
+                            "model '{}' differs from '{first}' in row 2",
+                            other.model
+                        ))
+                        .file(&path)
+                        .row(other.line)
+                        .column("model"),
+                    ));
+                }
+                rows.extend(r)
+            }
+            FileOutcome::Other => {}
+        }
+    }
+    check_details(&rows, &details)?;
+    if rows.is_empty() {
+        return Err(Rejection::invalid(
+            "no_results",
+            "the bundle holds no harness results (<model folder>/llm_batch_optimized_results.csv or llm_server_optimized_results.csv)",
+        ));
+    }
+    // A stable order regardless of thread scheduling.
+    rows.sort_by(|a, b| {
+        (
+            a.model.as_str(),
+            a.scenario.as_str(),
+            a.lambda_qps.map(f64::to_bits),
+            a.iteration,
+        )
+            .cmp(&(
+                b.model.as_str(),
+                b.scenario.as_str(),
+                b.lambda_qps.map(f64::to_bits),
+                b.iteration,
+            ))
+    });
+    Ok(Parsed { rows })
+}
+
+/// Each details file must hold one row per request of the results file
+/// beside it (successes, or successes and failures).
+fn check_details(
+    rows: &[IterationRow],
+    details: &[(String, DetailCounts)],
+) -> Result<(), Rejection> {
+    for (path, d) in details {
+        let (folder, file) = path.rsplit_once('/').unwrap_or(("", path));
+        let results_name = match harness::classify(file) {
+            Some(FileKind::Details(harness::Scenario::Batch)) => harness::BATCH_RESULTS,
+            _ => harness::SERVER_RESULTS,
+        };
+        let results_path = format!("{folder}/{results_name}");
+        let mine: Vec<&IterationRow> = rows.iter().filter(|r| r.file == results_path).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        for r in mine {
+            let found = d
+                .requests
+                .get(&harness::iteration_key(r.iteration, r.lambda_qps))
+                .copied()
+                .unwrap_or(0);
+            if found != r.requests_ok && found != r.requests_ok + r.requests_failed {
+                let what = match r.lambda_qps {
+                    Some(l) => format!("iteration {} at {l} req/s", r.iteration),
+                    None => format!("iteration {}", r.iteration),
+                };
+                return Err(Rejection::invalid(
+                    "details_mismatch",
+                    format!("{path} has {found} request rows for {what}, but {results_path} counts {} successful requests", r.requests_ok),
+                )
+                .with(Detail::new(format!("{found} detail rows, {} requests in results", r.requests_ok)).file(path.as_str()))
+                .with(Detail::new("request_success_total").file(results_path.as_str()).row(r.line).column("request_success_total")));
+            }
+        }
+    }
+    Ok(())
+}

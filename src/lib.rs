@@ -1,0 +1,20 @@
+//! wattcounts: the open submission service for the Watt Counts benchmark of
+//! LLM-inference energy on GPUs.
+//!
+//! Arrows point one way: `web` → `ingest` → (`bundle`, `metrics`, `signing`)
+//! and `ingest` → `store`. Nothing below `web` knows HTTP; nothing in
+//! `bundle` or `metrics` knows SQL.
+
+pub mod bundle;
+pub mod catalog;
+pub mod cli;
+pub mod config;
+pub mod ingest;
+pub mod metrics;
+pub mod pack;
+pub mod receipt;
+pub mod rejection;
+pub mod signing;
+pub mod store;
+pub mod synth;
+pub mod web;

@@ -1,0 +1,249 @@
+//! Derived metrics, computed by the service from the harness CSVs alone.
+//!
+//! Per iteration (HARNESS-FORMAT.md, "Derived metrics"): energy from the
+//! power trace (mean × duration), energy per token and per request,
+//! throughput, power statistics, and for server runs TTFT / end-to-end
+//! percentiles and the inter-token latency. Per configuration (model ×
+//! scenario × arrival rate): median, min, max and coefficient of variation
+//! over iterations.
+
+use serde::{Deserialize, Serialize};
+
+use crate::bundle::harness::{IterationRow, Scenario};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IterationMetrics {
+    pub model: String,
+    pub scenario: Scenario,
+    pub lambda_qps: Option<f64>,
+    pub iteration: u32,
+    pub started_at: String,
+    pub duration_s: f64,
+    pub requests_ok: u64,
+    pub requests_failed: u64,
+    pub prompt_tokens: u64,
+    pub generation_tokens: u64,
+    /// mean(power trace) × duration.
+    pub gpu_energy_j: f64,
+    pub reported_gpu_energy_j: f64,
+    pub cpu_energy_j: f64,
+    pub dram_energy_j: f64,
+    pub power_mean_w: f64,
+    pub power_max_w: f64,
+    pub power_min_w: f64,
+    pub power_samples: u64,
+    pub temp_first_c: f64,
+    pub temp_max_c: f64,
+    pub energy_per_token_j: Option<f64>,
+    pub energy_per_request_j: Option<f64>,
+    pub throughput_tok_s: f64,
+    pub itl_s: Option<f64>,
+    pub ttft_p50_s: Option<f64>,
+    pub ttft_p90_s: Option<f64>,
+    pub e2e_p50_s: Option<f64>,
+    pub e2e_p90_s: Option<f64>,
+}
+
+impl IterationMetrics {
+    /// The paper drops iterations that generated no tokens.
+    pub fn counts(&self) -> bool {
+        self.generation_tokens > 0
+    }
+}
+
+/// Median, min, max and coefficient of variation of one figure over iterations.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    /// Sample standard deviation / mean; 0 for a single value.
+    pub cv: f64,
+}
+
+impl Spread {
+    pub fn of(values: &[f64]) -> Option<Spread> {
+        if values.is_empty() {
+            return None;
+        }
+        let mut v = values.to_vec();
+        v.sort_by(f64::total_cmp);
+        let n = v.len() as f64;
+        let mean = v.iter().sum::<f64>() / n;
+        let cv = if v.len() > 1 && mean != 0.0 {
+            let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+            var.sqrt() / mean.abs()
+        } else {
+            0.0
+        };
+        Some(Spread {
+            median: percentile_sorted(&v, 0.5),
+            min: v[0],
+            max: v[v.len() - 1],
+            cv,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConfigurationMetrics {
+    pub model: String,
+    pub scenario: Scenario,
+    pub lambda_qps: Option<f64>,
+    /// Iterations that count (generated tokens).
+    pub iterations: u32,
+    pub energy_per_token_j: Spread,
+    pub energy_per_request_j: Option<Spread>,
+    pub throughput_tok_s: Spread,
+    pub power_mean_w: Spread,
+    pub itl_s: Option<Spread>,
+    pub ttft_p50_s: Option<Spread>,
+    pub e2e_p50_s: Option<Spread>,
+}
+
+/// Linear interpolation between closest ranks (numpy's default).
+pub fn percentile_sorted(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let pos = q.clamp(0.0, 1.0) * (sorted.len() - 1) as f64;
+    let lo = pos.floor() as usize;
+    let hi = pos.ceil() as usize;
+    sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
+}
+
+fn percentile(values: &[f64], q: f64) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    Some(percentile_sorted(&v, q))
+}
+
+fn ratio(num: f64, den: f64) -> Option<f64> {
+    (den > 0.0).then(|| num / den)
+}
+
+pub fn derive(row: &IterationRow) -> IterationMetrics {
+    let energy = row.power_w.mean() * row.duration_s;
+    let (itl, ttft_p50, ttft_p90, e2e_p50, e2e_p90) = match row.scenario {
+        Scenario::Batch => (
+            ratio(row.duration_s, row.generation_tokens_total as f64),
+            None,
+            None,
+            None,
+            None,
+        ),
+        Scenario::Server => {
+            // Mean over requests with ≥ 2 tokens of (e2e − ttft)/(tokens − 1).
+            let per_request: Vec<f64> = row
+                .e2e_s
+                .iter()
+                .zip(&row.ttft_s)
+                .zip(&row.request_generation_tokens)
+                .filter(|(_, &tokens)| tokens >= 2.0)
+                .map(|((e2e, ttft), tokens)| (e2e - ttft) / (tokens - 1.0))
+                .collect();
+            let itl = (!per_request.is_empty())
+                .then(|| per_request.iter().sum::<f64>() / per_request.len() as f64);
+            (
+                itl,
+                percentile(&row.ttft_s, 0.5),
+                percentile(&row.ttft_s, 0.9),
+                percentile(&row.e2e_s, 0.5),
+                percentile(&row.e2e_s, 0.9),
+            )
+        }
+    };
+    IterationMetrics {
+        model: row.model.clone(),
+        scenario: row.scenario,
+        lambda_qps: row.lambda_qps,
+        iteration: row.iteration,
+        started_at: row.started_at.clone(),
+        duration_s: row.duration_s,
+        requests_ok: row.requests_ok,
+        requests_failed: row.requests_failed,
+        prompt_tokens: row.prompt_tokens_total,
+        generation_tokens: row.generation_tokens_total,
+        gpu_energy_j: energy,
+        reported_gpu_energy_j: row.reported_gpu_energy_j,
+        cpu_energy_j: row.cpu_energy_j,
+        dram_energy_j: row.dram_energy_j,
+        power_mean_w: row.power_w.mean(),
+        power_max_w: row.power_w.max,
+        power_min_w: row.power_w.min,
+        power_samples: row.power_w.n,
+        temp_first_c: row.temperature_c.first,
+        temp_max_c: row.temperature_c.max,
+        energy_per_token_j: ratio(energy, row.generation_tokens_total as f64),
+        energy_per_request_j: ratio(energy, row.requests_ok as f64),
+        throughput_tok_s: ratio(row.generation_tokens_total as f64, row.duration_s).unwrap_or(0.0),
+        itl_s: itl,
+        ttft_p50_s: ttft_p50,
+        ttft_p90_s: ttft_p90,
+        e2e_p50_s: e2e_p50,
+        e2e_p90_s: e2e_p90,
+    }
+}
+
+/// Groups iterations into configurations, in first-seen order.
+pub fn aggregate(iterations: &[IterationMetrics]) -> Vec<ConfigurationMetrics> {
+    let mut keys: Vec<(&str, Scenario, Option<u64>)> = Vec::new();
+    for it in iterations {
+        let k = (
+            it.model.as_str(),
+            it.scenario,
+            it.lambda_qps.map(f64::to_bits),
+        );
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    keys.into_iter()
+        .filter_map(|(model, scenario, lambda)| {
+            let group: Vec<&IterationMetrics> = iterations
+                .iter()
+                .filter(|i| {
+                    i.model == model
+                        && i.scenario == scenario
+                        && i.lambda_qps.map(f64::to_bits) == lambda
+                        && i.counts()
+                })
+                .collect();
+            let collect = |f: fn(&IterationMetrics) -> Option<f64>| -> Vec<f64> {
+                group.iter().filter_map(|i| f(i)).collect()
+            };
+            Some(ConfigurationMetrics {
+                model: model.to_string(),
+                scenario,
+                lambda_qps: lambda.map(f64::from_bits),
+                iterations: group.len() as u32,
+                energy_per_token_j: Spread::of(&collect(|i| i.energy_per_token_j))?,
+                energy_per_request_j: Spread::of(&collect(|i| i.energy_per_request_j)),
+                throughput_tok_s: Spread::of(&collect(|i| Some(i.throughput_tok_s)))?,
+                power_mean_w: Spread::of(&collect(|i| Some(i.power_mean_w)))?,
+                itl_s: Spread::of(&collect(|i| i.itl_s)),
+                ttft_p50_s: Spread::of(&collect(|i| i.ttft_p50_s)),
+                e2e_p50_s: Spread::of(&collect(|i| i.e2e_p50_s)),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spread_and_percentiles() {
+        let s = Spread::of(&[1.0, 2.0, 3.0, 4.0]).unwrap();
+        assert_eq!(s.median, 2.5);
+        assert_eq!((s.min, s.max), (1.0, 4.0));
+        assert!((s.cv - 0.5163977794943222).abs() < 1e-12);
+        assert_eq!(percentile_sorted(&[0.0, 10.0], 0.9), 9.0);
+        assert_eq!(Spread::of(&[5.0]).unwrap().cv, 0.0);
+        assert!(Spread::of(&[]).is_none());
+    }
+}

@@ -1,0 +1,74 @@
+//! The receipt a submitter gets back, built from what was stored, so the
+//! first answer and every later one are the same document.
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::metrics::ConfigurationMetrics;
+use crate::store::{Status, SubmissionRecord};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Receipt {
+    pub submission_id: Uuid,
+    pub bundle_sha256: String,
+    pub submitter: String,
+    pub status: Status,
+    pub received_at: String,
+    pub demo: bool,
+    pub gpu: ReceiptGpu,
+    pub run_name: String,
+    pub bundle_bytes: u64,
+    pub counts: Counts,
+    pub configurations: Vec<ConfigurationMetrics>,
+    pub links: Links,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReceiptGpu {
+    pub name: String,
+    pub id: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Counts {
+    pub models: u64,
+    pub configurations: u64,
+    pub iterations: u64,
+    pub power_samples: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Links {
+    #[serde(rename = "self")]
+    pub this: String,
+}
+
+pub fn build(rec: &SubmissionRecord, configurations: Vec<ConfigurationMetrics>) -> Receipt {
+    let mut models: Vec<&str> = configurations.iter().map(|c| c.model.as_str()).collect();
+    models.sort_unstable();
+    models.dedup();
+    Receipt {
+        submission_id: rec.id,
+        bundle_sha256: rec.bundle_sha256.clone(),
+        submitter: rec.handle.clone(),
+        status: rec.status,
+        received_at: crate::store::ts(&rec.received_at),
+        demo: rec.is_demo,
+        gpu: ReceiptGpu {
+            name: rec.gpu_name.clone(),
+            id: rec.gpu_id.clone(),
+        },
+        run_name: rec.run_name.clone(),
+        bundle_bytes: rec.bundle_bytes,
+        counts: Counts {
+            models: models.len() as u64,
+            configurations: configurations.len() as u64,
+            iterations: rec.iterations,
+            power_samples: rec.power_samples,
+        },
+        configurations,
+        links: Links {
+            this: format!("/api/v1/submissions/{}", rec.id),
+        },
+    }
+}

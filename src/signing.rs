@@ -1,0 +1,184 @@
+//! SSH signatures (the `sshsig` format of `ssh-keygen -Y sign`) and key
+//! fingerprints. Accepted keys: Ed25519 and ECDSA P-256.
+
+use ssh_key::{Algorithm, EcdsaCurve, HashAlg, LineEnding, PrivateKey, PublicKey, SshSig};
+
+use crate::rejection::{Detail, Rejection};
+
+/// Namespace of bundle signatures (`ssh-keygen -Y sign -n wattcounts-submission`).
+pub const SUBMISSION_NAMESPACE: &str = "wattcounts-submission";
+/// Namespace of registration proofs.
+pub const REGISTER_NAMESPACE: &str = "wattcounts-register";
+
+/// The exact text a new submitter signs to prove they hold the private key.
+/// It names the service (audience), so a proof made for one service cannot
+/// be replayed to register the key on another.
+pub fn registration_message(handle: &str, audience: &str, fingerprint: &str) -> String {
+    format!("wattcounts-register-v1\nhandle: {handle}\naudience: {audience}\nkey: {fingerprint}\n")
+}
+
+pub fn fingerprint(key: &PublicKey) -> String {
+    key.fingerprint(HashAlg::Sha256).to_string()
+}
+
+pub fn algorithm_name(key: &PublicKey) -> &'static str {
+    match key.algorithm() {
+        Algorithm::Ed25519 => "ssh-ed25519",
+        Algorithm::Ecdsa {
+            curve: EcdsaCurve::NistP256,
+        } => "ecdsa-sha2-nistp256",
+        _ => "unsupported",
+    }
+}
+
+fn supported(alg: &Algorithm) -> bool {
+    matches!(
+        alg,
+        Algorithm::Ed25519
+            | Algorithm::Ecdsa {
+                curve: EcdsaCurve::NistP256
+            }
+    )
+}
+
+pub fn parse_public_key(text: &str) -> Result<PublicKey, Rejection> {
+    let key = PublicKey::from_openssh(text.trim()).map_err(|e| {
+        Rejection::invalid(
+            "bad_public_key",
+            format!("not an OpenSSH public key line (like the content of id_ed25519.pub): {e}"),
+        )
+    })?;
+    if !supported(&key.algorithm()) {
+        return Err(Rejection::invalid(
+            "unsupported_key_type",
+            format!(
+                "{} keys are not accepted; use Ed25519 (ssh-keygen -t ed25519) or ECDSA P-256",
+                key.algorithm()
+            ),
+        ));
+    }
+    Ok(key)
+}
+
+/// Parses an armored sshsig and checks its namespace, before any key lookup.
+pub fn parse_signature(
+    armored: &[u8],
+    expected_namespace: &str,
+    part: &str,
+) -> Result<SshSig, Rejection> {
+    let text = std::str::from_utf8(armored).map_err(|_| {
+        Rejection::invalid("bad_signature_format", "the signature is not text")
+            .with(Detail::new("expected -----BEGIN SSH SIGNATURE-----").file(part))
+    })?;
+    let sig = SshSig::from_pem(text.trim()).map_err(|e| {
+        Rejection::invalid(
+            "bad_signature_format",
+            format!("the signature is not an SSH signature (ssh-keygen -Y sign output): {e}"),
+        )
+        .with(Detail::new("expected -----BEGIN SSH SIGNATURE-----").file(part))
+    })?;
+    if sig.namespace() != expected_namespace {
+        return Err(Rejection::forbidden(
+            "wrong_namespace",
+            format!(
+                "the signature was made for namespace '{}', expected '{expected_namespace}' (ssh-keygen -Y sign -n {expected_namespace})",
+                sig.namespace()
+            ),
+        )
+        .with(Detail::new(format!("namespace '{}'", sig.namespace())).file(part)));
+    }
+    if !supported(&sig.algorithm()) {
+        return Err(Rejection::forbidden(
+            "unsupported_key_type",
+            format!(
+                "{} signatures are not accepted; use Ed25519 or ECDSA P-256",
+                sig.algorithm()
+            ),
+        ));
+    }
+    Ok(sig)
+}
+
+/// Fingerprint of the key that made a signature.
+pub fn signer_fingerprint(sig: &SshSig) -> String {
+    sig.public_key().fingerprint(HashAlg::Sha256).to_string()
+}
+
+pub fn verify(
+    key: &PublicKey,
+    namespace: &str,
+    message: &[u8],
+    sig: &SshSig,
+    part: &str,
+) -> Result<(), Rejection> {
+    key.verify(namespace, message, sig).map_err(|_| {
+        Rejection::forbidden(
+            "bad_signature",
+            "the signature does not match these bytes: it was made over a different file or by a different key",
+        )
+        .with(Detail::new("signature verification failed").file(part))
+    })
+}
+
+pub fn load_private_key(text: &str) -> anyhow::Result<PrivateKey> {
+    let key = PrivateKey::from_openssh(text)
+        .map_err(|e| anyhow::anyhow!("not an OpenSSH private key: {e}"))?;
+    if key.is_encrypted() {
+        anyhow::bail!(
+            "the key is protected by a passphrase; sign with `ssh-keygen -Y sign -n {SUBMISSION_NAMESPACE} -f KEY BUNDLE` instead"
+        );
+    }
+    if !supported(&key.algorithm()) {
+        anyhow::bail!("{} keys are not accepted; use Ed25519", key.algorithm());
+    }
+    Ok(key)
+}
+
+/// Signs `message`, returning the armored signature text.
+pub fn sign(key: &PrivateKey, namespace: &str, message: &[u8]) -> anyhow::Result<String> {
+    let sig = key.sign(namespace, HashAlg::Sha512, message)?;
+    Ok(sig.to_pem(LineEnding::LF)?)
+}
+
+/// A new Ed25519 key pair as (private OpenSSH text, public key line).
+pub fn generate_ed25519(comment: &str) -> anyhow::Result<(String, String)> {
+    let mut key = PrivateKey::random(&mut rand_core::OsRng, Algorithm::Ed25519)?;
+    key.set_comment(comment);
+    let private = key.to_openssh(LineEnding::LF)?.to_string();
+    let public = key.public_key().to_openssh()?;
+    Ok((private, public))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sign_then_verify_roundtrip_and_namespace() {
+        let (private, public) = generate_ed25519("test").unwrap();
+        let key = load_private_key(&private).unwrap();
+        let public = parse_public_key(&public).unwrap();
+        let armored = sign(&key, SUBMISSION_NAMESPACE, b"bundle bytes").unwrap();
+        let sig = parse_signature(armored.as_bytes(), SUBMISSION_NAMESPACE, "signature").unwrap();
+        assert_eq!(signer_fingerprint(&sig), fingerprint(&public));
+        verify(
+            &public,
+            SUBMISSION_NAMESPACE,
+            b"bundle bytes",
+            &sig,
+            "signature",
+        )
+        .unwrap();
+        let err = verify(
+            &public,
+            SUBMISSION_NAMESPACE,
+            b"other bytes",
+            &sig,
+            "signature",
+        )
+        .unwrap_err();
+        assert_eq!(err.code, "bad_signature");
+        let err = parse_signature(armored.as_bytes(), REGISTER_NAMESPACE, "signature").unwrap_err();
+        assert_eq!(err.code, "wrong_namespace");
+    }
+}

@@ -1,0 +1,56 @@
+//! Content-addressed store for raw bundles: `<root>/sha256/ab/abcdef….tar.gz`.
+//! Writes go to a temporary file, are fsynced and renamed into place, so a
+//! crash never leaves a half-written blob under its final name.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone)]
+pub struct BlobStore {
+    root: PathBuf,
+}
+
+impl BlobStore {
+    pub fn new(root: impl Into<PathBuf>) -> std::io::Result<Self> {
+        let root = root.into();
+        std::fs::create_dir_all(root.join("sha256"))?;
+        Ok(BlobStore { root })
+    }
+
+    /// Path relative to the root, as stored in the database.
+    pub fn relative_path(sha256_hex: &str) -> String {
+        format!("sha256/{}/{}.tar.gz", &sha256_hex[..2], sha256_hex)
+    }
+
+    pub fn path(&self, relative: &str) -> PathBuf {
+        self.root.join(relative)
+    }
+
+    /// Stores the bytes under their digest; a blob already there is kept.
+    pub fn put(&self, sha256_hex: &str, bytes: &[u8]) -> std::io::Result<String> {
+        let rel = Self::relative_path(sha256_hex);
+        let dest = self.root.join(&rel);
+        if dest.exists() {
+            return Ok(rel);
+        }
+        let dir = dest.parent().expect("blob path has a parent");
+        std::fs::create_dir_all(dir)?;
+        let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+        tmp.write_all(bytes)?;
+        tmp.as_file().sync_all()?;
+        tmp.persist(&dest).map_err(|e| e.error)?;
+        sync_dir(dir);
+        Ok(rel)
+    }
+
+    pub fn read(&self, relative: &str) -> std::io::Result<Vec<u8>> {
+        std::fs::read(self.root.join(relative))
+    }
+}
+
+fn sync_dir(dir: &Path) {
+    // Makes the rename durable; not supported everywhere, so best effort.
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+}

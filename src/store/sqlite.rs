@@ -1,0 +1,343 @@
+//! SQLite backend: WAL, a busy timeout, and one writer at a time (a mutex
+//! around write transactions) so concurrent submissions queue instead of
+//! failing with "database is locked".
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{Row, SqlitePool};
+use uuid::Uuid;
+
+use super::{
+    parse_ts, ts, InsertOutcome, KeyRecord, NewSubmission, NewSubmitter, Status, Store, StoreError,
+    SubmissionRecord, TableCounts,
+};
+use crate::metrics::ConfigurationMetrics;
+
+pub struct SqliteStore {
+    pool: SqlitePool,
+    writer: tokio::sync::Mutex<()>,
+}
+
+fn db_err(e: sqlx::Error) -> StoreError {
+    match &e {
+        sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) | sqlx::Error::PoolClosed => {
+            StoreError::Unavailable(e.to_string())
+        }
+        _ => StoreError::Other(e.into()),
+    }
+}
+
+/// Which unique constraint an error broke, if any ("submissions.bundle_sha256").
+fn unique_violation(e: &sqlx::Error) -> Option<String> {
+    let db = e.as_database_error()?;
+    if !db.is_unique_violation() {
+        return None;
+    }
+    let msg = db.message();
+    msg.split("UNIQUE constraint failed: ")
+        .nth(1)
+        .map(str::to_string)
+}
+
+impl SqliteStore {
+    pub async fn open(url: &str) -> anyhow::Result<Self> {
+        let opts = SqliteConnectOptions::from_str(url)?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            // FULL: an acknowledged submission survives a power cut too.
+            .synchronous(SqliteSynchronous::Full)
+            .busy_timeout(Duration::from_secs(10))
+            .foreign_keys(true);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(8)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(opts)
+            .await?;
+        sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
+        Ok(SqliteStore {
+            pool,
+            writer: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+}
+
+fn opt_ts(s: Option<String>) -> Result<Option<DateTime<Utc>>, StoreError> {
+    s.as_deref().map(parse_ts).transpose()
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    fn backend(&self) -> &'static str {
+        "sqlite"
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT 1")
+            .execute(&self.pool)
+            .await
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    async fn create_submitter(&self, s: &NewSubmitter) -> Result<i64, StoreError> {
+        let _w = self.writer.lock().await;
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let now = ts(&Utc::now());
+        let res = sqlx::query("INSERT INTO submitters (handle, handle_lower, display_name, created_at) VALUES (?, ?, ?, ?)")
+            .bind(&s.handle)
+            .bind(s.handle.to_ascii_lowercase())
+            .bind(&s.display_name)
+            .bind(&now)
+            .execute(&mut *tx)
+            .await;
+        let submitter_id = match res {
+            Ok(r) => r.last_insert_rowid(),
+            Err(e) if unique_violation(&e).is_some() => return Err(StoreError::Conflict("handle")),
+            Err(e) => return Err(db_err(e)),
+        };
+        let res = sqlx::query("INSERT INTO keys (submitter_id, fingerprint, algorithm, public_key, created_at) VALUES (?, ?, ?, ?, ?)")
+            .bind(submitter_id)
+            .bind(&s.fingerprint)
+            .bind(&s.algorithm)
+            .bind(&s.public_key)
+            .bind(&now)
+            .execute(&mut *tx)
+            .await;
+        match res {
+            Ok(_) => {}
+            Err(e) if unique_violation(&e).is_some() => return Err(StoreError::Conflict("key")),
+            Err(e) => return Err(db_err(e)),
+        }
+        tx.commit().await.map_err(db_err)?;
+        Ok(submitter_id)
+    }
+
+    async fn key_by_fingerprint(&self, fingerprint: &str) -> Result<Option<KeyRecord>, StoreError> {
+        let row = sqlx::query(
+            "SELECT k.id, k.submitter_id, s.handle, k.fingerprint, k.public_key, k.revoked_at, s.suspended_at
+             FROM keys k JOIN submitters s ON s.id = k.submitter_id WHERE k.fingerprint = ?",
+        )
+        .bind(fingerprint)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_err)?;
+        row.map(|r| {
+            Ok(KeyRecord {
+                key_id: r.get(0),
+                submitter_id: r.get(1),
+                handle: r.get(2),
+                fingerprint: r.get(3),
+                public_key: r.get(4),
+                revoked_at: opt_ts(r.get(5))?,
+                submitter_suspended_at: opt_ts(r.get(6))?,
+            })
+        })
+        .transpose()
+    }
+
+    async fn revoke_key(&self, fingerprint: &str, at: DateTime<Utc>) -> Result<bool, StoreError> {
+        let _w = self.writer.lock().await;
+        let r = sqlx::query("UPDATE keys SET revoked_at = ? WHERE fingerprint = ?")
+            .bind(ts(&at))
+            .bind(fingerprint)
+            .execute(&self.pool)
+            .await
+            .map_err(db_err)?;
+        Ok(r.rows_affected() > 0)
+    }
+
+    async fn submission_by_digest(&self, sha256: &str) -> Result<Option<Uuid>, StoreError> {
+        let id: Option<String> =
+            sqlx::query_scalar("SELECT id FROM submissions WHERE bundle_sha256 = ?")
+                .bind(sha256)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db_err)?;
+        id.map(|s| Uuid::parse_str(&s).map_err(|e| StoreError::Other(e.into())))
+            .transpose()
+    }
+
+    async fn submission_digest(&self, id: Uuid) -> Result<Option<String>, StoreError> {
+        sqlx::query_scalar("SELECT bundle_sha256 FROM submissions WHERE id = ?")
+            .bind(id.to_string())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_err)
+    }
+
+    async fn insert_submission(&self, s: &NewSubmission) -> Result<InsertOutcome, StoreError> {
+        let _w = self.writer.lock().await;
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let id = s.id.to_string();
+        let res = sqlx::query(
+            "INSERT INTO submissions (id, bundle_sha256, submitter_id, key_id, status, received_at, gpu_name, gpu_id,
+                run_name, is_demo, bundle_bytes, blob_path, signature, manifest)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&id)
+        .bind(&s.bundle_sha256)
+        .bind(s.submitter_id)
+        .bind(s.key_id)
+        .bind(s.status.as_str())
+        .bind(ts(&s.received_at))
+        .bind(&s.gpu_name)
+        .bind(&s.gpu_id)
+        .bind(&s.run_name)
+        .bind(s.is_demo)
+        .bind(s.bundle_bytes as i64)
+        .bind(&s.blob_path)
+        .bind(&s.signature)
+        .bind(&s.manifest_json)
+        .execute(&mut *tx)
+        .await;
+        if let Err(e) = res {
+            drop(tx);
+            return match unique_violation(&e).as_deref() {
+                Some("submissions.bundle_sha256") => {
+                    let existing = self.submission_by_digest(&s.bundle_sha256).await?;
+                    Ok(existing.map_or(InsertOutcome::IdTaken, InsertOutcome::SameBytes))
+                }
+                Some(_) => Ok(InsertOutcome::IdTaken),
+                None => Err(db_err(e)),
+            };
+        }
+        for r in &s.runs {
+            sqlx::query(
+                "INSERT INTO runs (submission_id, model, scenario, lambda_qps, iteration, started_at, duration_s,
+                    requests_ok, requests_failed, prompt_tokens, generation_tokens, gpu_energy_j, reported_gpu_energy_j,
+                    cpu_energy_j, dram_energy_j, power_mean_w, power_max_w, power_min_w, power_samples, temp_first_c,
+                    temp_max_c, energy_per_token_j, energy_per_request_j, throughput_tok_s, itl_s, ttft_p50_s, ttft_p90_s,
+                    e2e_p50_s, e2e_p90_s)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(&id)
+            .bind(&r.model)
+            .bind(r.scenario.as_str())
+            .bind(r.lambda_qps)
+            .bind(r.iteration as i64)
+            .bind(&r.started_at)
+            .bind(r.duration_s)
+            .bind(r.requests_ok as i64)
+            .bind(r.requests_failed as i64)
+            .bind(r.prompt_tokens as i64)
+            .bind(r.generation_tokens as i64)
+            .bind(r.gpu_energy_j)
+            .bind(r.reported_gpu_energy_j)
+            .bind(r.cpu_energy_j)
+            .bind(r.dram_energy_j)
+            .bind(r.power_mean_w)
+            .bind(r.power_max_w)
+            .bind(r.power_min_w)
+            .bind(r.power_samples as i64)
+            .bind(r.temp_first_c)
+            .bind(r.temp_max_c)
+            .bind(r.energy_per_token_j)
+            .bind(r.energy_per_request_j)
+            .bind(r.throughput_tok_s)
+            .bind(r.itl_s)
+            .bind(r.ttft_p50_s)
+            .bind(r.ttft_p90_s)
+            .bind(r.e2e_p50_s)
+            .bind(r.e2e_p90_s)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        }
+        for (i, c) in s.configurations.iter().enumerate() {
+            sqlx::query(
+                "INSERT INTO configurations (submission_id, position, model, scenario, lambda_qps, iterations,
+                    ept_median_j, ept_cv, throughput_median, power_mean_median_w, metrics)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(&id)
+            .bind(i as i64)
+            .bind(&c.model)
+            .bind(c.scenario.as_str())
+            .bind(c.lambda_qps)
+            .bind(c.iterations as i64)
+            .bind(c.energy_per_token_j.median)
+            .bind(c.energy_per_token_j.cv)
+            .bind(c.throughput_tok_s.median)
+            .bind(c.power_mean_w.median)
+            .bind(serde_json::to_string(c).map_err(|e| StoreError::Other(e.into()))?)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        }
+        tx.commit().await.map_err(db_err)?;
+        Ok(InsertOutcome::Inserted)
+    }
+
+    async fn submission(&self, id: Uuid) -> Result<Option<SubmissionRecord>, StoreError> {
+        let row = sqlx::query(
+            "SELECT s.id, s.bundle_sha256, u.handle, s.status, s.received_at, s.gpu_name, s.gpu_id, s.run_name,
+                    s.is_demo, s.bundle_bytes, s.blob_path,
+                    (SELECT COUNT(*) FROM runs r WHERE r.submission_id = s.id),
+                    (SELECT COALESCE(SUM(power_samples), 0) FROM runs r WHERE r.submission_id = s.id)
+             FROM submissions s JOIN submitters u ON u.id = s.submitter_id WHERE s.id = ?",
+        )
+        .bind(id.to_string())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_err)?;
+        row.map(|r| {
+            let status: String = r.get(3);
+            let received: String = r.get(4);
+            Ok(SubmissionRecord {
+                id,
+                bundle_sha256: r.get(1),
+                handle: r.get(2),
+                status: Status::parse(&status)
+                    .ok_or_else(|| StoreError::Other(anyhow::anyhow!("bad status {status}")))?,
+                received_at: parse_ts(&received)?,
+                gpu_name: r.get(5),
+                gpu_id: r.get(6),
+                run_name: r.get(7),
+                is_demo: r.get(8),
+                bundle_bytes: r.get::<i64, _>(9) as u64,
+                blob_path: r.get(10),
+                iterations: r.get::<i64, _>(11) as u64,
+                power_samples: r.get::<i64, _>(12) as u64,
+            })
+        })
+        .transpose()
+    }
+
+    async fn configurations(&self, id: Uuid) -> Result<Vec<ConfigurationMetrics>, StoreError> {
+        let rows: Vec<String> = sqlx::query_scalar(
+            "SELECT metrics FROM configurations WHERE submission_id = ? ORDER BY position",
+        )
+        .bind(id.to_string())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|m| serde_json::from_str(m).map_err(|e| StoreError::Other(e.into())))
+            .collect()
+    }
+
+    async fn counts(&self) -> Result<TableCounts, StoreError> {
+        let r = sqlx::query(
+            "SELECT (SELECT COUNT(*) FROM submitters), (SELECT COUNT(*) FROM keys), (SELECT COUNT(*) FROM submissions),
+                    (SELECT COUNT(*) FROM runs), (SELECT COUNT(*) FROM configurations)",
+        )
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(TableCounts {
+            submitters: r.get::<i64, _>(0) as u64,
+            keys: r.get::<i64, _>(1) as u64,
+            submissions: r.get::<i64, _>(2) as u64,
+            runs: r.get::<i64, _>(3) as u64,
+            configurations: r.get::<i64, _>(4) as u64,
+        })
+    }
+}

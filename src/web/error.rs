@@ -1,0 +1,125 @@
+//! The one JSON error envelope of the API:
+//! `{"error":{"code":..,"message":..,"details":[..]}}`.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::json;
+
+use crate::ingest::IngestError;
+use crate::rejection::{Detail, RejectKind, Rejection};
+use crate::store::StoreError;
+
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+    pub details: Vec<Detail>,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+            details: Vec::new(),
+        }
+    }
+    pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, code, message)
+    }
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "not_found", message)
+    }
+    pub fn too_large(limit: u64) -> Self {
+        Self::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body_too_large",
+            format!("the request body is larger than the limit of {limit} bytes"),
+        )
+    }
+    fn internal() -> Self {
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "internal error; it has been logged",
+        )
+    }
+    fn unavailable() -> Self {
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            "the database is not answering; try again shortly",
+        )
+    }
+}
+
+pub fn status_of(kind: RejectKind) -> StatusCode {
+    match kind {
+        RejectKind::Malformed => StatusCode::BAD_REQUEST,
+        RejectKind::Invalid => StatusCode::UNPROCESSABLE_ENTITY,
+        RejectKind::Forbidden => StatusCode::FORBIDDEN,
+        RejectKind::Conflict => StatusCode::CONFLICT,
+        RejectKind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+        RejectKind::NotFound => StatusCode::NOT_FOUND,
+    }
+}
+
+impl From<Rejection> for ApiError {
+    fn from(r: Rejection) -> Self {
+        ApiError {
+            status: status_of(r.kind),
+            code: r.code,
+            message: r.message,
+            details: r.details,
+        }
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Conflict(what) => ApiError::new(
+                StatusCode::CONFLICT,
+                "conflict",
+                format!("that {what} is already registered"),
+            ),
+            StoreError::Unavailable(m) => {
+                tracing::warn!(error = %m, "database unavailable");
+                ApiError::unavailable()
+            }
+            StoreError::Other(e) => {
+                tracing::error!(error = %e, "store error");
+                ApiError::internal()
+            }
+        }
+    }
+}
+
+impl From<IngestError> for ApiError {
+    fn from(e: IngestError) -> Self {
+        match e {
+            IngestError::Rejected(r) => r.into(),
+            IngestError::Store(s) => s.into(),
+            IngestError::Internal(m) => {
+                tracing::error!(error = %m, "ingest failed");
+                ApiError::internal()
+            }
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = json!({
+            "error": {
+                "code": self.code,
+                "message": self.message,
+                "details": self.details,
+            }
+        });
+        (self.status, Json(body)).into_response()
+    }
+}
