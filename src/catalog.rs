@@ -181,7 +181,7 @@ mod tests {
     #[test]
     fn catalogues_load() {
         assert_eq!(gpus().len(), 11);
-        assert_eq!(models().len(), 50);
+        assert_eq!(models().len(), 51);
         let h100 = gpu_by_nvml_name("NVIDIA H100 PCIe").unwrap();
         assert_eq!(h100.id, "h100-pcie");
         assert_eq!(h100.tdp_w, 350.0);

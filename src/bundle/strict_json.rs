@@ -41,8 +41,8 @@ fn describe(bytes: &[u8], e: serde_json::Error) -> JsonError {
         .split(|&b| b == b'\n')
         .nth(e.line().saturating_sub(1))
         .unwrap_or(&[]);
-    let end = e.column().min(line.len());
-    let window = String::from_utf8_lossy(&line[end.saturating_sub(12)..end]);
+    let col = e.column().min(line.len());
+    let window = String::from_utf8_lossy(&line[col.saturating_sub(12)..(col + 9).min(line.len())]);
     let nonfinite = ["NaN", "Infinity", "nan", "inf"]
         .iter()
         .any(|t| window.contains(t));

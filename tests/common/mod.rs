@@ -1,0 +1,291 @@
+//! Shared test harness: a router over a fresh SQLite database in a temp
+//! folder, registered submitters, and bundles built from synthetic harness
+//! folders in the real format.
+#![allow(dead_code)]
+
+use std::sync::{Arc, OnceLock};
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use axum::Router;
+use http_body_util::BodyExt;
+use serde_json::Value;
+use ssh_key::PrivateKey;
+use tower::ServiceExt;
+
+use wattcounts::bundle::unpack::UnpackLimits;
+use wattcounts::catalog;
+use wattcounts::ingest::{IngestConfig, Ingestor};
+use wattcounts::pack::{self, PackInput};
+use wattcounts::signing;
+use wattcounts::store::blobs::BlobStore;
+use wattcounts::store::{Store, TableCounts};
+use wattcounts::synth::{self, RunFolder, SynthOptions};
+use wattcounts::web::{self, AppState};
+
+pub const AUDIENCE: &str = "https://wattcounts.test";
+
+pub struct TestApp {
+    pub router: Router,
+    pub store: Arc<dyn Store>,
+    pub dir: tempfile::TempDir,
+}
+
+impl TestApp {
+    pub async fn new() -> Self {
+        Self::with_limit(256 << 20).await
+    }
+
+    pub async fn with_limit(max_body_bytes: u64) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite:{}", dir.path().join("test.db").display());
+        let store = wattcounts::store::open(&url).await.unwrap();
+        let blobs = BlobStore::new(dir.path().join("blobs")).unwrap();
+        let ingestor = Ingestor::new(
+            store.clone(),
+            blobs,
+            IngestConfig {
+                public_url: AUDIENCE.into(),
+                unpack: UnpackLimits::default(),
+            },
+        );
+        let router = web::app(AppState {
+            ingestor: Arc::new(ingestor),
+            max_body_bytes,
+        });
+        TestApp { router, store, dir }
+    }
+
+    pub async fn send(&self, req: Request<Body>) -> (StatusCode, Value) {
+        let resp = self.router.clone().oneshot(req).await.unwrap();
+        let status = resp.status();
+        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+        let json = serde_json::from_slice(&bytes)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()));
+        (status, json)
+    }
+
+    pub async fn get(&self, path: &str) -> (StatusCode, Value) {
+        self.send(Request::get(path).body(Body::empty()).unwrap())
+            .await
+    }
+
+    /// Registers `handle` with a fresh Ed25519 key through the API.
+    pub async fn register(&self, handle: &str) -> PrivateKey {
+        let key = new_key();
+        let (status, body) = self.register_with(handle, &key, AUDIENCE).await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        key
+    }
+
+    pub async fn register_with(
+        &self,
+        handle: &str,
+        key: &PrivateKey,
+        audience: &str,
+    ) -> (StatusCode, Value) {
+        let public = key.public_key();
+        let fp = signing::fingerprint(public);
+        let proof = signing::sign(
+            key,
+            signing::REGISTER_NAMESPACE,
+            signing::registration_message(handle, audience, &fp).as_bytes(),
+        )
+        .unwrap();
+        let body = serde_json::json!({
+            "handle": handle,
+            "display_name": format!("{handle} display"),
+            "public_key": public.to_openssh().unwrap(),
+            "proof": proof,
+        });
+        self.send(
+            Request::post("/api/v1/submitters")
+                .header("content-type", "application/json")
+                .body(Body::from(body.to_string()))
+                .unwrap(),
+        )
+        .await
+    }
+
+    pub async fn submit(&self, bundle: &[u8], signature: &[u8]) -> (StatusCode, Value) {
+        self.send(multipart(&[("bundle", bundle), ("signature", signature)]))
+            .await
+    }
+
+    pub async fn counts(&self) -> TableCounts {
+        self.store.counts().await.unwrap()
+    }
+
+    /// Nothing of a submission was stored: no rows, no blob.
+    pub async fn assert_nothing_stored(&self) {
+        let c = self.counts().await;
+        assert_eq!(
+            (c.submissions, c.runs, c.configurations),
+            (0, 0, 0),
+            "database changed"
+        );
+        let blobs = walk_files(&self.dir.path().join("blobs"));
+        assert!(blobs.is_empty(), "blobs written: {blobs:?}");
+    }
+}
+
+fn walk_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walk_files(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+pub fn new_key() -> PrivateKey {
+    let (private, _) = signing::generate_ed25519("test").unwrap();
+    signing::load_private_key(&private).unwrap()
+}
+
+pub fn sign(key: &PrivateKey, bytes: &[u8]) -> Vec<u8> {
+    signing::sign(key, signing::SUBMISSION_NAMESPACE, bytes)
+        .unwrap()
+        .into_bytes()
+}
+
+pub fn multipart(parts: &[(&str, &[u8])]) -> Request<Body> {
+    let boundary = "wattcountsTestBoundary7MA4YWxkTrZu0gW";
+    let mut body = Vec::new();
+    for (name, data) in parts {
+        body.extend_from_slice(format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"; filename=\"{name}.bin\"\r\nContent-Type: application/octet-stream\r\n\r\n").as_bytes());
+        body.extend_from_slice(data);
+        body.extend_from_slice(b"\r\n");
+    }
+    body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+    Request::post("/api/v1/submissions")
+        .header(
+            "content-type",
+            format!("multipart/form-data; boundary={boundary}"),
+        )
+        .header("content-length", body.len())
+        .body(Body::from(body))
+        .unwrap()
+}
+
+/// A small L4 run of two models in the harness's format (generated once).
+pub fn fixture() -> &'static RunFolder {
+    static RUN: OnceLock<RunFolder> = OnceLock::new();
+    RUN.get_or_init(|| {
+        let gpu = catalog::gpu_by_id("l4").unwrap();
+        let models = [
+            catalog::model_by_id("Qwen/Qwen2.5-0.5B-Instruct").unwrap(),
+            catalog::model_by_id("meta-llama/Llama-3.2-3B-Instruct").unwrap(),
+        ];
+        synth::generate_run(gpu, &models, &SynthOptions::small())
+    })
+}
+
+pub fn pack_input(files: Vec<(String, Vec<u8>)>, handle: &str, key: &PrivateKey) -> PackInput {
+    let run = fixture();
+    PackInput {
+        run_name: run.name.clone(),
+        files,
+        config_file: "config-v2.yaml".into(),
+        config_yaml: run.config_yaml.clone(),
+        handle: handle.into(),
+        key_fingerprint: signing::fingerprint(key.public_key()),
+        audience: AUDIENCE.into(),
+        harness_commit: "abc1234".into(),
+        vllm_version: Some("0.14.0".into()),
+        declare_power_limit: false,
+    }
+}
+
+/// Packs the fixture (optionally with edited files) for `handle`.
+pub fn bundle_with(files: Vec<(String, Vec<u8>)>, handle: &str, key: &PrivateKey) -> Vec<u8> {
+    pack::pack(&pack_input(files, handle, key)).unwrap().bytes
+}
+
+pub fn bundle(handle: &str, key: &PrivateKey) -> Vec<u8> {
+    bundle_with(fixture().files.clone(), handle, key)
+}
+
+/// The manifest a pack would write, as JSON to edit, and the files.
+pub fn manifest_json(handle: &str, key: &PrivateKey) -> Value {
+    let m = pack::build_manifest(&pack_input(fixture().files.clone(), handle, key)).unwrap();
+    serde_json::to_value(m).unwrap()
+}
+
+/// An archive from a manifest text and files, no questions asked.
+pub fn archive(manifest: &[u8], files: &[(String, Vec<u8>)]) -> Vec<u8> {
+    pack::archive(manifest, files).unwrap()
+}
+
+/// Replaces one fixture file's content via `edit`.
+pub fn edited_files(suffix: &str, edit: impl Fn(&str) -> String) -> Vec<(String, Vec<u8>)> {
+    let mut hit = false;
+    let files = fixture()
+        .files
+        .iter()
+        .map(|(p, d)| {
+            if p.ends_with(suffix) && !hit {
+                hit = true;
+                (
+                    p.clone(),
+                    edit(std::str::from_utf8(d).unwrap()).into_bytes(),
+                )
+            } else {
+                (p.clone(), d.clone())
+            }
+        })
+        .collect();
+    assert!(hit, "no fixture file ends with {suffix}");
+    files
+}
+
+/// One raw tar entry for hostile archives: name bytes, type, data, link target.
+pub struct RawEntry<'a> {
+    pub name: &'a [u8],
+    pub kind: tar::EntryType,
+    pub data: &'a [u8],
+    pub link: Option<&'a [u8]>,
+}
+
+/// Builds a gzip tar whose headers are written byte for byte, so names the
+/// tar crate would refuse to write (`..`, absolute paths) get in.
+pub fn raw_targz(entries: &[RawEntry]) -> Vec<u8> {
+    let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    let mut b = tar::Builder::new(gz);
+    for e in entries {
+        let mut h = tar::Header::new_old();
+        {
+            let old = h.as_old_mut();
+            old.name[..e.name.len()].copy_from_slice(e.name);
+            if let Some(l) = e.link {
+                old.linkname[..l.len()].copy_from_slice(l);
+            }
+        }
+        h.set_size(e.data.len() as u64);
+        h.set_mode(0o644);
+        h.set_entry_type(e.kind);
+        h.set_cksum();
+        b.append(&h, e.data).unwrap();
+    }
+    b.into_inner().unwrap().finish().unwrap()
+}
+
+pub fn assert_error(body: &Value, code: &str) {
+    assert_eq!(
+        body["error"]["code"], code,
+        "unexpected error body: {body:#}"
+    );
+    assert!(body["error"]["message"]
+        .as_str()
+        .is_some_and(|m| !m.is_empty()));
+}
+
+pub fn first_detail(body: &Value) -> &Value {
+    &body["error"]["details"][0]
+}

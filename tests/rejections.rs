@@ -1,0 +1,600 @@
+//! Every bad input named by the intake issue: the status, the error code,
+//! the file / pointer / row / column named, and nothing stored.
+
+mod common;
+
+use axum::http::StatusCode;
+use common::*;
+use serde_json::Value;
+use ssh_key::PrivateKey;
+use wattcounts::signing;
+
+async fn setup() -> (TestApp, PrivateKey) {
+    let app = TestApp::new().await;
+    let key = app.register("alice").await;
+    (app, key)
+}
+
+/// Submits `bundle` signed by `key`, expects a refusal, checks nothing was stored.
+async fn refuse(
+    app: &TestApp,
+    key: &PrivateKey,
+    bundle: &[u8],
+    status: StatusCode,
+    code: &str,
+) -> Value {
+    let (got, body) = app.submit(bundle, &sign(key, bundle)).await;
+    assert_eq!(got, status, "{body:#}");
+    assert_error(&body, code);
+    app.assert_nothing_stored().await;
+    body
+}
+
+fn manifest_bundle(m: &Value) -> Vec<u8> {
+    archive(serde_json::to_vec(m).unwrap().as_slice(), &fixture().files)
+}
+
+#[tokio::test]
+async fn not_gzip() {
+    let (app, key) = setup().await;
+    refuse(
+        &app,
+        &key,
+        b"PK\x03\x04 this is a zip",
+        StatusCode::BAD_REQUEST,
+        "not_gzip",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn tar_entry_with_parent_traversal() {
+    let (app, key) = setup().await;
+    let gz = raw_targz(&[RawEntry {
+        name: b"../../etc/cron.d/x",
+        kind: tar::EntryType::Regular,
+        data: b"boom",
+        link: None,
+    }]);
+    let body = refuse(
+        &app,
+        &key,
+        &gz,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "parent_traversal",
+    )
+    .await;
+    assert_eq!(first_detail(&body)["file"], "../../etc/cron.d/x");
+}
+
+#[tokio::test]
+async fn tar_entry_with_absolute_path() {
+    let (app, key) = setup().await;
+    let gz = raw_targz(&[RawEntry {
+        name: b"/etc/passwd",
+        kind: tar::EntryType::Regular,
+        data: b"root",
+        link: None,
+    }]);
+    let body = refuse(
+        &app,
+        &key,
+        &gz,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "absolute_path",
+    )
+    .await;
+    assert_eq!(first_detail(&body)["file"], "/etc/passwd");
+}
+
+#[tokio::test]
+async fn tar_symlink() {
+    let (app, key) = setup().await;
+    let gz = raw_targz(&[RawEntry {
+        name: b"system_info.txt",
+        kind: tar::EntryType::Symlink,
+        data: b"",
+        link: Some(b"/etc/shadow"),
+    }]);
+    let body = refuse(
+        &app,
+        &key,
+        &gz,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "link_entry",
+    )
+    .await;
+    assert_eq!(first_detail(&body)["file"], "system_info.txt");
+}
+
+#[tokio::test]
+async fn tar_duplicate_entry() {
+    let (app, key) = setup().await;
+    let gz = raw_targz(&[
+        RawEntry {
+            name: b"system_info.txt",
+            kind: tar::EntryType::Regular,
+            data: b"a",
+            link: None,
+        },
+        RawEntry {
+            name: b"./system_info.txt",
+            kind: tar::EntryType::Regular,
+            data: b"b",
+            link: None,
+        },
+    ]);
+    let body = refuse(
+        &app,
+        &key,
+        &gz,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "duplicate_entry",
+    )
+    .await;
+    assert_eq!(first_detail(&body)["file"], "system_info.txt");
+}
+
+#[tokio::test]
+async fn non_utf8_entry_name() {
+    let (app, key) = setup().await;
+    let gz = raw_targz(&[RawEntry {
+        name: b"caf\xe9.csv",
+        kind: tar::EntryType::Regular,
+        data: b"a",
+        link: None,
+    }]);
+    refuse(
+        &app,
+        &key,
+        &gz,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "non_utf8_name",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn empty_bundle() {
+    let (app, key) = setup().await;
+    let gz = raw_targz(&[]);
+    refuse(
+        &app,
+        &key,
+        &gz,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "empty_bundle",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn file_missing_from_manifest() {
+    let (app, key) = setup().await;
+    let m = manifest_json("alice", &key);
+    let mut files = fixture().files.clone();
+    files.push(("notes/extra.txt".into(), b"not listed".to_vec()));
+    let gz = archive(serde_json::to_vec(&m).unwrap().as_slice(), &files);
+    let body = refuse(
+        &app,
+        &key,
+        &gz,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "file_not_in_manifest",
+    )
+    .await;
+    assert_eq!(first_detail(&body)["file"], "notes/extra.txt");
+}
+
+#[tokio::test]
+async fn file_listed_but_absent() {
+    let (app, key) = setup().await;
+    let m = manifest_json("alice", &key);
+    let files: Vec<_> = fixture()
+        .files
+        .iter()
+        .filter(|(p, _)| p != "system_info.txt")
+        .cloned()
+        .collect();
+    let gz = archive(serde_json::to_vec(&m).unwrap().as_slice(), &files);
+    let body = refuse(
+        &app,
+        &key,
+        &gz,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "file_missing",
+    )
+    .await;
+    assert_eq!(first_detail(&body)["file"], "system_info.txt");
+    assert!(first_detail(&body)["pointer"]
+        .as_str()
+        .unwrap()
+        .starts_with("/files/"));
+}
+
+#[tokio::test]
+async fn digest_mismatch() {
+    let (app, key) = setup().await;
+    let m = manifest_json("alice", &key);
+    // Same size, one byte changed after the manifest was made.
+    let files = edited_files("system_info.txt", |t| t.replacen("AMD", "AMX", 1));
+    let gz = archive(serde_json::to_vec(&m).unwrap().as_slice(), &files);
+    let body = refuse(
+        &app,
+        &key,
+        &gz,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "digest_mismatch",
+    )
+    .await;
+    let d = first_detail(&body);
+    assert_eq!(d["file"], "system_info.txt");
+    assert!(d["pointer"].as_str().unwrap().ends_with("/sha256"));
+    assert!(d["message"].as_str().unwrap().contains("expected sha256"));
+}
+
+#[tokio::test]
+async fn size_mismatch() {
+    let (app, key) = setup().await;
+    let m = manifest_json("alice", &key);
+    let files = edited_files("system_info.txt", |t| format!("{t}\nextra line"));
+    let gz = archive(serde_json::to_vec(&m).unwrap().as_slice(), &files);
+    let body = refuse(
+        &app,
+        &key,
+        &gz,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "size_mismatch",
+    )
+    .await;
+    assert!(first_detail(&body)["pointer"]
+        .as_str()
+        .unwrap()
+        .ends_with("/bytes"));
+}
+
+#[tokio::test]
+async fn manifest_missing() {
+    let (app, key) = setup().await;
+    let gz = raw_targz(&[RawEntry {
+        name: b"system_info.txt",
+        kind: tar::EntryType::Regular,
+        data: b"x",
+        link: None,
+    }]);
+    refuse(
+        &app,
+        &key,
+        &gz,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "manifest_missing",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn manifest_not_json() {
+    let (app, key) = setup().await;
+    let gz = archive(
+        b"schema_version: 1\nthis is yaml, not json\n",
+        &fixture().files,
+    );
+    let body = refuse(
+        &app,
+        &key,
+        &gz,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "manifest_not_json",
+    )
+    .await;
+    assert_eq!(first_detail(&body)["file"], "wattcounts.json");
+}
+
+#[tokio::test]
+async fn manifest_duplicate_keys() {
+    let (app, key) = setup().await;
+    let m = manifest_json("alice", &key);
+    let text = serde_json::to_string(&m).unwrap();
+    // A second "name" inside system.gpu: readers would disagree on the GPU.
+    let text = text.replacen(
+        "\"name\":\"NVIDIA L4\"",
+        "\"name\":\"NVIDIA L4\",\"name\":\"NVIDIA H100 PCIe\"",
+        1,
+    );
+    let gz = archive(text.as_bytes(), &fixture().files);
+    let body = refuse(
+        &app,
+        &key,
+        &gz,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "manifest_duplicate_key",
+    )
+    .await;
+    assert_eq!(first_detail(&body)["pointer"], "/system/gpu");
+    assert!(first_detail(&body)["message"]
+        .as_str()
+        .unwrap()
+        .contains("\"name\""));
+}
+
+#[tokio::test]
+async fn manifest_nan() {
+    let (app, key) = setup().await;
+    let m = manifest_json("alice", &key);
+    let text = serde_json::to_string(&m).unwrap();
+    let text = text.replacen("\"power_limit_w\":72.0", "\"power_limit_w\":NaN", 1);
+    assert!(text.contains("NaN"));
+    let gz = archive(text.as_bytes(), &fixture().files);
+    let body = refuse(
+        &app,
+        &key,
+        &gz,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "manifest_not_json",
+    )
+    .await;
+    assert!(first_detail(&body)["message"]
+        .as_str()
+        .unwrap()
+        .contains("NaN and Infinity"));
+}
+
+#[tokio::test]
+async fn manifest_wrong_types() {
+    let (app, key) = setup().await;
+    let mut m = manifest_json("alice", &key);
+    m["system"]["gpu"]["count"] = Value::String("one".into());
+    m["harness"]["config"]["ITERATIONS"] = Value::from(2.5);
+    let body = refuse(
+        &app,
+        &key,
+        &manifest_bundle(&m),
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "manifest_schema",
+    )
+    .await;
+    let pointers: Vec<&str> = body["error"]["details"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["pointer"].as_str().unwrap())
+        .collect();
+    assert!(pointers.contains(&"/system/gpu/count"), "{pointers:?}");
+    assert!(
+        pointers.contains(&"/harness/config/ITERATIONS"),
+        "{pointers:?}"
+    );
+}
+
+#[tokio::test]
+async fn manifest_unknown_schema_version() {
+    let (app, key) = setup().await;
+    let mut m = manifest_json("alice", &key);
+    m["schema_version"] = Value::from(2);
+    let body = refuse(
+        &app,
+        &key,
+        &manifest_bundle(&m),
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "unsupported_schema_version",
+    )
+    .await;
+    assert_eq!(first_detail(&body)["pointer"], "/schema_version");
+}
+
+#[tokio::test]
+async fn audience_of_another_service() {
+    let (app, key) = setup().await;
+    let mut m = manifest_json("alice", &key);
+    m["audience"] = Value::String("https://other.example".into());
+    let body = refuse(
+        &app,
+        &key,
+        &manifest_bundle(&m),
+        StatusCode::FORBIDDEN,
+        "audience_mismatch",
+    )
+    .await;
+    assert_eq!(first_detail(&body)["pointer"], "/audience");
+}
+
+#[tokio::test]
+async fn unregistered_key() {
+    let (app, _) = setup().await;
+    let stranger = new_key();
+    let gz = bundle("alice", &stranger);
+    let body = refuse(&app, &stranger, &gz, StatusCode::FORBIDDEN, "unknown_key").await;
+    assert!(body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains(&signing::fingerprint(stranger.public_key())));
+}
+
+#[tokio::test]
+async fn signature_over_other_bytes() {
+    let (app, key) = setup().await;
+    let gz = bundle("alice", &key);
+    let (status, body) = app.submit(&gz, &sign(&key, b"some other file")).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_error(&body, "bad_signature");
+    assert_eq!(first_detail(&body)["file"], "signature");
+    app.assert_nothing_stored().await;
+}
+
+#[tokio::test]
+async fn wrong_namespace() {
+    let (app, key) = setup().await;
+    let gz = bundle("alice", &key);
+    let sig = signing::sign(&key, "file", &gz).unwrap();
+    let (status, body) = app.submit(&gz, sig.as_bytes()).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_error(&body, "wrong_namespace");
+    app.assert_nothing_stored().await;
+}
+
+#[tokio::test]
+async fn garbage_signature() {
+    let (app, key) = setup().await;
+    let gz = bundle("alice", &key);
+    let (status, body) = app.submit(&gz, b"not a signature").await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_error(&body, "bad_signature_format");
+    app.assert_nothing_stored().await;
+}
+
+#[tokio::test]
+async fn revoked_key_but_earlier_bundles_stay() {
+    let (app, key) = setup().await;
+    let early = bundle("alice", &key);
+    let (status, receipt) = app.submit(&early, &sign(&key, &early)).await;
+    assert_eq!(status, StatusCode::CREATED);
+    let fp = signing::fingerprint(key.public_key());
+    assert!(app.store.revoke_key(&fp, chrono::Utc::now()).await.unwrap());
+    let late = bundle("alice", &key);
+    let (status, body) = app.submit(&late, &sign(&key, &late)).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_error(&body, "key_revoked");
+    assert_eq!(app.counts().await.submissions, 1);
+    let id = receipt["submission_id"].as_str().unwrap();
+    let (status, again) = app.get(&format!("/api/v1/submissions/{id}")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(again["status"], "accepted");
+}
+
+#[tokio::test]
+async fn manifest_names_another_key() {
+    let (app, key) = setup().await;
+    let other = app.register("bob").await;
+    // Packed for bob's key but signed by alice.
+    let gz = bundle("bob", &other);
+    refuse(&app, &key, &gz, StatusCode::FORBIDDEN, "key_mismatch").await;
+}
+
+async fn refuse_csv(suffix: &str, edit: impl Fn(&str) -> String, code: &str) -> Value {
+    let (app, key) = setup().await;
+    let files = edited_files(suffix, edit);
+    let gz = bundle_with(files, "alice", &key);
+    refuse(&app, &key, &gz, StatusCode::UNPROCESSABLE_ENTITY, code).await
+}
+
+#[tokio::test]
+async fn csv_missing_column() {
+    let body = refuse_csv(
+        "llm_batch_optimized_results.csv",
+        |t| t.replacen("gpu_energy,", "gpu_energy_x,", 1),
+        "csv_missing_column",
+    )
+    .await;
+    let d = first_detail(&body);
+    assert!(d["file"]
+        .as_str()
+        .unwrap()
+        .ends_with("/llm_batch_optimized_results.csv"));
+    assert_eq!(d["column"], "gpu_energy");
+    assert_eq!(d["row"], 1);
+}
+
+/// Replaces the `col`-th cell of data line `line` (1 = header) in a CSV text.
+fn set_cell(text: &str, line: usize, col: &str, value: &str) -> String {
+    let mut rdr = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .from_reader(text.as_bytes());
+    let rows: Vec<csv::StringRecord> = rdr.records().map(|r| r.unwrap()).collect();
+    let idx = rows[0].iter().position(|h| h == col).unwrap();
+    let mut w = csv::Writer::from_writer(Vec::new());
+    for (i, r) in rows.iter().enumerate() {
+        let mut cells: Vec<String> = r.iter().map(str::to_string).collect();
+        if i + 1 == line {
+            cells[idx] = value.to_string();
+        }
+        w.write_record(&cells).unwrap();
+    }
+    String::from_utf8(w.into_inner().unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn csv_unparsable_number() {
+    let body = refuse_csv(
+        "llm_server_optimized_results.csv",
+        |t| set_cell(t, 3, "measurement_duration", "twenty"),
+        "csv_bad_number",
+    )
+    .await;
+    let d = first_detail(&body);
+    assert_eq!(d["row"], 3);
+    assert_eq!(d["column"], "measurement_duration");
+    assert!(d["message"].as_str().unwrap().contains("twenty"));
+}
+
+#[tokio::test]
+async fn csv_malformed_list_cell() {
+    let body = refuse_csv(
+        "llm_batch_optimized_results.csv",
+        |t| set_cell(t, 2, "gpu_0_power_draw_watts", "[61.2, 63.9, oops, 70.1]"),
+        "csv_bad_list",
+    )
+    .await;
+    let d = first_detail(&body);
+    assert_eq!(d["row"], 2);
+    assert_eq!(d["column"], "gpu_0_power_draw_watts");
+    assert!(d["message"].as_str().unwrap().contains("element 3"), "{d}");
+}
+
+#[tokio::test]
+async fn csv_list_cell_without_brackets() {
+    let body = refuse_csv(
+        "llm_server_optimized_results.csv",
+        |t| set_cell(t, 2, "request_generation_tokens", "12, 40"),
+        "csv_bad_list",
+    )
+    .await;
+    assert_eq!(first_detail(&body)["column"], "request_generation_tokens");
+}
+
+#[tokio::test]
+async fn details_disagree_with_results() {
+    let body = refuse_csv(
+        "llm_server_optimized_details.csv",
+        |t| {
+            // Drop the last request row.
+            let mut lines: Vec<&str> = t.lines().collect();
+            lines.pop();
+            lines.join("\n") + "\n"
+        },
+        "details_mismatch",
+    )
+    .await;
+    assert!(first_detail(&body)["file"]
+        .as_str()
+        .unwrap()
+        .ends_with("llm_server_optimized_details.csv"));
+}
+
+#[tokio::test]
+async fn missing_multipart_part() {
+    let (app, _) = setup().await;
+    let (status, body) = app.send(multipart(&[("bundle", b"x")])).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_error(&body, "missing_part");
+    app.assert_nothing_stored().await;
+}
+
+#[tokio::test]
+async fn compression_bomb() {
+    let (app, key) = setup().await;
+    let zeros = vec![0u8; 16 << 20];
+    let gz = raw_targz(&[RawEntry {
+        name: b"zeros.bin",
+        kind: tar::EntryType::Regular,
+        data: &zeros,
+        link: None,
+    }]);
+    refuse(
+        &app,
+        &key,
+        &gz,
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "compression_ratio",
+    )
+    .await;
+}
