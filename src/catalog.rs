@@ -39,17 +39,17 @@ pub struct ModelSpec {
 
 /// Loaded-idle power per NVML name (W).
 const IDLE_W: &[(&str, f64)] = &[
-    ("NVIDIA A30", 31.0),
-    ("NVIDIA H200", 95.0),
-    ("NVIDIA A100-SXM4-40GB", 56.0),
-    ("NVIDIA L40S", 37.0),
-    ("NVIDIA H100 PCIe", 62.0),
-    ("NVIDIA H100 NVL", 70.0),
+    ("NVIDIA A30", 33.0),
+    ("NVIDIA H200", 80.0),
+    ("NVIDIA A100-SXM4-40GB", 52.0),
+    ("NVIDIA L40S", 38.0),
+    ("NVIDIA H100 PCIe", 55.0),
+    ("NVIDIA H100 NVL", 62.0),
     ("Tesla V100-SXM2-32GB", 42.0),
-    ("NVIDIA L4", 17.0),
-    ("NVIDIA GeForce RTX 3090", 34.0),
-    ("Tesla T4", 15.0),
-    ("NVIDIA GeForce RTX 4090", 28.0),
+    ("NVIDIA L4", 24.0),
+    ("NVIDIA GeForce RTX 3090", 44.0),
+    ("Tesla T4", 28.0),
+    ("NVIDIA GeForce RTX 4090", 38.0),
 ];
 
 pub fn gpu_id(nvml_name: &str) -> String {

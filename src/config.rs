@@ -36,6 +36,11 @@ pub struct ServeConfig {
     /// Largest unpacked/compressed size ratio of a bundle.
     #[arg(long, env = "WATTCOUNTS_MAX_RATIO", default_value_t = UnpackLimits::default().max_ratio)]
     pub max_ratio: f64,
+    /// On an empty database, load the synthetic paper-scale demo (every
+    /// catalogue GPU and model) through the real ingest pipeline. Generated
+    /// bundles are cached in <data-dir>/demo.
+    #[arg(long, env = "WATTCOUNTS_DEMO")]
+    pub demo: bool,
 }
 
 impl ServeConfig {
@@ -44,10 +49,12 @@ impl ServeConfig {
             .clone()
             .unwrap_or_else(|| format!("sqlite:{}", self.data_dir.join("wattcounts.db").display()))
     }
-    pub fn public_url(&self) -> String {
+    /// The public URL, defaulting to the address actually bound (which
+    /// differs from `bind` when it asks for port 0).
+    pub fn public_url_for(&self, bound: std::net::SocketAddr) -> String {
         self.public_url
             .clone()
-            .unwrap_or_else(|| format!("http://{}", self.bind))
+            .unwrap_or_else(|| format!("http://{bound}"))
             .trim_end_matches('/')
             .to_string()
     }

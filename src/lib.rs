@@ -9,6 +9,7 @@ pub mod bundle;
 pub mod catalog;
 pub mod cli;
 pub mod config;
+pub mod demo;
 pub mod ingest;
 pub mod metrics;
 pub mod pack;

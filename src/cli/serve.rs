@@ -9,7 +9,7 @@ use crate::ingest::{IngestConfig, Ingestor};
 use crate::store::blobs::BlobStore;
 use crate::web::{self, AppState};
 
-pub async fn build_state(cfg: &ServeConfig) -> anyhow::Result<AppState> {
+pub async fn build_state(cfg: &ServeConfig, public_url: String) -> anyhow::Result<AppState> {
     std::fs::create_dir_all(&cfg.data_dir)
         .with_context(|| format!("creating {}", cfg.data_dir.display()))?;
     let url = cfg.database_url();
@@ -21,7 +21,7 @@ pub async fn build_state(cfg: &ServeConfig) -> anyhow::Result<AppState> {
         store,
         blobs,
         IngestConfig {
-            public_url: cfg.public_url(),
+            public_url,
             unpack: cfg.unpack_limits(),
         },
     );
@@ -38,17 +38,34 @@ pub async fn run(cfg: ServeConfig) -> anyhow::Result<()> {
                 .unwrap_or_else(|_| "info,sqlx=warn".into()),
         )
         .init();
-    let state = build_state(&cfg).await?;
     let listener = tokio::net::TcpListener::bind(cfg.bind)
         .await
         .with_context(|| format!("cannot listen on {}", cfg.bind))?;
     let addr = listener.local_addr()?;
+    let public_url = cfg.public_url_for(addr);
+    let state = build_state(&cfg, public_url.clone()).await?;
     eprintln!(
         "wattcounts {} listening on http://{addr} (public URL {}, database {})",
         env!("CARGO_PKG_VERSION"),
-        cfg.public_url(),
+        public_url,
         cfg.database_url()
     );
+    if cfg.demo {
+        // Load in the background: the service answers while it fills up.
+        let ingestor = state.ingestor.clone();
+        let data_dir = cfg.data_dir.clone();
+        tokio::spawn(async move {
+            if let Err(e) = crate::demo::load_if_empty(
+                &ingestor,
+                &data_dir,
+                &crate::synth::SynthOptions::default(),
+            )
+            .await
+            {
+                eprintln!("demo: failed: {e:#}");
+            }
+        });
+    }
     axum::serve(listener, web::app(state))
         .with_graceful_shutdown(shutdown())
         .await?;

@@ -243,7 +243,11 @@ fn model_files(
     let mut batch = Vec::new();
     for it in 0..opts.iterations {
         thermal.cool_down(&mut rng);
-        let r = batch_iteration(&engine, opts, &mut rng, &mut thermal, clock);
+        // The workload (prompts, arrivals) depends on the model and
+        // iteration only, as with the harness's fixed seeds, so GPUs are
+        // compared on the same requests.
+        let mut work = rng_for(opts.seed, &format!("{}|batch|{it}", model.id));
+        let r = batch_iteration(&engine, opts, &mut work, &mut rng, &mut thermal, clock);
         clock += r.duration + rng.gen_range(40.0..120.0);
         batch.push((it, r));
     }
@@ -251,7 +255,16 @@ fn model_files(
     for &lambda in &opts.lambdas {
         for it in 0..opts.iterations {
             thermal.cool_down(&mut rng);
-            let r = server_iteration(&engine, opts, lambda, &mut rng, &mut thermal, clock);
+            let mut work = rng_for(opts.seed, &format!("{}|server|{lambda}|{it}", model.id));
+            let r = server_iteration(
+                &engine,
+                opts,
+                lambda,
+                &mut work,
+                &mut rng,
+                &mut thermal,
+                clock,
+            );
             clock += r.duration + rng.gen_range(40.0..120.0);
             server.push((lambda, it, r));
         }
@@ -295,13 +308,14 @@ fn model_files(
 fn batch_iteration(
     engine: &Engine,
     opts: &SynthOptions,
+    work: &mut StdRng,
     rng: &mut StdRng,
     thermal: &mut Thermal,
     started: f64,
 ) -> Iteration {
     let requests: Vec<Request> = (0..opts.batch_prompts)
         .map(|_| {
-            let (prompt, gen) = request_lengths(rng, opts.max_tokens);
+            let (prompt, gen) = request_lengths(work, opts.max_tokens);
             Request {
                 prompt,
                 gen,
@@ -355,19 +369,21 @@ fn sample_count(rng: &mut StdRng, duration: f64) -> usize {
     (ideal * (1.0 - rng.gen_range(0.0..0.01))).max(1.0) as usize
 }
 
+#[allow(clippy::too_many_arguments)]
 fn server_iteration(
     engine: &Engine,
     opts: &SynthOptions,
     lambda: f64,
+    work: &mut StdRng,
     rng: &mut StdRng,
     thermal: &mut Thermal,
     started: f64,
 ) -> Iteration {
     let horizon = opts.server_duration_s;
     let mut arrivals = Vec::new();
-    let mut t = exponential(rng, lambda);
+    let mut t = exponential(work, lambda);
     while t < horizon {
-        let (prompt, gen) = request_lengths(rng, opts.max_tokens);
+        let (prompt, gen) = request_lengths(work, opts.max_tokens);
         arrivals.push(Request {
             prompt,
             gen,
@@ -375,7 +391,7 @@ fn server_iteration(
             ttft: 0.0,
             e2e: 0.0,
         });
-        t += exponential(rng, lambda);
+        t += exponential(work, lambda);
     }
     // (index, decode start, tokens produced)
     let mut active: Vec<(usize, f64, f64)> = Vec::new();

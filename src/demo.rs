@@ -1,0 +1,167 @@
+//! `serve --demo`: fills an empty database with synthetic harness runs for
+//! every catalogue GPU, packed, signed with a demo key registered as
+//! `demo`, and ingested through the real pipeline.
+//!
+//! Bundles are cached in `<data-dir>/demo/` (keyed by the audience they were
+//! packed for), so a restart with a fresh database skips the generation.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::Context;
+
+use crate::catalog;
+use crate::ingest::{Ingestor, DEMO_HANDLE};
+use crate::pack::{self, PackInput};
+use crate::signing;
+use crate::store::NewSubmitter;
+use crate::synth::{self, SynthOptions};
+
+#[derive(Debug, Clone, Default)]
+pub struct DemoSummary {
+    pub bundles: u64,
+    pub iterations: u64,
+    pub power_samples: u64,
+    pub bytes: u64,
+    pub seconds: f64,
+}
+
+fn demo_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("demo")
+}
+
+/// The demo key, created on first use.
+fn demo_key(dir: &Path) -> anyhow::Result<ssh_key::PrivateKey> {
+    let path = dir.join("demo_ed25519");
+    if !path.exists() {
+        let (private, _) = signing::generate_ed25519("wattcounts-demo")?;
+        let tmp = dir.join("demo_ed25519.tmp");
+        std::fs::write(&tmp, private)?;
+        std::fs::rename(&tmp, &path)?;
+    }
+    signing::load_private_key(&std::fs::read_to_string(&path)?)
+}
+
+/// Short stable tag of an audience, for cache file names.
+fn audience_tag(audience: &str) -> String {
+    crate::ingest::sha256_hex(audience.as_bytes())[..10].to_string()
+}
+
+/// Builds (or reads from the cache) the demo bundle of one GPU.
+pub fn demo_bundle(
+    dir: &Path,
+    gpu: &catalog::GpuSpec,
+    key: &ssh_key::PrivateKey,
+    audience: &str,
+    opts: &SynthOptions,
+) -> anyhow::Result<Vec<u8>> {
+    let path = dir.join("bundles").join(format!(
+        "{}-{}-seed{}.tar.gz",
+        gpu.id,
+        audience_tag(audience),
+        opts.seed
+    ));
+    if let Ok(bytes) = std::fs::read(&path) {
+        return Ok(bytes);
+    }
+    let models: Vec<&catalog::ModelSpec> = catalog::models().iter().collect();
+    let run = synth::generate_run(gpu, &models, opts);
+    let packed = pack::pack(&PackInput {
+        run_name: run.name,
+        files: run.files,
+        config_file: "config-v2.yaml".into(),
+        config_yaml: run.config_yaml,
+        handle: DEMO_HANDLE.into(),
+        key_fingerprint: signing::fingerprint(key.public_key()),
+        audience: audience.into(),
+        harness_commit: "synthetic-demo".into(),
+        vllm_version: Some("0.14.0".into()),
+        declare_power_limit: false,
+    })?;
+    std::fs::create_dir_all(path.parent().expect("has parent"))?;
+    let tmp = path.with_extension("partial");
+    std::fs::write(&tmp, &packed.bytes)?;
+    std::fs::rename(&tmp, &path)?;
+    Ok(packed.bytes)
+}
+
+/// Loads the demo into an empty database; does nothing if it holds data.
+pub async fn load_if_empty(
+    ingestor: &Ingestor,
+    data_dir: &Path,
+    opts: &SynthOptions,
+) -> anyhow::Result<Option<DemoSummary>> {
+    if ingestor.store.counts().await?.submissions > 0 {
+        eprintln!("demo: the database already holds submissions; nothing to load");
+        return Ok(None);
+    }
+    let dir = demo_dir(data_dir);
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let key = demo_key(&dir)?;
+    let fingerprint = signing::fingerprint(key.public_key());
+    if ingestor
+        .store
+        .key_by_fingerprint(&fingerprint)
+        .await?
+        .is_none()
+    {
+        ingestor
+            .store
+            .create_submitter(&NewSubmitter {
+                handle: DEMO_HANDLE.into(),
+                display_name: "Synthetic demo data".into(),
+                fingerprint: fingerprint.clone(),
+                algorithm: "ssh-ed25519".into(),
+                public_key: key.public_key().to_openssh()?,
+            })
+            .await
+            .context("registering the demo handle (is another key registered as 'demo'?)")?;
+    }
+    let audience = ingestor.config.public_url.clone();
+    let gpus = catalog::gpus();
+    let start = Instant::now();
+    let mut summary = DemoSummary::default();
+    for (i, gpu) in gpus.iter().enumerate() {
+        let t = Instant::now();
+        let bundle = {
+            let (dir, gpu, key, audience, opts) = (
+                dir.clone(),
+                gpu.clone(),
+                key.clone(),
+                audience.clone(),
+                opts.clone(),
+            );
+            tokio::task::spawn_blocking(move || demo_bundle(&dir, &gpu, &key, &audience, &opts))
+                .await??
+        };
+        let sig = signing::sign(&key, signing::SUBMISSION_NAMESPACE, &bundle)?;
+        summary.bytes += bundle.len() as u64;
+        let (_, receipt) = ingestor
+            .submit(bundle, sig.into_bytes())
+            .await
+            .map_err(|e| anyhow::anyhow!("demo bundle for {}: {e}", gpu.nvml_name))?;
+        summary.bundles += 1;
+        summary.iterations += receipt.counts.iterations;
+        summary.power_samples += receipt.counts.power_samples;
+        let done = i + 1;
+        let bar = "#".repeat(done * 20 / gpus.len()) + &".".repeat(20 - done * 20 / gpus.len());
+        eprintln!(
+            "demo [{bar}] {done}/{}  {:<24} {:>2} models {:>4} iterations  {:.1} s",
+            gpus.len(),
+            gpu.nvml_name,
+            receipt.counts.models,
+            receipt.counts.iterations,
+            t.elapsed().as_secs_f64()
+        );
+    }
+    summary.seconds = start.elapsed().as_secs_f64();
+    eprintln!(
+        "demo: {} bundles, {} iterations, {} power samples, {:.0} MB in {:.1} s",
+        summary.bundles,
+        summary.iterations,
+        summary.power_samples,
+        summary.bytes as f64 / 1e6,
+        summary.seconds
+    );
+    Ok(Some(summary))
+}

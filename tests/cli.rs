@@ -1,0 +1,281 @@
+//! The README's walkthrough with the real binary and a real server on port 0:
+//! keygen → register → pack → sign with ssh-keygen → submit → submit again.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_wattcounts");
+
+struct Server {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_server(data: &Path) -> Server {
+    let mut child = Command::new(BIN)
+        .args(["serve", "--bind", "127.0.0.1:0", "--data-dir"])
+        .arg(data)
+        .env_remove("WATTCOUNTS_PUBLIC_URL")
+        .env_remove("WATTCOUNTS_DATABASE_URL")
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let url = loop {
+        let line = lines
+            .next()
+            .expect("server exited before listening")
+            .unwrap();
+        if let Some(rest) = line.split("listening on ").nth(1) {
+            break rest.split_whitespace().next().unwrap().to_string();
+        }
+    };
+    // Keep draining stderr so the server never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    Server { child, url }
+}
+
+fn run(args: &[&str], dir: &Path) -> (i32, String, String) {
+    let out = Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn ok(args: &[&str], dir: &Path) -> String {
+    let (code, stdout, stderr) = run(args, dir);
+    assert_eq!(code, 0, "wattcounts {args:?} failed:\n{stdout}\n{stderr}");
+    stdout
+}
+
+fn have_ssh_keygen() -> bool {
+    Command::new("ssh-keygen")
+        .arg("-?")
+        .stderr(Stdio::null())
+        .stdout(Stdio::null())
+        .status()
+        .is_ok()
+}
+
+#[test]
+fn walkthrough_with_the_real_binary() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let server = start_server(&dir.join("data"));
+    let url = server.url.as_str();
+
+    ok(
+        &[
+            "demo",
+            "generate",
+            "--out",
+            "gen",
+            "--gpus",
+            "l4",
+            "--models",
+            "Qwen/Qwen2.5-0.5B-Instruct",
+            "--small",
+        ],
+        dir,
+    );
+    ok(&["keygen", "--out", "keys/me"], dir);
+    let out = ok(
+        &[
+            "register", "--server", url, "--handle", "alice", "--key", "keys/me", "--name", "Alice",
+        ],
+        dir,
+    );
+    assert!(out.contains("registered 'alice'"), "{out}");
+    let run_dir = std::fs::read_dir(dir.join("gen/l4"))
+        .unwrap()
+        .flatten()
+        .find(|e| e.path().is_dir())
+        .unwrap()
+        .path();
+    let run_dir = run_dir.to_str().unwrap();
+    ok(
+        &[
+            "pack",
+            run_dir,
+            "--config",
+            "gen/l4/config-v2.yaml",
+            "--handle",
+            "alice",
+            "--key",
+            "keys/me.pub",
+            "--audience",
+            url,
+            "--out",
+            "b.tar.gz",
+        ],
+        dir,
+    );
+
+    if have_ssh_keygen() {
+        let st = Command::new("ssh-keygen")
+            .args([
+                "-q",
+                "-Y",
+                "sign",
+                "-n",
+                "wattcounts-submission",
+                "-f",
+                "keys/me",
+                "b.tar.gz",
+            ])
+            .current_dir(dir)
+            .status()
+            .unwrap();
+        assert!(st.success(), "ssh-keygen -Y sign failed");
+    } else {
+        eprintln!("ssh-keygen not found: signing with wattcounts sign instead");
+        ok(&["sign", "b.tar.gz", "--key", "keys/me"], dir);
+    }
+    let first = ok(
+        &[
+            "submit",
+            "b.tar.gz",
+            "--signature",
+            "b.tar.gz.sig",
+            "--server",
+            url,
+        ],
+        dir,
+    );
+    let receipt: serde_json::Value = serde_json::from_str(&first).unwrap();
+    assert_eq!(receipt["status"], "accepted");
+    assert_eq!(receipt["counts"]["models"], 1);
+    assert_eq!(receipt["counts"]["configurations"], 3);
+    assert_eq!(receipt["counts"]["iterations"], 9);
+    let second = ok(
+        &[
+            "submit",
+            "b.tar.gz",
+            "--signature",
+            "b.tar.gz.sig",
+            "--server",
+            url,
+        ],
+        dir,
+    );
+    assert_eq!(first, second, "a resubmission prints the same receipt");
+
+    // Packing twice differs only in submission_id and created_at.
+    ok(
+        &[
+            "pack",
+            run_dir,
+            "--config",
+            "gen/l4/config-v2.yaml",
+            "--handle",
+            "alice",
+            "--key",
+            "keys/me.pub",
+            "--audience",
+            url,
+            "--out",
+            "c.tar.gz",
+        ],
+        dir,
+    );
+    let (a, b) = (
+        std::fs::read(dir.join("b.tar.gz")).unwrap(),
+        std::fs::read(dir.join("c.tar.gz")).unwrap(),
+    );
+    assert_ne!(a, b);
+
+    // A rejected submission exits 1 and prints the error envelope.
+    // (c.tar.gz with the signature of b.tar.gz.)
+    let (code, stdout, _) = run(
+        &[
+            "submit",
+            "c.tar.gz",
+            "--signature",
+            "b.tar.gz.sig",
+            "--server",
+            url,
+        ],
+        dir,
+    );
+    assert_eq!(code, 1, "{stdout}");
+    assert!(stdout.contains("bad_signature"), "{stdout}");
+
+    // Transport errors exit 2.
+    let (code, _, _) = run(
+        &[
+            "submit",
+            "b.tar.gz",
+            "--signature",
+            "b.tar.gz.sig",
+            "--server",
+            "http://127.0.0.1:9",
+        ],
+        dir,
+    );
+    assert_eq!(code, 2);
+}
+
+#[test]
+fn our_signatures_verify_with_ssh_keygen() {
+    if !have_ssh_keygen() {
+        eprintln!("skipped: ssh-keygen not installed");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    ok(&["keygen", "--out", "k", "--comment", "alice@lab"], dir);
+    std::fs::write(dir.join("file.bin"), b"bundle bytes").unwrap();
+    ok(&["sign", "file.bin", "--key", "k"], dir);
+    let public = std::fs::read_to_string(dir.join("k.pub")).unwrap();
+    std::fs::write(dir.join("allowed"), format!("alice {public}")).unwrap();
+    let out = Command::new("ssh-keygen")
+        .args([
+            "-Y",
+            "verify",
+            "-f",
+            "allowed",
+            "-I",
+            "alice",
+            "-n",
+            "wattcounts-submission",
+            "-s",
+            "file.bin.sig",
+        ])
+        .current_dir(dir)
+        .stdin(std::fs::File::open(dir.join("file.bin")).unwrap())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "ssh-keygen -Y verify refused: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // ssh-keygen reads the private key we wrote, too.
+    let out = Command::new("ssh-keygen")
+        .args(["-y", "-f", "k"])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .nth(1),
+        public.split_whitespace().nth(1)
+    );
+}
