@@ -11,6 +11,7 @@ pub mod cli;
 pub mod config;
 pub mod demo;
 pub mod ingest;
+pub mod leaderboard;
 pub mod metrics;
 pub mod pack;
 pub mod receipt;

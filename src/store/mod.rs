@@ -138,6 +138,25 @@ pub trait Store: Send + Sync {
     async fn submission(&self, id: Uuid) -> Result<Option<SubmissionRecord>, StoreError>;
     async fn configurations(&self, id: Uuid) -> Result<Vec<ConfigurationMetrics>, StoreError>;
     async fn counts(&self) -> Result<TableCounts, StoreError>;
+    /// Every configuration of submissions in one of `statuses`.
+    async fn configuration_rows(
+        &self,
+        statuses: &[Status],
+    ) -> Result<Vec<crate::leaderboard::SourceRow>, StoreError>;
+    /// What the accepted data holds, for the front page.
+    async fn dataset_counts(&self) -> Result<DatasetCounts, StoreError>;
+    /// Most recent accepted submissions, newest first.
+    async fn latest_submissions(&self, limit: u32) -> Result<Vec<SubmissionRecord>, StoreError>;
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct DatasetCounts {
+    pub submissions: u64,
+    pub demo_submissions: u64,
+    pub gpus: u64,
+    pub models: u64,
+    pub iterations: u64,
+    pub power_samples: u64,
 }
 
 /// Timestamps are stored as RFC 3339 text in UTC with milliseconds, which

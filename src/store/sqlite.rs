@@ -12,8 +12,8 @@ use sqlx::{Row, SqlitePool};
 use uuid::Uuid;
 
 use super::{
-    parse_ts, ts, InsertOutcome, KeyRecord, NewSubmission, NewSubmitter, Status, Store, StoreError,
-    SubmissionRecord, TableCounts,
+    parse_ts, ts, DatasetCounts, InsertOutcome, KeyRecord, NewSubmission, NewSubmitter, Status,
+    Store, StoreError, SubmissionRecord, TableCounts,
 };
 use crate::metrics::ConfigurationMetrics;
 
@@ -67,6 +67,34 @@ impl SqliteStore {
     pub fn pool(&self) -> &SqlitePool {
         &self.pool
     }
+}
+
+const SUBMISSION_SELECT: &str = "SELECT s.id, s.bundle_sha256, u.handle, s.status, s.received_at, s.gpu_name, s.gpu_id, s.run_name,
+        s.is_demo, s.bundle_bytes, s.blob_path,
+        (SELECT COUNT(*) FROM runs r WHERE r.submission_id = s.id),
+        (SELECT COALESCE(SUM(power_samples), 0) FROM runs r WHERE r.submission_id = s.id)
+     FROM submissions s JOIN submitters u ON u.id = s.submitter_id";
+
+fn submission_record(r: &sqlx::sqlite::SqliteRow) -> Result<SubmissionRecord, StoreError> {
+    let id: String = r.get(0);
+    let status: String = r.get(3);
+    let received: String = r.get(4);
+    Ok(SubmissionRecord {
+        id: Uuid::parse_str(&id).map_err(|e| StoreError::Other(e.into()))?,
+        bundle_sha256: r.get(1),
+        handle: r.get(2),
+        status: Status::parse(&status)
+            .ok_or_else(|| StoreError::Other(anyhow::anyhow!("bad status {status}")))?,
+        received_at: parse_ts(&received)?,
+        gpu_name: r.get(5),
+        gpu_id: r.get(6),
+        run_name: r.get(7),
+        is_demo: r.get(8),
+        bundle_bytes: r.get::<i64, _>(9) as u64,
+        blob_path: r.get(10),
+        iterations: r.get::<i64, _>(11) as u64,
+        power_samples: r.get::<i64, _>(12) as u64,
+    })
 }
 
 fn opt_ts(s: Option<String>) -> Result<Option<DateTime<Utc>>, StoreError> {
@@ -277,38 +305,76 @@ impl Store for SqliteStore {
     }
 
     async fn submission(&self, id: Uuid) -> Result<Option<SubmissionRecord>, StoreError> {
-        let row = sqlx::query(
-            "SELECT s.id, s.bundle_sha256, u.handle, s.status, s.received_at, s.gpu_name, s.gpu_id, s.run_name,
-                    s.is_demo, s.bundle_bytes, s.blob_path,
-                    (SELECT COUNT(*) FROM runs r WHERE r.submission_id = s.id),
-                    (SELECT COALESCE(SUM(power_samples), 0) FROM runs r WHERE r.submission_id = s.id)
-             FROM submissions s JOIN submitters u ON u.id = s.submitter_id WHERE s.id = ?",
-        )
-        .bind(id.to_string())
-        .fetch_optional(&self.pool)
+        let row = sqlx::query(&format!("{SUBMISSION_SELECT} WHERE s.id = ?"))
+            .bind(id.to_string())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_err)?;
+        row.as_ref().map(submission_record).transpose()
+    }
+
+    async fn latest_submissions(&self, limit: u32) -> Result<Vec<SubmissionRecord>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "{SUBMISSION_SELECT} WHERE s.status = 'accepted' ORDER BY s.received_at DESC LIMIT ?"
+        ))
+        .bind(limit as i64)
+        .fetch_all(&self.pool)
         .await
         .map_err(db_err)?;
-        row.map(|r| {
-            let status: String = r.get(3);
-            let received: String = r.get(4);
-            Ok(SubmissionRecord {
-                id,
-                bundle_sha256: r.get(1),
-                handle: r.get(2),
-                status: Status::parse(&status)
-                    .ok_or_else(|| StoreError::Other(anyhow::anyhow!("bad status {status}")))?,
-                received_at: parse_ts(&received)?,
-                gpu_name: r.get(5),
-                gpu_id: r.get(6),
-                run_name: r.get(7),
-                is_demo: r.get(8),
-                bundle_bytes: r.get::<i64, _>(9) as u64,
-                blob_path: r.get(10),
-                iterations: r.get::<i64, _>(11) as u64,
-                power_samples: r.get::<i64, _>(12) as u64,
-            })
+        rows.iter().map(submission_record).collect()
+    }
+
+    async fn configuration_rows(
+        &self,
+        statuses: &[Status],
+    ) -> Result<Vec<crate::leaderboard::SourceRow>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT s.id, s.status, s.is_demo, s.gpu_id, s.gpu_name, c.metrics
+             FROM configurations c JOIN submissions s ON s.id = c.submission_id
+             ORDER BY s.received_at, c.position",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        let mut out = Vec::with_capacity(rows.len());
+        for r in rows {
+            let status_text: String = r.get(1);
+            let status = Status::parse(&status_text)
+                .ok_or_else(|| StoreError::Other(anyhow::anyhow!("bad status {status_text}")))?;
+            if !statuses.contains(&status) {
+                continue;
+            }
+            let id: String = r.get(0);
+            let metrics: String = r.get(5);
+            out.push(crate::leaderboard::SourceRow {
+                submission_id: Uuid::parse_str(&id).map_err(|e| StoreError::Other(e.into()))?,
+                status,
+                is_demo: r.get(2),
+                gpu_id: r.get(3),
+                gpu_name: r.get(4),
+                config: serde_json::from_str(&metrics).map_err(|e| StoreError::Other(e.into()))?,
+            });
+        }
+        Ok(out)
+    }
+
+    async fn dataset_counts(&self) -> Result<DatasetCounts, StoreError> {
+        let r = sqlx::query(
+            "SELECT COUNT(DISTINCT s.id), COUNT(DISTINCT CASE WHEN s.is_demo THEN s.id END), COUNT(DISTINCT s.gpu_name),
+                    COUNT(DISTINCT r.model), COUNT(r.id), COALESCE(SUM(r.power_samples), 0)
+             FROM submissions s LEFT JOIN runs r ON r.submission_id = s.id WHERE s.status = 'accepted'",
+        )
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(DatasetCounts {
+            submissions: r.get::<i64, _>(0) as u64,
+            demo_submissions: r.get::<i64, _>(1) as u64,
+            gpus: r.get::<i64, _>(2) as u64,
+            models: r.get::<i64, _>(3) as u64,
+            iterations: r.get::<i64, _>(4) as u64,
+            power_samples: r.get::<i64, _>(5) as u64,
         })
-        .transpose()
     }
 
     async fn configurations(&self, id: Uuid) -> Result<Vec<ConfigurationMetrics>, StoreError> {

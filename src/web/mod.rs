@@ -2,6 +2,7 @@
 
 pub mod api;
 pub mod error;
+pub mod pages;
 
 use std::sync::Arc;
 
@@ -24,6 +25,10 @@ pub fn app(state: AppState) -> Router {
     // also refuses a declared Content-Length over it before reading.
     let limit = usize::try_from(state.max_body_bytes).unwrap_or(usize::MAX);
     Router::new()
+        .route("/", get(pages::index))
+        .route("/leaderboard", get(pages::leaderboard_page))
+        .route("/static/style.css", get(pages::stylesheet))
+        .route("/api/v1/leaderboard", get(pages::leaderboard_json))
         .route("/healthz", get(api::healthz))
         .route(
             "/api/v1/submitters",

@@ -1,0 +1,421 @@
+//! Server-rendered HTML pages and the leaderboard's JSON twin. Every page is
+//! rendered in one place (`render`), which sets the status and headers.
+
+use std::collections::{BTreeSet, HashMap};
+
+use askama::Template;
+use axum::extract::{Query, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::json;
+
+use super::error::ApiError;
+use super::AppState;
+use crate::bundle::harness::Scenario;
+use crate::leaderboard::{self, Entry, SortKey};
+use crate::store::{DatasetCounts, Status};
+
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+fn render(status: StatusCode, t: &impl Template) -> Response {
+    match t.render() {
+        Ok(html) => (
+            status,
+            [
+                (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+                (header::CACHE_CONTROL, "no-cache"),
+            ],
+            html,
+        )
+            .into_response(),
+        Err(e) => {
+            tracing::error!(error = %e, "template failed");
+            (StatusCode::INTERNAL_SERVER_ERROR, "internal error").into_response()
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "error.html")]
+struct ErrorPage<'a> {
+    title: &'a str,
+    message: &'a str,
+    demo: bool,
+    version: &'a str,
+}
+
+/// An HTML error page (the API has the JSON envelope instead).
+pub struct PageError(pub ApiError);
+
+impl From<ApiError> for PageError {
+    fn from(e: ApiError) -> Self {
+        PageError(e)
+    }
+}
+
+impl From<crate::store::StoreError> for PageError {
+    fn from(e: crate::store::StoreError) -> Self {
+        PageError(e.into())
+    }
+}
+
+impl IntoResponse for PageError {
+    fn into_response(self) -> Response {
+        let title = self.0.status.canonical_reason().unwrap_or("Error");
+        render(
+            self.0.status,
+            &ErrorPage {
+                title,
+                message: &self.0.message,
+                demo: false,
+                version: VERSION,
+            },
+        )
+    }
+}
+
+pub async fn stylesheet() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/css; charset=utf-8"),
+            (header::CACHE_CONTROL, "public, max-age=3600"),
+        ],
+        include_str!("../../static/style.css"),
+    )
+        .into_response()
+}
+
+struct LatestRow {
+    id: String,
+    received: String,
+    handle: String,
+    gpu: String,
+    iterations: u64,
+    demo: bool,
+}
+
+#[derive(Template)]
+#[template(path = "index.html")]
+struct IndexPage {
+    counts: DatasetCounts,
+    latest: Vec<LatestRow>,
+    demo: bool,
+    version: &'static str,
+}
+
+pub async fn index(State(s): State<AppState>) -> Result<Response, PageError> {
+    let store = &s.ingestor.store;
+    let counts = store.dataset_counts().await?;
+    let latest = store
+        .latest_submissions(10)
+        .await?
+        .into_iter()
+        .map(|r| LatestRow {
+            id: r.id.to_string(),
+            received: r.received_at.format("%Y-%m-%d %H:%M UTC").to_string(),
+            handle: r.handle,
+            gpu: r.gpu_name,
+            iterations: r.iterations,
+            demo: r.is_demo,
+        })
+        .collect();
+    Ok(render(
+        StatusCode::OK,
+        &IndexPage {
+            demo: counts.demo_submissions > 0,
+            counts,
+            latest,
+            version: VERSION,
+        },
+    ))
+}
+
+/// Leaderboard query parameters, each checked against an allow-list.
+pub fn parse_query(params: &HashMap<String, String>) -> Result<leaderboard::Query, ApiError> {
+    let mut q = leaderboard::Query::default();
+    for (k, v) in params {
+        if v.is_empty() {
+            continue;
+        }
+        match k.as_str() {
+            "scenario" => {
+                // "batch", "server", or "server@0.33" for one arrival rate.
+                let (s, rate) = v
+                    .split_once('@')
+                    .map_or((v.as_str(), None), |(s, r)| (s, Some(r)));
+                q.scenario = Some(
+                    Scenario::parse(s).ok_or_else(|| bad(k, v, "batch, server or server@RATE"))?,
+                );
+                if let Some(r) = rate {
+                    q.lambda_qps = Some(
+                        r.parse::<f64>()
+                            .ok()
+                            .filter(|x| x.is_finite() && *x > 0.0)
+                            .ok_or_else(|| bad(k, v, "server@RATE with a positive rate"))?,
+                    );
+                }
+            }
+            "rate" => {
+                q.lambda_qps = Some(
+                    v.parse::<f64>()
+                        .ok()
+                        .filter(|x| x.is_finite() && *x > 0.0)
+                        .ok_or_else(|| bad(k, v, "a positive number"))?,
+                )
+            }
+            "model" => q.model = Some(v.clone()),
+            "gpu" => q.gpu = Some(v.clone()),
+            "sort" => {
+                q.sort = SortKey::parse(v).ok_or_else(|| {
+                    bad(
+                        k,
+                        v,
+                        "energy_per_token, energy_per_request, throughput, ttft or itl",
+                    )
+                })?
+            }
+            "include_review" => q.include_review = parse_bool(k, v)?,
+            "include_demo" => q.include_demo = parse_bool(k, v)?,
+            "page" => {
+                q.page = v
+                    .parse()
+                    .ok()
+                    .filter(|p| *p >= 1)
+                    .ok_or_else(|| bad(k, v, "a page number from 1"))?
+            }
+            "per_page" => {
+                q.per_page = v
+                    .parse()
+                    .ok()
+                    .filter(|p| (1..=1000).contains(p))
+                    .ok_or_else(|| bad(k, v, "1 to 1000"))?
+            }
+            _ => {
+                return Err(ApiError::bad_request(
+                    "unknown_parameter",
+                    format!("unknown parameter '{k}'"),
+                ))
+            }
+        }
+    }
+    Ok(q)
+}
+
+fn parse_bool(k: &str, v: &str) -> Result<bool, ApiError> {
+    match v {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => Err(bad(k, v, "true or false")),
+    }
+}
+
+fn bad(k: &str, v: &str, want: &str) -> ApiError {
+    ApiError::bad_request(
+        "bad_parameter",
+        format!("{k}='{v}' is not allowed; expected {want}"),
+    )
+}
+
+async fn load(
+    s: &AppState,
+    q: &leaderboard::Query,
+) -> Result<(Vec<leaderboard::SourceRow>, Vec<Entry>, usize), ApiError> {
+    let statuses: &[Status] = if q.include_review {
+        &[Status::Accepted, Status::NeedsReview]
+    } else {
+        &[Status::Accepted]
+    };
+    let rows = s.ingestor.store.configuration_rows(statuses).await?;
+    let (page, total) = leaderboard::build(&rows, q);
+    Ok((rows, page, total))
+}
+
+pub async fn leaderboard_json(
+    State(s): State<AppState>,
+    Query(params): Query<HashMap<String, String>>,
+) -> Result<Response, ApiError> {
+    let q = parse_query(&params)?;
+    let (_, entries, total) = load(&s, &q).await?;
+    Ok(Json(json!({"total": total, "page": q.page, "per_page": q.per_page, "sort": q.sort.name(), "entries": entries})).into_response())
+}
+
+struct Opt {
+    value: String,
+    label: String,
+    selected: bool,
+}
+
+struct Row {
+    rank: usize,
+    gpu: String,
+    model: String,
+    scenario: String,
+    ept: String,
+    cv: String,
+    epr: String,
+    throughput: String,
+    power: String,
+    ttft: String,
+    itl: String,
+    iterations: u32,
+    submissions: u32,
+    evidence: String,
+    demo: bool,
+}
+
+#[derive(Template)]
+#[template(path = "leaderboard.html")]
+struct LeaderboardPage {
+    scenarios: Vec<Opt>,
+    models: Vec<Opt>,
+    gpus: Vec<Opt>,
+    sorts: Vec<Opt>,
+    rows: Vec<Row>,
+    total: usize,
+    page: usize,
+    pages: usize,
+    prev: Option<String>,
+    next: Option<String>,
+    json_link: String,
+    demo: bool,
+    version: &'static str,
+}
+
+fn fmt_opt(v: Option<f64>, digits: usize, scale: f64) -> String {
+    v.map_or("–".into(), |x| format!("{:.*}", digits, x * scale))
+}
+
+fn scenario_label(s: Scenario, rate: Option<f64>) -> String {
+    match (s, rate) {
+        (Scenario::Server, Some(r)) => format!("server @ {r} req/s"),
+        _ => s.as_str().to_string(),
+    }
+}
+
+fn query_string(params: &HashMap<String, String>, page: usize) -> String {
+    let mut pairs: Vec<(String, String)> = params
+        .iter()
+        .filter(|(k, v)| k.as_str() != "page" && !v.is_empty())
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    pairs.sort();
+    pairs.push(("page".into(), page.to_string()));
+    pairs
+        .iter()
+        .map(|(k, v)| format!("{}={}", url_encode(k), url_encode(v)))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+fn url_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+pub async fn leaderboard_page(
+    State(s): State<AppState>,
+    Query(params): Query<HashMap<String, String>>,
+) -> Result<Response, PageError> {
+    let q = parse_query(&params)?;
+    let (all, entries, total) = load(&s, &q).await?;
+    let mut models = BTreeSet::new();
+    let mut gpus = BTreeSet::new();
+    let mut scen = BTreeSet::new();
+    for r in &all {
+        models.insert(r.config.model.clone());
+        gpus.insert((
+            r.gpu_id
+                .clone()
+                .unwrap_or_else(|| crate::catalog::gpu_id(&r.gpu_name)),
+            r.gpu_name.clone(),
+        ));
+        if let Some(l) = r.config.lambda_qps {
+            scen.insert(format!("server@{l}"));
+        }
+    }
+    let selected_scenario = params.get("scenario").cloned().unwrap_or_default();
+    let mut scenarios = vec![
+        Opt {
+            value: "batch".into(),
+            label: "batch".into(),
+            selected: selected_scenario == "batch",
+        },
+        Opt {
+            value: "server".into(),
+            label: "server (all rates)".into(),
+            selected: selected_scenario == "server",
+        },
+    ];
+    scenarios.extend(scen.into_iter().map(|v| Opt {
+        label: v.replace('@', " @ ") + " req/s",
+        selected: selected_scenario == v,
+        value: v,
+    }));
+    let pages = total.div_ceil(q.per_page).max(1);
+    let rows = entries
+        .iter()
+        .enumerate()
+        .map(|(i, e)| Row {
+            rank: (q.page - 1) * q.per_page + i + 1,
+            gpu: e.gpu_name.clone(),
+            model: e.model.clone(),
+            scenario: scenario_label(e.scenario, e.lambda_qps),
+            ept: format!("{:.4}", e.energy_per_token_j),
+            cv: format!("{:.1} %", e.energy_per_token_cv * 100.0),
+            epr: fmt_opt(e.energy_per_request_j, 1, 1.0),
+            throughput: format!("{:.0}", e.throughput_tok_s),
+            power: format!("{:.0}", e.power_mean_w),
+            ttft: fmt_opt(e.ttft_p50_s, 3, 1.0),
+            itl: fmt_opt(e.itl_s, 2, 1000.0),
+            iterations: e.iterations,
+            submissions: e.submissions,
+            evidence: e.evidence.to_string(),
+            demo: e.demo,
+        })
+        .collect::<Vec<_>>();
+    let page = LeaderboardPage {
+        demo: entries.iter().any(|e| e.demo),
+        scenarios,
+        models: models
+            .into_iter()
+            .map(|m| Opt {
+                selected: q.model.as_deref() == Some(m.as_str()),
+                label: m.clone(),
+                value: m,
+            })
+            .collect(),
+        gpus: gpus
+            .into_iter()
+            .map(|(id, name)| Opt {
+                selected: q.gpu.as_deref() == Some(id.as_str()),
+                value: id,
+                label: name,
+            })
+            .collect(),
+        sorts: SortKey::ALL
+            .iter()
+            .map(|(v, k, l)| Opt {
+                value: v.to_string(),
+                label: l.to_string(),
+                selected: *k == q.sort,
+            })
+            .collect(),
+        rows,
+        total,
+        page: q.page,
+        pages,
+        prev: (q.page > 1).then(|| format!("/leaderboard?{}", query_string(&params, q.page - 1))),
+        next: (q.page < pages)
+            .then(|| format!("/leaderboard?{}", query_string(&params, q.page + 1))),
+        json_link: format!("/api/v1/leaderboard?{}", query_string(&params, q.page)),
+        version: VERSION,
+    };
+    Ok(render(StatusCode::OK, &page))
+}

@@ -1,0 +1,131 @@
+//! Front page, leaderboard HTML and its JSON twin, checked structurally.
+
+mod common;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use common::*;
+use http_body_util::BodyExt;
+use scraper::{Html, Selector};
+use tower::ServiceExt;
+
+async fn html(app: &TestApp, path: &str) -> (StatusCode, Html) {
+    let resp = app
+        .router
+        .clone()
+        .oneshot(Request::get(path).body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let status = resp.status();
+    let ct = resp.headers()["content-type"].to_str().unwrap().to_string();
+    assert!(ct.starts_with("text/html"), "{path}: {ct}");
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    (
+        status,
+        Html::parse_document(&String::from_utf8(bytes.to_vec()).unwrap()),
+    )
+}
+
+fn texts(doc: &Html, sel: &str) -> Vec<String> {
+    let s = Selector::parse(sel).unwrap();
+    doc.select(&s)
+        .map(|e| e.text().collect::<String>().trim().to_string())
+        .collect()
+}
+
+async fn app_with_data() -> TestApp {
+    let app = TestApp::new().await;
+    let key = app.register("alice").await;
+    let b = bundle("alice", &key);
+    assert_eq!(app.submit(&b, &sign(&key, &b)).await.0, StatusCode::CREATED);
+    app
+}
+
+#[tokio::test]
+async fn front_page_counts_and_latest() {
+    let app = app_with_data().await;
+    let (status, doc) = html(&app, "/").await;
+    assert_eq!(status, StatusCode::OK);
+    let counts = texts(&doc, ".counts li b");
+    // submissions, GPUs, models, iterations
+    assert_eq!(&counts[..4], &["1", "1", "2", "18"]);
+    let latest = texts(&doc, "main table tbody tr td:nth-child(2)");
+    assert_eq!(latest, vec!["alice"]);
+    assert!(
+        texts(&doc, ".banner").is_empty(),
+        "no demo banner without demo data"
+    );
+}
+
+#[tokio::test]
+async fn leaderboard_filters_and_sorts() {
+    let app = app_with_data().await;
+    let (status, doc) = html(&app, "/leaderboard?scenario=batch").await;
+    assert_eq!(status, StatusCode::OK);
+    let scen = texts(&doc, "tbody tr td:nth-child(4)");
+    assert_eq!(scen, vec!["batch", "batch"]);
+    let ept: Vec<f64> = texts(&doc, "tbody tr td:nth-child(5)")
+        .iter()
+        .map(|t| t.parse().unwrap())
+        .collect();
+    assert!(ept[0] <= ept[1], "sorted by energy per token: {ept:?}");
+
+    let (status, json) = app
+        .get("/api/v1/leaderboard?scenario=server@2&sort=throughput")
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(json["total"], 2);
+    let e = json["entries"].as_array().unwrap();
+    assert!(e.iter().all(|x| x["lambda_qps"] == 2.0));
+    assert!(
+        e[0]["throughput_tok_s"].as_f64().unwrap() >= e[1]["throughput_tok_s"].as_f64().unwrap()
+    );
+    assert_eq!(json["total"], 2);
+}
+
+#[tokio::test]
+async fn unknown_parameters_are_400_not_500() {
+    let app = app_with_data().await;
+    let (status, doc) = html(&app, "/leaderboard?sort=drop%20table").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(texts(&doc, "main p")[0].contains("sort='drop table'"));
+    let (status, body) = app.get("/api/v1/leaderboard?scenario=idle").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_error(&body, "bad_parameter");
+}
+
+#[tokio::test]
+async fn hostile_model_names_show_as_text() {
+    let app = TestApp::new().await;
+    let key = app.register("mallory").await;
+    let evil = "<script>alert(1)</script>";
+    let files: Vec<(String, Vec<u8>)> = fixture()
+        .files
+        .iter()
+        .map(|(p, d)| {
+            (
+                p.clone(),
+                String::from_utf8(d.clone())
+                    .unwrap()
+                    .replace("Qwen/Qwen2.5-0.5B-Instruct", evil)
+                    .into_bytes(),
+            )
+        })
+        .collect();
+    let b = bundle_with(files, "mallory", &key);
+    let (status, body) = app.submit(&b, &sign(&key, &b)).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (_, doc) = html(&app, "/leaderboard").await;
+    assert!(
+        texts(&doc, "tbody td:nth-child(3)")
+            .iter()
+            .any(|t| t == evil),
+        "shown as text"
+    );
+    assert!(
+        doc.select(&Selector::parse("script").unwrap())
+            .next()
+            .is_none(),
+        "no script element"
+    );
+}
