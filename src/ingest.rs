@@ -11,7 +11,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
 use crate::bundle::harness::{self, DetailCounts, FileKind, IterationRow};
@@ -68,6 +67,8 @@ pub struct StageTimings {
     pub parse: Duration,
     pub derive: Duration,
     pub store: Duration,
+    /// Bytes of the unpacked archive (for throughput figures).
+    pub unpacked_bytes: u64,
 }
 
 impl StageTimings {
@@ -78,6 +79,7 @@ impl StageTimings {
         self.parse += o.parse;
         self.derive += o.derive;
         self.store += o.store;
+        self.unpacked_bytes += o.unpacked_bytes;
     }
     pub fn total(&self) -> Duration {
         self.hash + self.verify + self.decompress + self.parse + self.derive + self.store
@@ -217,6 +219,7 @@ impl Ingestor {
             t.decompress = local.decompress;
             t.parse = local.parse;
             t.derive = local.derive;
+            t.unpacked_bytes = local.unpacked_bytes;
             r?
         };
         let m = &analysis.manifest;
@@ -333,15 +336,42 @@ pub fn analyse(
     cfg: &IngestConfig,
     t: &mut StageTimings,
 ) -> Result<Analysis, Rejection> {
+    // Inflate on this thread while the pool digests and parses each file
+    // as soon as it is out of the archive.
     let start = Instant::now();
-    let entries = unpack::unpack(bundle, &cfg.unpack)?;
-    t.decompress = start.elapsed();
+    let processed = std::sync::Mutex::new(Vec::new());
+    let mut manifest_bytes = None;
+    let mut paths = Vec::new();
+    let mut unpacked = 0u64;
+    let mut inflated_at = start.elapsed();
+    rayon::in_place_scope(|scope| {
+        let r = unpack::unpack_each(bundle, &cfg.unpack, |e| {
+            unpacked += e.data.len() as u64;
+            if e.path == MANIFEST_NAME {
+                manifest_bytes = Some(e.data);
+                return;
+            }
+            paths.push(e.path.clone());
+            let processed = &processed;
+            scope.spawn(move |_| {
+                let p = process_file(e);
+                processed.lock().expect("no panics while holding").push(p);
+            });
+        });
+        inflated_at = start.elapsed();
+        r
+    })?;
+    t.decompress = inflated_at;
+    t.unpacked_bytes = unpacked;
 
     let start = Instant::now();
-    let manifest_entry = entries.iter().find(|e| e.path == MANIFEST_NAME).ok_or_else(|| {
-        Rejection::invalid("manifest_missing", format!("the bundle has no {MANIFEST_NAME} at its root; make bundles with `wattcounts pack`"))
+    let manifest_bytes = manifest_bytes.ok_or_else(|| {
+        Rejection::invalid(
+            "manifest_missing",
+            format!("the bundle has no {MANIFEST_NAME} at its root; make bundles with `wattcounts pack`"),
+        )
     })?;
-    let manifest = schema.parse(&manifest_entry.data)?;
+    let manifest = schema.parse(&manifest_bytes)?;
     let want = cfg.public_url.trim_end_matches('/');
     if manifest.audience.trim_end_matches('/') != want {
         return Err(Rejection::forbidden(
@@ -350,8 +380,10 @@ pub fn analyse(
         )
         .with(Detail::new(format!("expected {want}, found {}", manifest.audience)).file(MANIFEST_NAME).pointer("/audience")));
     }
-    check_file_list(&manifest, &entries)?;
-    let parsed = parse_files(&entries, &manifest)?;
+    check_file_list(&manifest, &paths)?;
+    let mut processed = processed.into_inner().expect("no panics while holding");
+    processed.sort_by(|a, b| a.path.cmp(&b.path));
+    let parsed = check_files(processed, &manifest)?;
     t.parse = start.elapsed();
 
     let start = Instant::now();
@@ -372,7 +404,7 @@ pub fn analyse(
 }
 
 /// Every archive file is listed, every listed file is present.
-fn check_file_list(m: &Manifest, entries: &[Entry]) -> Result<(), Rejection> {
+fn check_file_list(m: &Manifest, paths: &[String]) -> Result<(), Rejection> {
     let mut listed = HashSet::new();
     for (i, f) in m.files.iter().enumerate() {
         if !listed.insert(f.path.as_str()) {
@@ -387,11 +419,7 @@ fn check_file_list(m: &Manifest, entries: &[Entry]) -> Result<(), Rejection> {
             ));
         }
     }
-    let present: HashSet<&str> = entries
-        .iter()
-        .map(|e| e.path.as_str())
-        .filter(|p| *p != MANIFEST_NAME)
-        .collect();
+    let present: HashSet<&str> = paths.iter().map(String::as_str).collect();
     let extra: Vec<&str> = present
         .iter()
         .filter(|p| !listed.contains(*p))
@@ -447,66 +475,73 @@ enum FileOutcome {
     Details(DetailCounts),
 }
 
-/// Checks sizes and digests and parses every harness CSV, files in parallel.
-fn parse_files(entries: &[Entry], m: &Manifest) -> Result<Parsed, Rejection> {
+/// One archive file, digested and (if it is a harness CSV) parsed.
+struct Processed {
+    path: String,
+    size: u64,
+    sha256: String,
+    outcome: Result<FileOutcome, Rejection>,
+}
+
+fn process_file(e: Entry) -> Processed {
+    let name = e.path.rsplit('/').next().unwrap_or(&e.path);
+    let depth = e.path.matches('/').count();
+    let outcome = match harness::classify(name) {
+        Some(FileKind::Results(s)) if depth == 1 => {
+            harness::parse_results(&e.path, &e.data, s).map(FileOutcome::Results)
+        }
+        Some(FileKind::Details(s)) if depth == 1 => {
+            harness::parse_details(&e.path, &e.data, s).map(FileOutcome::Details)
+        }
+        _ => Ok(FileOutcome::Other),
+    };
+    Processed {
+        sha256: sha256_hex(&e.data),
+        size: e.data.len() as u64,
+        path: e.path,
+        outcome,
+    }
+}
+
+/// Sizes and digests against the manifest first, then what parsing found.
+fn check_files(processed: Vec<Processed>, m: &Manifest) -> Result<Parsed, Rejection> {
     let by_path: HashMap<&str, (usize, &crate::bundle::manifest::FileEntry)> = m
         .files
         .iter()
         .enumerate()
         .map(|(i, f)| (f.path.as_str(), (i, f)))
         .collect();
-    let outcomes: Vec<(String, FileOutcome)> = entries
-        .par_iter()
-        .filter(|e| e.path != MANIFEST_NAME)
-        .map(|e| {
-            let (i, f) = by_path[e.path.as_str()];
-            if f.bytes != e.data.len() as u64 {
-                return Err(Rejection::invalid(
-                    "size_mismatch",
-                    format!(
-                        "{} has {} bytes, the manifest says {}",
-                        e.path,
-                        e.data.len(),
-                        f.bytes
-                    ),
-                )
-                .with(
-                    Detail::new(format!(
-                        "expected {} bytes, found {}",
-                        f.bytes,
-                        e.data.len()
-                    ))
-                    .file(&e.path)
+    for p in &processed {
+        let (i, f) = by_path[p.path.as_str()];
+        if f.bytes != p.size {
+            return Err(Rejection::invalid(
+                "size_mismatch",
+                format!(
+                    "{} has {} bytes, the manifest says {}",
+                    p.path, p.size, f.bytes
+                ),
+            )
+            .with(
+                Detail::new(format!("expected {} bytes, found {}", f.bytes, p.size))
+                    .file(&p.path)
                     .pointer(format!("/files/{i}/bytes")),
-                ));
-            }
-            let digest = sha256_hex(&e.data);
-            if digest != f.sha256 {
-                return Err(Rejection::invalid(
-                    "digest_mismatch",
-                    format!("{} does not match its sha256 in the manifest", e.path),
-                )
-                .with(
-                    Detail::new(format!("expected sha256 {}, found {digest}", f.sha256))
-                        .file(&e.path)
-                        .pointer(format!("/files/{i}/sha256")),
-                ));
-            }
-            let name = e.path.rsplit('/').next().unwrap_or(&e.path);
-            let depth = e.path.matches('/').count();
-            let outcome = match harness::classify(name) {
-                Some(kind) if depth == 1 => match kind {
-                    FileKind::Results(s) => {
-                        FileOutcome::Results(harness::parse_results(&e.path, &e.data, s)?)
-                    }
-                    FileKind::Details(s) => {
-                        FileOutcome::Details(harness::parse_details(&e.path, &e.data, s)?)
-                    }
-                },
-                _ => FileOutcome::Other,
-            };
-            Ok((e.path.clone(), outcome))
-        })
+            ));
+        }
+        if p.sha256 != f.sha256 {
+            return Err(Rejection::invalid(
+                "digest_mismatch",
+                format!("{} does not match its sha256 in the manifest", p.path),
+            )
+            .with(
+                Detail::new(format!("expected sha256 {}, found {}", f.sha256, p.sha256))
+                    .file(&p.path)
+                    .pointer(format!("/files/{i}/sha256")),
+            ));
+        }
+    }
+    let outcomes: Vec<(String, FileOutcome)> = processed
+        .into_iter()
+        .map(|p| p.outcome.map(|o| (p.path, o)))
         .collect::<Result<_, _>>()?;
     let mut rows = Vec::new();
     let mut details: Vec<(String, DetailCounts)> = Vec::new();

@@ -61,7 +61,20 @@ pub fn is_gzip(bytes: &[u8]) -> bool {
     bytes.len() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b
 }
 
+/// Unpacks into memory, all entries at once.
 pub fn unpack(gz: &[u8], limits: &UnpackLimits) -> Result<Vec<Entry>, Rejection> {
+    let mut out = Vec::new();
+    unpack_each(gz, limits, |e| out.push(e))?;
+    Ok(out)
+}
+
+/// Unpacks entry by entry, handing each checked file to `on_entry` as soon
+/// as it is inflated, so callers can work on it while the rest inflates.
+pub fn unpack_each(
+    gz: &[u8],
+    limits: &UnpackLimits,
+    mut on_entry: impl FnMut(Entry),
+) -> Result<(), Rejection> {
     if !is_gzip(gz) {
         return Err(Rejection::malformed(
             "not_gzip",
@@ -77,7 +90,7 @@ pub fn unpack(gz: &[u8], limits: &UnpackLimits) -> Result<Vec<Entry>, Rejection>
         cap,
         tripped: false,
     };
-    let result = read_entries(&mut reader, limits);
+    let result = read_entries(&mut reader, limits, &mut on_entry);
     if reader.tripped {
         return Err(if ratio_binds {
             Rejection::new(
@@ -101,20 +114,24 @@ pub fn unpack(gz: &[u8], limits: &UnpackLimits) -> Result<Vec<Entry>, Rejection>
             )
         });
     }
-    let entries = result?;
-    if entries.is_empty() {
+    if result? == 0 {
         return Err(Rejection::invalid(
             "empty_bundle",
             "the bundle holds no files",
         ));
     }
-    Ok(entries)
+    Ok(())
 }
 
-fn read_entries<R: Read>(reader: R, limits: &UnpackLimits) -> Result<Vec<Entry>, Rejection> {
+/// Returns the number of files handed out.
+fn read_entries<R: Read>(
+    reader: R,
+    limits: &UnpackLimits,
+    on_entry: &mut impl FnMut(Entry),
+) -> Result<usize, Rejection> {
     let mut archive = tar::Archive::new(reader);
     let mut seen = HashSet::new();
-    let mut out = Vec::new();
+    let mut files = 0usize;
     let mut count = 0usize;
     let iter = archive.entries().map_err(corrupt)?;
     for entry in iter {
@@ -176,9 +193,10 @@ fn read_entries<R: Read>(reader: R, limits: &UnpackLimits) -> Result<Vec<Entry>,
         let size = entry.header().size().unwrap_or(0);
         let mut data = Vec::with_capacity(size.min(limits.max_unpacked_bytes) as usize);
         entry.read_to_end(&mut data).map_err(corrupt)?;
-        out.push(Entry { path, data });
+        files += 1;
+        on_entry(Entry { path, data });
     }
-    Ok(out)
+    Ok(files)
 }
 
 fn corrupt(e: io::Error) -> Rejection {
