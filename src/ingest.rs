@@ -207,15 +207,28 @@ impl Ingestor {
         }
         t.verify = start.elapsed();
 
-        let analysis = {
+        // The raw bundle is written to a temporary file while it is being
+        // analysed; it gets its content address only once the bundle is
+        // stored, and is deleted otherwise.
+        let staged = {
+            let blobs = self.blobs.clone();
+            let b = bundle.clone();
+            blocking(move || blobs.stage(&b))
+        };
+        let analysed = {
             let b = bundle.clone();
             let cfg = self.config.clone();
             let schema = self.schema.clone();
-            let (r, local) = blocking(move || {
+            blocking(move || {
                 let mut local = StageTimings::default();
                 (analyse(&b, &schema, &cfg, &mut local), local)
             })
-            .await?;
+        };
+        let (staged, analysed) = tokio::join!(staged, analysed);
+        let staged =
+            staged?.map_err(|e| IngestError::Internal(format!("writing the bundle blob: {e}")))?;
+        let analysis = {
+            let (r, local) = analysed?;
             t.decompress = local.decompress;
             t.parse = local.parse;
             t.derive = local.derive;
@@ -262,9 +275,8 @@ impl Ingestor {
         let start = Instant::now();
         let blob_path = {
             let blobs = self.blobs.clone();
-            let b = bundle.clone();
             let d = digest.clone();
-            blocking(move || blobs.put(&d, &b))
+            blocking(move || blobs.commit(staged, &d))
                 .await?
                 .map_err(|e| IngestError::Internal(format!("writing the bundle blob: {e}")))?
         };
@@ -361,10 +373,12 @@ pub fn analyse(
         inflated_at = start.elapsed();
         r
     })?;
+    // Parsing that outlasted the inflating counts as parsing.
+    let parse_tail = start.elapsed() - inflated_at;
     t.decompress = inflated_at;
     t.unpacked_bytes = unpacked;
 
-    let start = Instant::now();
+    let start = Instant::now() - parse_tail;
     let manifest_bytes = manifest_bytes.ok_or_else(|| {
         Rejection::invalid(
             "manifest_missing",

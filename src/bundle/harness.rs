@@ -354,8 +354,9 @@ impl<'a> Columns<'a> {
 }
 
 fn parse_number(b: &[u8]) -> Option<f64> {
-    let s = std::str::from_utf8(b).ok()?.trim();
-    let v: f64 = s.parse().ok()?;
+    // fast-float2 parses the whole slice (it rejects trailing junk) and is
+    // several times quicker than str::parse on the 10 Hz trace cells.
+    let v: f64 = fast_float2::parse(b.trim_ascii()).ok()?;
     v.is_finite().then_some(v)
 }
 

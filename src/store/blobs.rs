@@ -1,6 +1,6 @@
 //! Content-addressed store for raw bundles: `<root>/sha256/ab/abcdef….tar.gz`.
-//! Writes go to a temporary file, are fsynced and renamed into place, so a
-//! crash never leaves a half-written blob under its final name.
+//! Writes go to a temporary file (`tmp/`), are fsynced and renamed into
+//! place, so a crash never leaves a half-written blob under its final name.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -26,8 +26,23 @@ impl BlobStore {
         self.root.join(relative)
     }
 
-    /// Stores the bytes under their digest; a blob already there is kept.
-    pub fn put(&self, sha256_hex: &str, bytes: &[u8]) -> std::io::Result<String> {
+    /// Writes bytes to a temporary file in the store (fsynced); it is
+    /// deleted when dropped unless [`commit`](Self::commit)ted.
+    pub fn stage(&self, bytes: &[u8]) -> std::io::Result<tempfile::NamedTempFile> {
+        let dir = self.root.join("tmp");
+        std::fs::create_dir_all(&dir)?;
+        let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+        tmp.write_all(bytes)?;
+        tmp.as_file().sync_all()?;
+        Ok(tmp)
+    }
+
+    /// Moves a staged file to its content address.
+    pub fn commit(
+        &self,
+        staged: tempfile::NamedTempFile,
+        sha256_hex: &str,
+    ) -> std::io::Result<String> {
         let rel = Self::relative_path(sha256_hex);
         let dest = self.root.join(&rel);
         if dest.exists() {
@@ -35,10 +50,7 @@ impl BlobStore {
         }
         let dir = dest.parent().expect("blob path has a parent");
         std::fs::create_dir_all(dir)?;
-        let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-        tmp.write_all(bytes)?;
-        tmp.as_file().sync_all()?;
-        tmp.persist(&dest).map_err(|e| e.error)?;
+        staged.persist(&dest).map_err(|e| e.error)?;
         sync_dir(dir);
         Ok(rel)
     }
