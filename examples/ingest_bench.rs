@@ -109,7 +109,12 @@ async fn main() -> anyhow::Result<()> {
                 .await?;
         store
             .create_submitter(&NewSubmitter {
-                handle: "bench".into(),
+                // Demo bundles are packed for the reserved demo handle.
+                handle: if whole_demo {
+                    wattcounts::ingest::DEMO_HANDLE.into()
+                } else {
+                    "bench".into()
+                },
                 display_name: "bench".into(),
                 fingerprint: fingerprint.clone(),
                 algorithm: "ssh-ed25519".into(),

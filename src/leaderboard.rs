@@ -123,9 +123,12 @@ fn median_opt(v: Vec<Option<f64>>) -> Option<f64> {
     (!v.is_empty()).then(|| median(v))
 }
 
+/// GPU id, model, scenario, arrival rate (as bits, to hash it).
+type GroupKey = (String, String, Scenario, Option<u64>);
+
 /// Groups, filters and sorts; returns one page and the total row count.
 pub fn build(rows: &[SourceRow], q: &Query) -> (Vec<Entry>, usize) {
-    let mut groups: Vec<((String, String, Scenario, Option<u64>), Vec<&SourceRow>)> = Vec::new();
+    let mut groups: Vec<(GroupKey, Vec<&SourceRow>)> = Vec::new();
     let mut index = std::collections::HashMap::new();
     for r in rows {
         let visible = match r.status {

@@ -22,7 +22,7 @@ async fn html(app: &TestApp, path: &str) -> (StatusCode, Html) {
     let bytes = resp.into_body().collect().await.unwrap().to_bytes();
     (
         status,
-        Html::parse_document(&String::from_utf8(bytes.to_vec()).unwrap()),
+        Html::parse_document(std::str::from_utf8(&bytes).unwrap()),
     )
 }
 
