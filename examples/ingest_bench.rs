@@ -4,6 +4,7 @@
 //!     cargo run --release --example ingest_bench            # one paper-sized bundle:
 //!         50 models × (5 batch + 2 rates × 5 server) iterations, 10 Hz traces, on an H200
 //!     cargo run --release --example ingest_bench -- --demo  # the whole `serve --demo` data set
+//!     ... -- --demo --jobs 2                                  # two bundles at a time
 //!
 //! Generated bundles are cached in target/bench-cache so reruns measure
 //! ingest only.
@@ -68,7 +69,16 @@ fn one_bundle(cache: &Path, key: &ssh_key::PrivateKey) -> anyhow::Result<Vec<u8>
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let whole_demo = std::env::args().any(|a| a == "--demo");
+    let args: Vec<String> = std::env::args().collect();
+    let whole_demo = args.iter().any(|a| a == "--demo");
+    // --jobs N: bundles ingested concurrently (default 1).
+    let jobs: usize = args
+        .iter()
+        .position(|a| a == "--jobs")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1)
+        .max(1);
     let cache = Path::new("target/bench-cache");
     std::fs::create_dir_all(cache)?;
     let key_path = cache.join("bench_ed25519");
@@ -132,16 +142,28 @@ async fn main() -> anyhow::Result<()> {
         let (mut stages, mut iterations, mut samples, mut unpacked) =
             (StageTimings::default(), 0, 0, 0);
         let t = Instant::now();
-        for (b, s) in bundles.iter().zip(&sigs) {
-            let mut st = StageTimings::default();
-            let (_, receipt) = ingestor
-                .submit_timed(b.clone(), s.clone(), &mut st)
-                .await
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
-            stages.add(&st);
-            iterations += receipt.counts.iterations;
-            samples += receipt.counts.power_samples;
-            unpacked += st.unpacked_bytes;
+        // Bundles are uploaded `jobs` at a time, as concurrent submitters would.
+        let mut pending = bundles.iter().cloned().zip(sigs.iter().cloned());
+        loop {
+            let mut set = tokio::task::JoinSet::new();
+            for (b, s) in pending.by_ref().take(jobs) {
+                let ingestor = ingestor.clone();
+                set.spawn(async move {
+                    let mut st = StageTimings::default();
+                    let r = ingestor.submit_timed(b, s, &mut st).await;
+                    r.map(|(_, receipt)| (receipt, st))
+                });
+            }
+            if set.is_empty() {
+                break;
+            }
+            while let Some(done) = set.join_next().await {
+                let (receipt, st) = done?.map_err(|e| anyhow::anyhow!("{e}"))?;
+                stages.add(&st);
+                iterations += receipt.counts.iterations;
+                samples += receipt.counts.power_samples;
+                unpacked += st.unpacked_bytes;
+            }
         }
         let wall = t.elapsed();
         eprintln!("  round {}: {:.3} s", round + 1, secs(wall));
@@ -151,6 +173,7 @@ async fn main() -> anyhow::Result<()> {
     }
     let (wall, st, iterations, samples, unpacked) = best.unwrap();
     let mb = bundles.iter().map(|b| b.len()).sum::<usize>() as f64 / 1e6;
+    println!("jobs: {jobs} bundle(s) at a time; stage times below are summed over bundles");
     println!(
         "volume: {} bundle(s), {mb:.1} MB gzip, {:.1} MB unpacked, {iterations} iterations, {samples} power samples",
         bundles.len(),
