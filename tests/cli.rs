@@ -63,6 +63,28 @@ fn ok(args: &[&str], dir: &Path) -> String {
     stdout
 }
 
+/// `wattcounts pack` of the generated run for alice.
+fn pack(run_dir: &str, url: &str, out: &str, dir: &Path) {
+    let config = "gen/l4/config-v2.yaml";
+    ok(
+        &[
+            "pack",
+            run_dir,
+            "--config",
+            config,
+            "--handle",
+            "alice",
+            "--key",
+            "keys/me.pub",
+            "--audience",
+            url,
+            "--out",
+            out,
+        ],
+        dir,
+    );
+}
+
 fn have_ssh_keygen() -> bool {
     Command::new("ssh-keygen")
         .arg("-?")
@@ -108,23 +130,7 @@ fn walkthrough_with_the_real_binary() {
         .unwrap()
         .path();
     let run_dir = run_dir.to_str().unwrap();
-    ok(
-        &[
-            "pack",
-            run_dir,
-            "--config",
-            "gen/l4/config-v2.yaml",
-            "--handle",
-            "alice",
-            "--key",
-            "keys/me.pub",
-            "--audience",
-            url,
-            "--out",
-            "b.tar.gz",
-        ],
-        dir,
-    );
+    pack(run_dir, url, "b.tar.gz", dir);
 
     if have_ssh_keygen() {
         let st = Command::new("ssh-keygen")
@@ -176,23 +182,7 @@ fn walkthrough_with_the_real_binary() {
     assert_eq!(first, second, "a resubmission prints the same receipt");
 
     // Packing twice differs only in submission_id and created_at.
-    ok(
-        &[
-            "pack",
-            run_dir,
-            "--config",
-            "gen/l4/config-v2.yaml",
-            "--handle",
-            "alice",
-            "--key",
-            "keys/me.pub",
-            "--audience",
-            url,
-            "--out",
-            "c.tar.gz",
-        ],
-        dir,
-    );
+    pack(run_dir, url, "c.tar.gz", dir);
     let (a, b) = (
         std::fs::read(dir.join("b.tar.gz")).unwrap(),
         std::fs::read(dir.join("c.tar.gz")).unwrap(),

@@ -30,6 +30,20 @@ async fn refuse(
     body
 }
 
+async fn refuse_invalid(app: &TestApp, key: &PrivateKey, bundle: &[u8], code: &str) -> Value {
+    refuse(app, key, bundle, StatusCode::UNPROCESSABLE_ENTITY, code).await
+}
+
+/// A gzip tar with one raw entry.
+fn one_entry(name: &[u8], kind: tar::EntryType, data: &[u8], link: Option<&[u8]>) -> Vec<u8> {
+    raw_targz(&[RawEntry {
+        name,
+        kind,
+        data,
+        link,
+    }])
+}
+
 fn manifest_bundle(m: &Value) -> Vec<u8> {
     archive(serde_json::to_vec(m).unwrap().as_slice(), &fixture().files)
 }
@@ -50,60 +64,34 @@ async fn not_gzip() {
 #[tokio::test]
 async fn tar_entry_with_parent_traversal() {
     let (app, key) = setup().await;
-    let gz = raw_targz(&[RawEntry {
-        name: b"../../etc/cron.d/x",
-        kind: tar::EntryType::Regular,
-        data: b"boom",
-        link: None,
-    }]);
-    let body = refuse(
-        &app,
-        &key,
-        &gz,
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "parent_traversal",
-    )
-    .await;
+    let gz = one_entry(
+        b"../../etc/cron.d/x",
+        tar::EntryType::Regular,
+        b"boom",
+        None,
+    );
+    let body = refuse_invalid(&app, &key, &gz, "parent_traversal").await;
     assert_eq!(first_detail(&body)["file"], "../../etc/cron.d/x");
 }
 
 #[tokio::test]
 async fn tar_entry_with_absolute_path() {
     let (app, key) = setup().await;
-    let gz = raw_targz(&[RawEntry {
-        name: b"/etc/passwd",
-        kind: tar::EntryType::Regular,
-        data: b"root",
-        link: None,
-    }]);
-    let body = refuse(
-        &app,
-        &key,
-        &gz,
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "absolute_path",
-    )
-    .await;
+    let gz = one_entry(b"/etc/passwd", tar::EntryType::Regular, b"root", None);
+    let body = refuse_invalid(&app, &key, &gz, "absolute_path").await;
     assert_eq!(first_detail(&body)["file"], "/etc/passwd");
 }
 
 #[tokio::test]
 async fn tar_symlink() {
     let (app, key) = setup().await;
-    let gz = raw_targz(&[RawEntry {
-        name: b"system_info.txt",
-        kind: tar::EntryType::Symlink,
-        data: b"",
-        link: Some(b"/etc/shadow"),
-    }]);
-    let body = refuse(
-        &app,
-        &key,
-        &gz,
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "link_entry",
-    )
-    .await;
+    let gz = one_entry(
+        b"system_info.txt",
+        tar::EntryType::Symlink,
+        b"",
+        Some(b"/etc/shadow"),
+    );
+    let body = refuse_invalid(&app, &key, &gz, "link_entry").await;
     assert_eq!(first_detail(&body)["file"], "system_info.txt");
 }
 
@@ -124,48 +112,22 @@ async fn tar_duplicate_entry() {
             link: None,
         },
     ]);
-    let body = refuse(
-        &app,
-        &key,
-        &gz,
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "duplicate_entry",
-    )
-    .await;
+    let body = refuse_invalid(&app, &key, &gz, "duplicate_entry").await;
     assert_eq!(first_detail(&body)["file"], "system_info.txt");
 }
 
 #[tokio::test]
 async fn non_utf8_entry_name() {
     let (app, key) = setup().await;
-    let gz = raw_targz(&[RawEntry {
-        name: b"caf\xe9.csv",
-        kind: tar::EntryType::Regular,
-        data: b"a",
-        link: None,
-    }]);
-    refuse(
-        &app,
-        &key,
-        &gz,
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "non_utf8_name",
-    )
-    .await;
+    let gz = one_entry(b"caf\xe9.csv", tar::EntryType::Regular, b"a", None);
+    refuse_invalid(&app, &key, &gz, "non_utf8_name").await;
 }
 
 #[tokio::test]
 async fn empty_bundle() {
     let (app, key) = setup().await;
     let gz = raw_targz(&[]);
-    refuse(
-        &app,
-        &key,
-        &gz,
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "empty_bundle",
-    )
-    .await;
+    refuse_invalid(&app, &key, &gz, "empty_bundle").await;
 }
 
 #[tokio::test]
@@ -175,14 +137,7 @@ async fn file_missing_from_manifest() {
     let mut files = fixture().files.clone();
     files.push(("notes/extra.txt".into(), b"not listed".to_vec()));
     let gz = archive(serde_json::to_vec(&m).unwrap().as_slice(), &files);
-    let body = refuse(
-        &app,
-        &key,
-        &gz,
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "file_not_in_manifest",
-    )
-    .await;
+    let body = refuse_invalid(&app, &key, &gz, "file_not_in_manifest").await;
     assert_eq!(first_detail(&body)["file"], "notes/extra.txt");
 }
 
@@ -197,14 +152,7 @@ async fn file_listed_but_absent() {
         .cloned()
         .collect();
     let gz = archive(serde_json::to_vec(&m).unwrap().as_slice(), &files);
-    let body = refuse(
-        &app,
-        &key,
-        &gz,
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "file_missing",
-    )
-    .await;
+    let body = refuse_invalid(&app, &key, &gz, "file_missing").await;
     assert_eq!(first_detail(&body)["file"], "system_info.txt");
     assert!(first_detail(&body)["pointer"]
         .as_str()
@@ -219,14 +167,7 @@ async fn digest_mismatch() {
     // Same size, one byte changed after the manifest was made.
     let files = edited_files("system_info.txt", |t| t.replacen("AMD", "AMX", 1));
     let gz = archive(serde_json::to_vec(&m).unwrap().as_slice(), &files);
-    let body = refuse(
-        &app,
-        &key,
-        &gz,
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "digest_mismatch",
-    )
-    .await;
+    let body = refuse_invalid(&app, &key, &gz, "digest_mismatch").await;
     let d = first_detail(&body);
     assert_eq!(d["file"], "system_info.txt");
     assert!(d["pointer"].as_str().unwrap().ends_with("/sha256"));
@@ -239,14 +180,7 @@ async fn size_mismatch() {
     let m = manifest_json("alice", &key);
     let files = edited_files("system_info.txt", |t| format!("{t}\nextra line"));
     let gz = archive(serde_json::to_vec(&m).unwrap().as_slice(), &files);
-    let body = refuse(
-        &app,
-        &key,
-        &gz,
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "size_mismatch",
-    )
-    .await;
+    let body = refuse_invalid(&app, &key, &gz, "size_mismatch").await;
     assert!(first_detail(&body)["pointer"]
         .as_str()
         .unwrap()
@@ -256,20 +190,8 @@ async fn size_mismatch() {
 #[tokio::test]
 async fn manifest_missing() {
     let (app, key) = setup().await;
-    let gz = raw_targz(&[RawEntry {
-        name: b"system_info.txt",
-        kind: tar::EntryType::Regular,
-        data: b"x",
-        link: None,
-    }]);
-    refuse(
-        &app,
-        &key,
-        &gz,
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "manifest_missing",
-    )
-    .await;
+    let gz = one_entry(b"system_info.txt", tar::EntryType::Regular, b"x", None);
+    refuse_invalid(&app, &key, &gz, "manifest_missing").await;
 }
 
 #[tokio::test]
@@ -279,14 +201,7 @@ async fn manifest_not_json() {
         b"schema_version: 1\nthis is yaml, not json\n",
         &fixture().files,
     );
-    let body = refuse(
-        &app,
-        &key,
-        &gz,
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "manifest_not_json",
-    )
-    .await;
+    let body = refuse_invalid(&app, &key, &gz, "manifest_not_json").await;
     assert_eq!(first_detail(&body)["file"], "wattcounts.json");
 }
 
@@ -302,14 +217,7 @@ async fn manifest_duplicate_keys() {
         1,
     );
     let gz = archive(text.as_bytes(), &fixture().files);
-    let body = refuse(
-        &app,
-        &key,
-        &gz,
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "manifest_duplicate_key",
-    )
-    .await;
+    let body = refuse_invalid(&app, &key, &gz, "manifest_duplicate_key").await;
     assert_eq!(first_detail(&body)["pointer"], "/system/gpu");
     assert!(first_detail(&body)["message"]
         .as_str()
@@ -325,14 +233,7 @@ async fn manifest_nan() {
     let text = text.replacen("\"power_limit_w\":72.0", "\"power_limit_w\":NaN", 1);
     assert!(text.contains("NaN"));
     let gz = archive(text.as_bytes(), &fixture().files);
-    let body = refuse(
-        &app,
-        &key,
-        &gz,
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "manifest_not_json",
-    )
-    .await;
+    let body = refuse_invalid(&app, &key, &gz, "manifest_not_json").await;
     assert!(first_detail(&body)["message"]
         .as_str()
         .unwrap()
@@ -583,12 +484,7 @@ async fn missing_multipart_part() {
 async fn compression_bomb() {
     let (app, key) = setup().await;
     let zeros = vec![0u8; 16 << 20];
-    let gz = raw_targz(&[RawEntry {
-        name: b"zeros.bin",
-        kind: tar::EntryType::Regular,
-        data: &zeros,
-        link: None,
-    }]);
+    let gz = one_entry(b"zeros.bin", tar::EntryType::Regular, &zeros, None);
     refuse(
         &app,
         &key,
