@@ -36,7 +36,7 @@ pub struct ServeConfig {
     /// Largest unpacked/compressed size ratio of a bundle.
     #[arg(long, env = "WATTCOUNTS_MAX_RATIO", default_value_t = UnpackLimits::default().max_ratio)]
     pub max_ratio: f64,
-    /// On an empty database, load the synthetic paper-scale demo (every
+    /// Unless real submissions exist, load the synthetic paper-scale demo (every
     /// catalogue GPU and model) through the real ingest pipeline. Generated
     /// bundles are cached in <data-dir>/demo.
     #[arg(long, env = "WATTCOUNTS_DEMO")]

@@ -1,4 +1,4 @@
-//! `serve --demo`: fills an empty database with synthetic harness runs for
+//! `serve --demo`: fills a database without real submissions with synthetic harness runs for
 //! every catalogue GPU, packed, signed with a demo key registered as
 //! `demo`, and ingested through the real pipeline.
 //!
@@ -85,14 +85,18 @@ pub fn demo_bundle(
     Ok(packed.bytes)
 }
 
-/// Loads the demo into an empty database; does nothing if it holds data.
+/// Loads the demo into a database that holds no real submissions.
 pub async fn load_if_empty(
     ingestor: &Ingestor,
     data_dir: &Path,
     opts: &SynthOptions,
 ) -> anyhow::Result<Option<DemoSummary>> {
-    if ingestor.store.counts().await?.submissions > 0 {
-        eprintln!("demo: the database already holds submissions; nothing to load");
+    // Only demo data so far (or none): load the GPUs not stored yet, so a
+    // load cut short by a crash finishes on the next start.
+    let all = ingestor.store.counts().await?.submissions;
+    let demo = ingestor.store.dataset_counts().await?.demo_submissions;
+    if all > demo {
+        eprintln!("demo: the database holds real submissions; not adding demo data");
         return Ok(None);
     }
     let dir = demo_dir(data_dir);
@@ -117,11 +121,25 @@ pub async fn load_if_empty(
             .await
             .context("registering the demo handle (is another key registered as 'demo'?)")?;
     }
+    let done: std::collections::HashSet<String> = ingestor
+        .store
+        .latest_submissions(10_000)
+        .await?
+        .into_iter()
+        .filter(|r| r.is_demo)
+        .map(|r| r.gpu_name)
+        .collect();
+    if !done.is_empty() {
+        eprintln!("demo: {} GPUs already loaded; adding the rest", done.len());
+    }
     let audience = ingestor.config.public_url.clone();
     let gpus = catalog::gpus();
     let start = Instant::now();
     let mut summary = DemoSummary::default();
     for (i, gpu) in gpus.iter().enumerate() {
+        if done.contains(&gpu.nvml_name) {
+            continue;
+        }
         let t = Instant::now();
         let bundle = {
             let (dir, gpu, key, audience, opts) = (

@@ -27,6 +27,7 @@ pub const AUDIENCE: &str = "https://wattcounts.test";
 
 pub struct TestApp {
     pub router: Router,
+    pub ingestor: Arc<Ingestor>,
     pub store: Arc<dyn Store>,
     pub dir: tempfile::TempDir,
 }
@@ -49,11 +50,17 @@ impl TestApp {
                 unpack: UnpackLimits::default(),
             },
         );
+        let ingestor = Arc::new(ingestor);
         let router = web::app(AppState {
-            ingestor: Arc::new(ingestor),
+            ingestor: ingestor.clone(),
             max_body_bytes,
         });
-        TestApp { router, store, dir }
+        TestApp {
+            router,
+            ingestor,
+            store,
+            dir,
+        }
     }
 
     pub async fn send(&self, req: Request<Body>) -> (StatusCode, Value) {

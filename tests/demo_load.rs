@@ -1,0 +1,65 @@
+//! `serve --demo`'s loader: every catalogue GPU through the real pipeline,
+//! marked as demo, idempotent, and never mixed into real data.
+
+mod common;
+
+use common::*;
+use wattcounts::synth::SynthOptions;
+
+fn tiny() -> SynthOptions {
+    SynthOptions {
+        iterations: 3,
+        batch_prompts: 10,
+        server_duration_s: 5.0,
+        ..SynthOptions::small()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn loads_every_gpu_once_and_marks_it_demo() {
+    let app = TestApp::new().await;
+    let ingestor = app.ingestor.clone();
+    let summary = wattcounts::demo::load_if_empty(&ingestor, app.dir.path(), &tiny())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(summary.bundles, wattcounts::catalog::gpus().len() as u64);
+    let counts = app.store.dataset_counts().await.unwrap();
+    assert_eq!(counts.submissions, summary.bundles);
+    assert_eq!(counts.demo_submissions, summary.bundles);
+    assert_eq!(counts.models, wattcounts::catalog::models().len() as u64);
+
+    // A second start adds nothing.
+    let again = wattcounts::demo::load_if_empty(&ingestor, app.dir.path(), &tiny())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(again.bundles, 0);
+    assert_eq!(app.store.dataset_counts().await.unwrap(), counts);
+
+    // Demo rows are flagged in the API and can be left out.
+    let (_, all) = app.get("/api/v1/leaderboard?per_page=5").await;
+    assert!(all["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|e| e["demo"] == true));
+    let (_, real) = app.get("/api/v1/leaderboard?include_demo=false").await;
+    assert_eq!(real["total"], 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_demo_next_to_real_data() {
+    let app = TestApp::new().await;
+    let key = app.register("alice").await;
+    let b = bundle("alice", &key);
+    app.submit(&b, &sign(&key, &b)).await;
+    let loaded = wattcounts::demo::load_if_empty(&app.ingestor, app.dir.path(), &tiny())
+        .await
+        .unwrap();
+    assert!(loaded.is_none());
+    assert_eq!(
+        app.store.dataset_counts().await.unwrap().demo_submissions,
+        0
+    );
+}
