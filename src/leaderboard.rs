@@ -19,6 +19,16 @@ pub struct SourceRow {
     pub config: ConfigurationMetrics,
 }
 
+impl SourceRow {
+    /// The catalogue id, or one derived from the NVML name for GPUs the
+    /// catalogue does not know.
+    pub fn gpu_key(&self) -> String {
+        self.gpu_id
+            .clone()
+            .unwrap_or_else(|| crate::catalog::gpu_id(&self.gpu_name))
+    }
+}
+
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Entry {
     pub gpu_id: String,
@@ -137,10 +147,7 @@ pub fn build(rows: &[SourceRow], q: &Query) -> (Vec<Entry>, usize) {
             Status::Rejected => false,
         };
         let c = &r.config;
-        let gpu_id = r
-            .gpu_id
-            .clone()
-            .unwrap_or_else(|| crate::catalog::gpu_id(&r.gpu_name));
+        let gpu_id = r.gpu_key();
         if !visible
             || (!q.include_demo && r.is_demo)
             || q.scenario.is_some_and(|s| s != c.scenario)

@@ -152,33 +152,21 @@ fn walkthrough_with_the_real_binary() {
         eprintln!("ssh-keygen not found: signing with wattcounts sign instead");
         ok(&["sign", "b.tar.gz", "--key", "keys/me"], dir);
     }
-    let first = ok(
-        &[
-            "submit",
-            "b.tar.gz",
-            "--signature",
-            "b.tar.gz.sig",
-            "--server",
-            url,
-        ],
-        dir,
-    );
+    let submit_b = [
+        "submit",
+        "b.tar.gz",
+        "--signature",
+        "b.tar.gz.sig",
+        "--server",
+        url,
+    ];
+    let first = ok(&submit_b, dir);
     let receipt: serde_json::Value = serde_json::from_str(&first).unwrap();
     assert_eq!(receipt["status"], "accepted");
     assert_eq!(receipt["counts"]["models"], 1);
     assert_eq!(receipt["counts"]["configurations"], 3);
     assert_eq!(receipt["counts"]["iterations"], 9);
-    let second = ok(
-        &[
-            "submit",
-            "b.tar.gz",
-            "--signature",
-            "b.tar.gz.sig",
-            "--server",
-            url,
-        ],
-        dir,
-    );
+    let second = ok(&submit_b, dir);
     assert_eq!(first, second, "a resubmission prints the same receipt");
 
     // Packing twice differs only in submission_id and created_at.

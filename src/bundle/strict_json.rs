@@ -127,23 +127,13 @@ impl<'de> Visitor<'de> for ValueVisitor {
             if out.contains_key(&key) {
                 return Err(de::Error::custom(format!(
                     "{DUP_PREFIX}{}\u{0}\"{key}\"",
-                    self.pointer_or_root()
+                    self.pointer
                 )));
             }
             let v = map.next_value_seed(ValueSeed { pointer })?;
             out.insert(key, v);
         }
         Ok(Value::Object(out))
-    }
-}
-
-impl ValueVisitor {
-    fn pointer_or_root(&self) -> &str {
-        if self.pointer.is_empty() {
-            ""
-        } else {
-            &self.pointer
-        }
     }
 }
 

@@ -47,10 +47,7 @@ fn fingerprint_of(path: &PathBuf) -> anyhow::Result<String> {
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     if text.contains("PRIVATE KEY") {
         let key = signing::load_private_key(&text)?;
-        return Ok(key
-            .public_key()
-            .fingerprint(ssh_key::HashAlg::Sha256)
-            .to_string());
+        return Ok(signing::fingerprint(key.public_key()));
     }
     Ok(signing::fingerprint(&signing::parse_public_key(&text)?))
 }

@@ -328,22 +328,26 @@ impl Store for SqliteStore {
         &self,
         statuses: &[Status],
     ) -> Result<Vec<crate::leaderboard::SourceRow>, StoreError> {
-        let rows = sqlx::query(
+        if statuses.is_empty() {
+            return Ok(Vec::new());
+        }
+        let placeholders = vec!["?"; statuses.len()].join(", ");
+        let sql = format!(
             "SELECT s.id, s.status, s.is_demo, s.gpu_id, s.gpu_name, c.metrics
              FROM configurations c JOIN submissions s ON s.id = c.submission_id
-             ORDER BY s.received_at, c.position",
-        )
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
+             WHERE s.status IN ({placeholders})
+             ORDER BY s.received_at, c.position"
+        );
+        let mut query = sqlx::query(&sql);
+        for st in statuses {
+            query = query.bind(st.as_str());
+        }
+        let rows = query.fetch_all(&self.pool).await.map_err(db_err)?;
         let mut out = Vec::with_capacity(rows.len());
         for r in rows {
             let status_text: String = r.get(1);
             let status = Status::parse(&status_text)
                 .ok_or_else(|| StoreError::Other(anyhow::anyhow!("bad status {status_text}")))?;
-            if !statuses.contains(&status) {
-                continue;
-            }
             let id: String = r.get(0);
             let metrics: String = r.get(5);
             out.push(crate::leaderboard::SourceRow {

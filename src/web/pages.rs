@@ -330,12 +330,7 @@ pub async fn leaderboard_page(
     let mut scen = BTreeSet::new();
     for r in &all {
         models.insert(r.config.model.clone());
-        gpus.insert((
-            r.gpu_id
-                .clone()
-                .unwrap_or_else(|| crate::catalog::gpu_id(&r.gpu_name)),
-            r.gpu_name.clone(),
-        ));
+        gpus.insert((r.gpu_key(), r.gpu_name.clone()));
         if let Some(l) = r.config.lambda_qps {
             scen.insert(format!("server@{l}"));
         }
