@@ -137,6 +137,7 @@ async fn main() -> anyhow::Result<()> {
             IngestConfig {
                 public_url: AUDIENCE.into(),
                 unpack: UnpackLimits::default(),
+                thresholds: Default::default(),
             },
         ));
         let (mut stages, mut iterations, mut samples, mut unpacked) =
@@ -198,6 +199,7 @@ async fn main() -> anyhow::Result<()> {
         ("decompress", st.decompress),
         ("digest+parse", st.parse),
         ("derive", st.derive),
+        ("checks", st.checks),
         ("store", st.store),
     ] {
         println!(

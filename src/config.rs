@@ -6,7 +6,11 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use anyhow::Context;
+
 use crate::bundle::unpack::UnpackLimits;
+use crate::checks::Thresholds;
+use crate::web::auth::Maintainers;
 
 #[derive(Debug, Clone, Args)]
 pub struct ServeConfig {
@@ -41,6 +45,19 @@ pub struct ServeConfig {
     /// bundles are cached in <data-dir>/demo.
     #[arg(long, env = "WATTCOUNTS_DEMO")]
     pub demo: bool,
+    /// YAML file overriding check thresholds (`wattcounts checks` lists them
+    /// with their defaults), e.g. `batch_energy_cv_pct: 7.5`.
+    #[arg(long, env = "WATTCOUNTS_THRESHOLDS")]
+    pub thresholds: Option<PathBuf>,
+    /// Maintainer token as NAME:SHA256 (from `wattcounts admin token`);
+    /// repeat the flag, or separate with commas in the variable. Without
+    /// one, moderation is closed.
+    #[arg(
+        long = "admin-token",
+        env = "WATTCOUNTS_ADMIN_TOKENS",
+        value_delimiter = ','
+    )]
+    pub admin_tokens: Vec<String>,
 }
 
 impl ServeConfig {
@@ -57,6 +74,20 @@ impl ServeConfig {
             .unwrap_or_else(|| format!("http://{bound}"))
             .trim_end_matches('/')
             .to_string()
+    }
+    pub fn check_thresholds(&self) -> anyhow::Result<Thresholds> {
+        match &self.thresholds {
+            None => Ok(Thresholds::default()),
+            Some(p) => {
+                let text = std::fs::read_to_string(p)
+                    .with_context(|| format!("reading thresholds from {}", p.display()))?;
+                Thresholds::from_yaml(&text)
+                    .with_context(|| format!("thresholds file {}", p.display()))
+            }
+        }
+    }
+    pub fn maintainers(&self) -> anyhow::Result<Maintainers> {
+        Maintainers::parse(&self.admin_tokens)
     }
     pub fn unpack_limits(&self) -> UnpackLimits {
         UnpackLimits {

@@ -56,10 +56,11 @@ pub fn demo_bundle(
     opts: &SynthOptions,
 ) -> anyhow::Result<Vec<u8>> {
     let path = dir.join("bundles").join(format!(
-        "{}-{}-seed{}.tar.gz",
+        "{}-{}-seed{}-v{}.tar.gz",
         gpu.id,
         audience_tag(audience),
-        opts.seed
+        opts.seed,
+        synth::GENERATOR_VERSION
     ));
     if let Ok(bytes) = std::fs::read(&path) {
         return Ok(bytes);

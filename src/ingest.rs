@@ -15,14 +15,16 @@ use sha2::{Digest, Sha256};
 
 use crate::bundle::harness::{self, DetailCounts, FileKind, IterationRow};
 use crate::bundle::manifest::{Manifest, ManifestSchema};
+use crate::bundle::system_info::{self, SystemInfo};
 use crate::bundle::unpack::{self, Entry, UnpackLimits};
 use crate::bundle::MANIFEST_NAME;
+use crate::checks::{self, CheckInput, CheckResult, Thresholds};
 use crate::metrics::{self, ConfigurationMetrics, IterationMetrics};
 use crate::receipt::{self, Receipt};
 use crate::rejection::{Detail, RejectKind, Rejection};
 use crate::signing;
 use crate::store::blobs::BlobStore;
-use crate::store::{InsertOutcome, NewSubmission, Status, Store, StoreError};
+use crate::store::{InsertOutcome, NewSubmission, Store, StoreError};
 
 /// The handle the service registers for its own synthetic demo data.
 pub const DEMO_HANDLE: &str = "demo";
@@ -32,6 +34,7 @@ pub struct IngestConfig {
     /// The service's public origin; bundles must name it as `audience`.
     pub public_url: String,
     pub unpack: UnpackLimits,
+    pub thresholds: Thresholds,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -66,6 +69,8 @@ pub struct StageTimings {
     pub decompress: Duration,
     pub parse: Duration,
     pub derive: Duration,
+    /// Reproducibility and plausibility checks, peers lookup included.
+    pub checks: Duration,
     pub store: Duration,
     /// Bytes of the unpacked archive (for throughput figures).
     pub unpacked_bytes: u64,
@@ -78,11 +83,18 @@ impl StageTimings {
         self.decompress += o.decompress;
         self.parse += o.parse;
         self.derive += o.derive;
+        self.checks += o.checks;
         self.store += o.store;
         self.unpacked_bytes += o.unpacked_bytes;
     }
     pub fn total(&self) -> Duration {
-        self.hash + self.verify + self.decompress + self.parse + self.derive + self.store
+        self.hash
+            + self.verify
+            + self.decompress
+            + self.parse
+            + self.derive
+            + self.checks
+            + self.store
     }
 }
 
@@ -92,6 +104,8 @@ pub struct Analysis {
     pub manifest: Manifest,
     pub runs: Vec<IterationMetrics>,
     pub configurations: Vec<ConfigurationMetrics>,
+    /// Every check that needs only the bundle.
+    pub checks: Vec<CheckResult>,
 }
 
 pub struct Ingestor {
@@ -120,7 +134,14 @@ impl Ingestor {
             return Ok(None);
         };
         let configurations = self.store.configurations(id).await?;
-        Ok(Some(receipt::build(&rec, configurations)))
+        let checks = self.store.check_results(id).await?;
+        let moderation = self.store.moderation_events(id).await?;
+        Ok(Some(receipt::build(receipt::Stored {
+            record: rec,
+            configurations,
+            checks,
+            moderation,
+        })))
     }
 
     async fn existing(&self, id: uuid::Uuid) -> Result<(Outcome, Receipt), IngestError> {
@@ -232,6 +253,7 @@ impl Ingestor {
             t.decompress = local.decompress;
             t.parse = local.parse;
             t.derive = local.derive;
+            t.checks = local.checks;
             t.unpacked_bytes = local.unpacked_bytes;
             r?
         };
@@ -272,6 +294,23 @@ impl Ingestor {
             }
         }
 
+        // Consistency needs the accepted results already stored.
+        let start = Instant::now();
+        let gpu_id = crate::catalog::gpu_by_nvml_name(&m.system.gpu.name).map(|g| g.id.clone());
+        let is_demo = key.handle == DEMO_HANDLE;
+        let mut check_results = analysis.checks;
+        let peers = match &gpu_id {
+            Some(g) => self.store.peer_medians(g, is_demo).await?,
+            None => Vec::new(),
+        };
+        check_results.push(checks::consistency(
+            &analysis.configurations,
+            &peers,
+            &self.config.thresholds,
+        ));
+        let status = checks::status_of(&check_results);
+        t.checks += start.elapsed();
+
         let start = Instant::now();
         let blob_path = {
             let blobs = self.blobs.clone();
@@ -280,18 +319,17 @@ impl Ingestor {
                 .await?
                 .map_err(|e| IngestError::Internal(format!("writing the bundle blob: {e}")))?
         };
-        let gpu_id = crate::catalog::gpu_by_nvml_name(&m.system.gpu.name).map(|g| g.id.clone());
         let new = NewSubmission {
             id: m.submission_id,
             bundle_sha256: digest,
             submitter_id: key.submitter_id,
             key_id: key.key_id,
-            status: Status::Accepted,
+            status,
             received_at: now,
             gpu_name: m.system.gpu.name.clone(),
             gpu_id,
             run_name: m.run.name.clone(),
-            is_demo: key.handle == DEMO_HANDLE,
+            is_demo,
             bundle_bytes: bundle.len() as u64,
             blob_path,
             signature: String::from_utf8_lossy(&signature).into_owned(),
@@ -299,6 +337,7 @@ impl Ingestor {
                 .map_err(|e| IngestError::Internal(e.to_string()))?,
             runs: analysis.runs,
             configurations: analysis.configurations,
+            checks: check_results,
         };
         let outcome = self.store.insert_submission(&new).await?;
         t.store = start.elapsed();
@@ -410,10 +449,26 @@ pub fn analyse(
             "no iteration in the bundle generated any tokens; there is nothing to measure",
         ));
     }
+
+    let start = Instant::now();
+    let gpu = crate::catalog::gpu_by_nvml_name(&manifest.system.gpu.name);
+    let checks = checks::evaluate(
+        &CheckInput {
+            manifest: &manifest,
+            system_info: parsed.system_info.as_ref(),
+            gpu,
+            rows: &parsed.rows,
+            runs: &runs,
+            configurations: &configurations,
+        },
+        &cfg.thresholds,
+    );
+    t.checks = start.elapsed();
     Ok(Analysis {
         manifest,
         runs,
         configurations,
+        checks,
     })
 }
 
@@ -481,10 +536,12 @@ fn check_file_list(m: &Manifest, paths: &[String]) -> Result<(), Rejection> {
 
 struct Parsed {
     rows: Vec<IterationRow>,
+    system_info: Option<SystemInfo>,
 }
 
 enum FileOutcome {
     Other,
+    SystemInfo(SystemInfo),
     Results(Vec<IterationRow>),
     Details(DetailCounts),
 }
@@ -507,6 +564,9 @@ fn process_file(e: Entry) -> Processed {
         Some(FileKind::Details(s)) if depth == 1 => {
             harness::parse_details(&e.path, &e.data, s).map(FileOutcome::Details)
         }
+        _ if e.path == system_info::FILE_NAME => Ok(FileOutcome::SystemInfo(system_info::parse(
+            &String::from_utf8_lossy(&e.data),
+        ))),
         _ => Ok(FileOutcome::Other),
     };
     Processed {
@@ -558,6 +618,7 @@ fn check_files(processed: Vec<Processed>, m: &Manifest) -> Result<Parsed, Reject
         .map(|p| p.outcome.map(|o| (p.path, o)))
         .collect::<Result<_, _>>()?;
     let mut rows = Vec::new();
+    let mut system_info = None;
     let mut details: Vec<(String, DetailCounts)> = Vec::new();
     for (path, o) in outcomes {
         match o {
@@ -581,6 +642,7 @@ fn check_files(processed: Vec<Processed>, m: &Manifest) -> Result<Parsed, Reject
                 }
                 rows.extend(r)
             }
+            FileOutcome::SystemInfo(i) => system_info = Some(i),
             FileOutcome::Other => {}
         }
     }
@@ -606,7 +668,7 @@ fn check_files(processed: Vec<Processed>, m: &Manifest) -> Result<Parsed, Reject
                 b.iteration,
             ))
     });
-    Ok(Parsed { rows })
+    Ok(Parsed { rows, system_info })
 }
 
 /// Each details file must hold one row per request of the results file

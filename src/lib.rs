@@ -7,12 +7,14 @@
 
 pub mod bundle;
 pub mod catalog;
+pub mod checks;
 pub mod cli;
 pub mod config;
 pub mod demo;
 pub mod ingest;
 pub mod leaderboard;
 pub mod metrics;
+pub mod moderation;
 pub mod pack;
 pub mod receipt;
 pub mod rejection;

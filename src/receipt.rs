@@ -4,8 +4,9 @@
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::checks::CheckResult;
 use crate::metrics::ConfigurationMetrics;
-use crate::store::{Status, SubmissionRecord};
+use crate::store::{ModerationEvent, Status, SubmissionRecord};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Receipt {
@@ -19,7 +20,11 @@ pub struct Receipt {
     pub run_name: String,
     pub bundle_bytes: u64,
     pub counts: Counts,
+    /// Every check's outcome, figure and threshold, in report order.
+    pub checks: Vec<CheckResult>,
     pub configurations: Vec<ConfigurationMetrics>,
+    /// Maintainers' decisions on this submission, oldest first.
+    pub moderation: Vec<ModerationEvent>,
     pub links: Links,
 }
 
@@ -41,9 +46,24 @@ pub struct Counts {
 pub struct Links {
     #[serde(rename = "self")]
     pub this: String,
+    pub html: String,
 }
 
-pub fn build(rec: &SubmissionRecord, configurations: Vec<ConfigurationMetrics>) -> Receipt {
+/// What a receipt is built from: the stored record and its children.
+pub struct Stored {
+    pub record: SubmissionRecord,
+    pub configurations: Vec<ConfigurationMetrics>,
+    pub checks: Vec<CheckResult>,
+    pub moderation: Vec<ModerationEvent>,
+}
+
+pub fn build(stored: Stored) -> Receipt {
+    let Stored {
+        record: rec,
+        configurations,
+        checks,
+        moderation,
+    } = stored;
     let mut models: Vec<&str> = configurations.iter().map(|c| c.model.as_str()).collect();
     models.sort_unstable();
     models.dedup();
@@ -66,9 +86,12 @@ pub fn build(rec: &SubmissionRecord, configurations: Vec<ConfigurationMetrics>) 
             iterations: rec.iterations,
             power_samples: rec.power_samples,
         },
+        checks,
         configurations,
+        moderation,
         links: Links {
             this: format!("/api/v1/submissions/{}", rec.id),
+            html: format!("/submissions/{}", rec.id),
         },
     }
 }

@@ -162,7 +162,7 @@ fn walkthrough_with_the_real_binary() {
     ];
     let first = ok(&submit_b, dir);
     let receipt: serde_json::Value = serde_json::from_str(&first).unwrap();
-    assert_eq!(receipt["status"], "accepted");
+    assert_eq!(receipt["status"], "accepted", "{:#}", receipt["checks"]);
     assert_eq!(receipt["counts"]["models"], 1);
     assert_eq!(receipt["counts"]["configurations"], 3);
     assert_eq!(receipt["counts"]["iterations"], 9);

@@ -4,12 +4,13 @@
 mod common;
 
 use common::*;
+use wattcounts::store::Status;
 use wattcounts::synth::SynthOptions;
 
 fn tiny() -> SynthOptions {
     SynthOptions {
         iterations: 3,
-        batch_prompts: 10,
+        batch_prompts: 200,
         server_duration_s: 5.0,
         ..SynthOptions::small()
     }
@@ -24,6 +25,22 @@ async fn loads_every_gpu_once_and_marks_it_demo() {
         .unwrap()
         .unwrap();
     assert_eq!(summary.bundles, wattcounts::catalog::gpus().len() as u64);
+    // The demo is clean: every bundle passes every check.
+    for status in [Status::NeedsReview, Status::Rejected] {
+        let flagged = app.store.submissions_with_status(status, 1).await.unwrap();
+        if let Some(s) = flagged.first() {
+            let problems: Vec<String> = app
+                .store
+                .check_results(s.id)
+                .await
+                .unwrap()
+                .into_iter()
+                .filter(|c| c.is_problem())
+                .map(|c| c.message)
+                .collect();
+            panic!("demo bundle for {} is {status}: {problems:#?}", s.gpu_name);
+        }
+    }
     let counts = app.store.dataset_counts().await.unwrap();
     assert_eq!(counts.submissions, summary.bundles);
     assert_eq!(counts.demo_submissions, summary.bundles);

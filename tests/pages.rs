@@ -115,7 +115,9 @@ async fn hostile_model_names_show_as_text() {
     let b = bundle_with(files, "mallory", &key);
     let (status, body) = app.submit(&b, &sign(&key, &b)).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
-    let (_, doc) = html(&app, "/leaderboard").await;
+    // An unknown model goes to review; the review toggle shows it.
+    assert_eq!(body["status"], "needs_review");
+    let (_, doc) = html(&app, "/leaderboard?include_review=true").await;
     assert!(
         texts(&doc, "tbody td:nth-child(3)")
             .iter()
@@ -128,4 +130,11 @@ async fn hostile_model_names_show_as_text() {
             .is_none(),
         "no script element"
     );
+    let id = body["submission_id"].as_str().unwrap();
+    let (_, doc) = html(&app, &format!("/submissions/{id}")).await;
+    assert!(texts(&doc, "td").iter().any(|t| t == evil), "shown as text");
+    assert!(doc
+        .select(&Selector::parse("script").unwrap())
+        .next()
+        .is_none());
 }

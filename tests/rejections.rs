@@ -5,6 +5,7 @@ mod common;
 
 use axum::http::StatusCode;
 use common::*;
+use serde_json::json;
 use serde_json::Value;
 use ssh_key::PrivateKey;
 use wattcounts::signing;
@@ -350,7 +351,14 @@ async fn revoked_key_but_earlier_bundles_stay() {
     let (status, receipt) = app.submit(&early, &sign(&key, &early)).await;
     assert_eq!(status, StatusCode::CREATED);
     let fp = signing::fingerprint(key.public_key());
-    assert!(app.store.revoke_key(&fp, chrono::Utc::now()).await.unwrap());
+    let (status, body) = app
+        .admin_post(
+            "/api/v1/admin/keys/revoke",
+            json!({"fingerprint": fp, "reason": "laptop stolen"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["rejected_submissions"], json!([]));
     let late = bundle("alice", &key);
     let (status, body) = app.submit(&late, &sign(&key, &late)).await;
     assert_eq!(status, StatusCode::FORBIDDEN);

@@ -165,6 +165,17 @@ pub async fn submit(a: &SubmitArgs) -> anyhow::Result<ExitCode> {
             body["counts"]["configurations"],
             body["counts"]["iterations"]
         );
+        // What needs fixing or explaining, one line per check.
+        for c in body["checks"].as_array().into_iter().flatten() {
+            let outcome = c["outcome"].as_str().unwrap_or("");
+            if outcome == "warn" || outcome == "fail" {
+                eprintln!(
+                    "  {outcome} {}: {}",
+                    c["id"].as_str().unwrap_or("?"),
+                    c["message"].as_str().unwrap_or("")
+                );
+            }
+        }
         return Ok(if verdict == "rejected" {
             ExitCode::from(EXIT_REJECTED)
         } else {

@@ -23,7 +23,7 @@ pub struct GenerateArgs {
     /// Model ids (comma separated); default: all 50 catalogue models.
     #[arg(long, value_delimiter = ',')]
     pub models: Vec<String>,
-    #[arg(long, default_value_t = 42)]
+    #[arg(long, default_value_t = 2025)]
     pub seed: u64,
     /// Small runs (3 iterations, 40 prompts, 20 s server tests) for quick trials.
     #[arg(long)]

@@ -1,6 +1,7 @@
 //! The `wattcounts` command line: one subcommand per step of the path from
 //! a harness result folder to a stored submission, plus the server.
 
+pub mod admin;
 pub mod client;
 pub mod demo;
 pub mod keys;
@@ -48,6 +49,11 @@ pub enum Command {
     /// Synthetic harness data (the demo and the test fixtures).
     #[command(subcommand)]
     Demo(demo::DemoCommand),
+    /// Maintainer tools.
+    #[command(subcommand)]
+    Admin(admin::AdminCommand),
+    /// List the checks every bundle goes through, with their thresholds.
+    Checks(admin::ChecksArgs),
 }
 
 /// Exit codes of `submit`: 0 stored (accepted or needs_review), 1 rejected,
@@ -76,6 +82,8 @@ pub fn main() -> ExitCode {
             Command::Register(a) => client::register(&a).await.map(|_| ExitCode::SUCCESS),
             Command::Submit(a) => client::submit(&a).await,
             Command::Demo(d) => demo::run(d).await.map(|_| ExitCode::SUCCESS),
+            Command::Admin(c) => admin::run(c).map(|_| ExitCode::SUCCESS),
+            Command::Checks(a) => admin::list(&a).map(|_| ExitCode::SUCCESS),
         }
     });
     match result {

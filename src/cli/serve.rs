@@ -23,11 +23,13 @@ pub async fn build_state(cfg: &ServeConfig, public_url: String) -> anyhow::Resul
         IngestConfig {
             public_url,
             unpack: cfg.unpack_limits(),
+            thresholds: cfg.check_thresholds()?,
         },
     );
     Ok(AppState {
         ingestor: Arc::new(ingestor),
         max_body_bytes: cfg.max_body_bytes,
+        maintainers: Arc::new(cfg.maintainers()?),
     })
 }
 

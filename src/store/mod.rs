@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use crate::checks::{CheckResult, PeerMedian};
 use crate::metrics::{ConfigurationMetrics, IterationMetrics};
 
 #[derive(Debug, thiserror::Error)]
@@ -42,33 +43,9 @@ pub struct KeyRecord {
     pub submitter_suspended_at: Option<DateTime<Utc>>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Status {
-    Accepted,
-    NeedsReview,
-    Rejected,
-}
+pub use crate::checks::Status;
 
-impl Status {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Accepted => "accepted",
-            Status::NeedsReview => "needs_review",
-            Status::Rejected => "rejected",
-        }
-    }
-    pub fn parse(s: &str) -> Option<Status> {
-        match s {
-            "accepted" => Some(Status::Accepted),
-            "needs_review" => Some(Status::NeedsReview),
-            "rejected" => Some(Status::Rejected),
-            _ => None,
-        }
-    }
-}
-
-/// Everything one accepted bundle adds, written in one transaction.
+/// Everything one bundle adds, written in one transaction.
 #[derive(Debug, Clone)]
 pub struct NewSubmission {
     pub id: Uuid,
@@ -87,6 +64,7 @@ pub struct NewSubmission {
     pub manifest_json: String,
     pub runs: Vec<IterationMetrics>,
     pub configurations: Vec<ConfigurationMetrics>,
+    pub checks: Vec<CheckResult>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -130,8 +108,37 @@ pub trait Store: Send + Sync {
     async fn ping(&self) -> Result<(), StoreError>;
     async fn create_submitter(&self, s: &NewSubmitter) -> Result<i64, StoreError>;
     async fn key_by_fingerprint(&self, fingerprint: &str) -> Result<Option<KeyRecord>, StoreError>;
-    /// Revokes a key from `at` on; false if no such key.
-    async fn revoke_key(&self, fingerprint: &str, at: DateTime<Utc>) -> Result<bool, StoreError>;
+    /// Revokes a key from `effective_at` on: bundles received from then on
+    /// are rejected (earlier ones stay), and one event is recorded for the
+    /// key and one per submission it turns down. None if no such key.
+    async fn revoke_key(
+        &self,
+        fingerprint: &str,
+        effective_at: DateTime<Utc>,
+        by: &Actor,
+    ) -> Result<Option<Vec<Uuid>>, StoreError>;
+    /// Suspends a submitter: their new bundles are refused. False if no such handle.
+    async fn suspend_submitter(&self, handle: &str, by: &Actor) -> Result<bool, StoreError>;
+    /// Moves a submission from one of `from` to `to` and records the event,
+    /// atomically; says what the status was if it was not one of `from`.
+    async fn decide(
+        &self,
+        id: Uuid,
+        from: &[Status],
+        to: Status,
+        by: &Actor,
+    ) -> Result<Decided, StoreError>;
+    async fn moderation_events(&self, id: Uuid) -> Result<Vec<ModerationEvent>, StoreError>;
+    async fn check_results(&self, id: Uuid) -> Result<Vec<CheckResult>, StoreError>;
+    /// Median energy per token of every configuration of accepted
+    /// submissions on this GPU (demo data compared only with demo data).
+    async fn peer_medians(&self, gpu_id: &str, demo: bool) -> Result<Vec<PeerMedian>, StoreError>;
+    /// Submissions in `status`, oldest first (the review queue).
+    async fn submissions_with_status(
+        &self,
+        status: Status,
+        limit: u32,
+    ) -> Result<Vec<SubmissionRecord>, StoreError>;
     async fn submission_by_digest(&self, sha256: &str) -> Result<Option<Uuid>, StoreError>;
     async fn submission_digest(&self, id: Uuid) -> Result<Option<String>, StoreError>;
     async fn insert_submission(&self, s: &NewSubmission) -> Result<InsertOutcome, StoreError>;
@@ -147,6 +154,45 @@ pub trait Store: Send + Sync {
     async fn dataset_counts(&self) -> Result<DatasetCounts, StoreError>;
     /// Most recent accepted submissions, newest first.
     async fn latest_submissions(&self, limit: u32) -> Result<Vec<SubmissionRecord>, StoreError>;
+}
+
+/// Who decided, when and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Actor {
+    pub name: String,
+    pub at: DateTime<Utc>,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decided {
+    /// Moved; the status it had.
+    Done(Status),
+    NotFound,
+    /// Not in one of the expected statuses; what it is in.
+    WrongStatus(Status),
+}
+
+/// One recorded maintainer decision.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ModerationEvent {
+    pub at: String,
+    pub actor: String,
+    /// approve, reject, suspend_submitter, revoke_key
+    pub action: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub submission_id: Option<Uuid>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub submitter: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_fingerprint: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from_status: Option<Status>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to_status: Option<Status>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effective_at: Option<String>,
+    pub reason: String,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]

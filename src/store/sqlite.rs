@@ -12,9 +12,11 @@ use sqlx::{Row, SqlitePool};
 use uuid::Uuid;
 
 use super::{
-    parse_ts, ts, DatasetCounts, InsertOutcome, KeyRecord, NewSubmission, NewSubmitter, Status,
-    Store, StoreError, SubmissionRecord, TableCounts,
+    parse_ts, ts, Actor, DatasetCounts, Decided, InsertOutcome, KeyRecord, ModerationEvent,
+    NewSubmission, NewSubmitter, Status, Store, StoreError, SubmissionRecord, TableCounts,
 };
+use crate::bundle::harness::Scenario;
+use crate::checks::{CheckResult, PeerMedian};
 use crate::metrics::ConfigurationMetrics;
 
 pub struct SqliteStore {
@@ -101,6 +103,52 @@ fn opt_ts(s: Option<String>) -> Result<Option<DateTime<Utc>>, StoreError> {
     s.as_deref().map(parse_ts).transpose()
 }
 
+fn status_of(text: &str) -> Result<Status, StoreError> {
+    Status::parse(text).ok_or_else(|| StoreError::Other(anyhow::anyhow!("bad status {text}")))
+}
+
+fn json_err(e: serde_json::Error) -> StoreError {
+    StoreError::Other(e.into())
+}
+
+/// What one moderation event row holds.
+struct EventRow<'a> {
+    action: &'a str,
+    submission_id: Option<&'a str>,
+    handle: Option<&'a str>,
+    fingerprint: Option<&'a str>,
+    from: Option<Status>,
+    to: Option<Status>,
+    effective_at: Option<&'a str>,
+    reason: &'a str,
+}
+
+async fn insert_event(
+    tx: &mut sqlx::SqliteConnection,
+    by: &Actor,
+    e: EventRow<'_>,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO moderation_events (created_at, actor, action, submission_id, submitter_handle, key_fingerprint,
+            from_status, to_status, effective_at, reason)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(ts(&by.at))
+    .bind(&by.name)
+    .bind(e.action)
+    .bind(e.submission_id)
+    .bind(e.handle)
+    .bind(e.fingerprint)
+    .bind(e.from.map(Status::as_str))
+    .bind(e.to.map(Status::as_str))
+    .bind(e.effective_at)
+    .bind(e.reason)
+    .execute(tx)
+    .await
+    .map_err(db_err)?;
+    Ok(())
+}
+
 #[async_trait]
 impl Store for SqliteStore {
     fn backend(&self) -> &'static str {
@@ -171,15 +219,263 @@ impl Store for SqliteStore {
         .transpose()
     }
 
-    async fn revoke_key(&self, fingerprint: &str, at: DateTime<Utc>) -> Result<bool, StoreError> {
+    async fn revoke_key(
+        &self,
+        fingerprint: &str,
+        effective_at: DateTime<Utc>,
+        by: &Actor,
+    ) -> Result<Option<Vec<Uuid>>, StoreError> {
         let _w = self.writer.lock().await;
-        let r = sqlx::query("UPDATE keys SET revoked_at = ? WHERE fingerprint = ?")
-            .bind(ts(&at))
-            .bind(fingerprint)
-            .execute(&self.pool)
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let key: Option<(i64, String)> = sqlx::query_as(
+            "SELECT k.id, s.handle FROM keys k JOIN submitters s ON s.id = k.submitter_id WHERE k.fingerprint = ?",
+        )
+        .bind(fingerprint)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let Some((key_id, handle)) = key else {
+            return Ok(None);
+        };
+        let effective = ts(&effective_at);
+        sqlx::query("UPDATE keys SET revoked_at = ? WHERE id = ?")
+            .bind(&effective)
+            .bind(key_id)
+            .execute(&mut *tx)
             .await
             .map_err(db_err)?;
-        Ok(r.rows_affected() > 0)
+        insert_event(
+            &mut tx,
+            by,
+            EventRow {
+                action: "revoke_key",
+                submission_id: None,
+                handle: Some(&handle),
+                fingerprint: Some(fingerprint),
+                from: None,
+                to: None,
+                effective_at: Some(&effective),
+                reason: &by.reason,
+            },
+        )
+        .await?;
+        // Bundles signed with the key after it was compromised are void.
+        let affected: Vec<(String, String)> = sqlx::query_as(
+            "SELECT id, status FROM submissions WHERE key_id = ? AND received_at >= ? AND status <> 'rejected'
+             ORDER BY received_at",
+        )
+        .bind(key_id)
+        .bind(&effective)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let why = format!("key {fingerprint} revoked from {effective}: {}", by.reason);
+        let mut rejected = Vec::with_capacity(affected.len());
+        for (id, status) in affected {
+            sqlx::query("UPDATE submissions SET status = 'rejected' WHERE id = ?")
+                .bind(&id)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            insert_event(
+                &mut tx,
+                by,
+                EventRow {
+                    action: "reject",
+                    submission_id: Some(&id),
+                    handle: Some(&handle),
+                    fingerprint: Some(fingerprint),
+                    from: Some(status_of(&status)?),
+                    to: Some(Status::Rejected),
+                    effective_at: None,
+                    reason: &why,
+                },
+            )
+            .await?;
+            rejected.push(Uuid::parse_str(&id).map_err(|e| StoreError::Other(e.into()))?);
+        }
+        tx.commit().await.map_err(db_err)?;
+        Ok(Some(rejected))
+    }
+
+    async fn suspend_submitter(&self, handle: &str, by: &Actor) -> Result<bool, StoreError> {
+        let _w = self.writer.lock().await;
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let r = sqlx::query(
+            "UPDATE submitters SET suspended_at = COALESCE(suspended_at, ?) WHERE handle_lower = ?",
+        )
+        .bind(ts(&by.at))
+        .bind(handle.to_ascii_lowercase())
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        if r.rows_affected() == 0 {
+            return Ok(false);
+        }
+        insert_event(
+            &mut tx,
+            by,
+            EventRow {
+                action: "suspend_submitter",
+                submission_id: None,
+                handle: Some(handle),
+                fingerprint: None,
+                from: None,
+                to: None,
+                effective_at: None,
+                reason: &by.reason,
+            },
+        )
+        .await?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(true)
+    }
+
+    async fn decide(
+        &self,
+        id: Uuid,
+        from: &[Status],
+        to: Status,
+        by: &Actor,
+    ) -> Result<Decided, StoreError> {
+        let _w = self.writer.lock().await;
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let id_text = id.to_string();
+        let current: Option<(String, String)> = sqlx::query_as(
+            "SELECT s.status, u.handle FROM submissions s JOIN submitters u ON u.id = s.submitter_id WHERE s.id = ?",
+        )
+        .bind(&id_text)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let Some((current, handle)) = current else {
+            return Ok(Decided::NotFound);
+        };
+        let current = status_of(&current)?;
+        if !from.contains(&current) {
+            return Ok(Decided::WrongStatus(current));
+        }
+        sqlx::query("UPDATE submissions SET status = ? WHERE id = ?")
+            .bind(to.as_str())
+            .bind(&id_text)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        insert_event(
+            &mut tx,
+            by,
+            EventRow {
+                action: if to == Status::Accepted {
+                    "approve"
+                } else {
+                    "reject"
+                },
+                submission_id: Some(&id_text),
+                handle: Some(&handle),
+                fingerprint: None,
+                from: Some(current),
+                to: Some(to),
+                effective_at: None,
+                reason: &by.reason,
+            },
+        )
+        .await?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(Decided::Done(current))
+    }
+
+    async fn moderation_events(&self, id: Uuid) -> Result<Vec<ModerationEvent>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT created_at, actor, action, submission_id, submitter_handle, key_fingerprint, from_status,
+                    to_status, effective_at, reason
+             FROM moderation_events WHERE submission_id = ? ORDER BY id",
+        )
+        .bind(id.to_string())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                Ok(ModerationEvent {
+                    at: r.get(0),
+                    actor: r.get(1),
+                    action: r.get(2),
+                    submission_id: r
+                        .get::<Option<String>, _>(3)
+                        .map(|s| Uuid::parse_str(&s))
+                        .transpose()
+                        .map_err(|e| StoreError::Other(e.into()))?,
+                    submitter: r.get(4),
+                    key_fingerprint: r.get(5),
+                    from_status: r
+                        .get::<Option<String>, _>(6)
+                        .as_deref()
+                        .map(status_of)
+                        .transpose()?,
+                    to_status: r
+                        .get::<Option<String>, _>(7)
+                        .as_deref()
+                        .map(status_of)
+                        .transpose()?,
+                    effective_at: r.get(8),
+                    reason: r.get(9),
+                })
+            })
+            .collect()
+    }
+
+    async fn check_results(&self, id: Uuid) -> Result<Vec<CheckResult>, StoreError> {
+        let rows: Vec<String> = sqlx::query_scalar(
+            "SELECT result FROM check_results WHERE submission_id = ? ORDER BY position",
+        )
+        .bind(id.to_string())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| serde_json::from_str(r).map_err(json_err))
+            .collect()
+    }
+
+    async fn peer_medians(&self, gpu_id: &str, demo: bool) -> Result<Vec<PeerMedian>, StoreError> {
+        let rows: Vec<(String, String, Option<f64>, f64)> = sqlx::query_as(
+            "SELECT c.model, c.scenario, c.lambda_qps, c.ept_median_j
+             FROM configurations c JOIN submissions s ON s.id = c.submission_id
+             WHERE s.status = 'accepted' AND s.gpu_id = ? AND s.is_demo = ?",
+        )
+        .bind(gpu_id)
+        .bind(demo)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows.into_iter()
+            .map(|(model, scenario, lambda_qps, ept)| {
+                Ok(PeerMedian {
+                    scenario: Scenario::parse(&scenario).ok_or_else(|| {
+                        StoreError::Other(anyhow::anyhow!("bad scenario {scenario}"))
+                    })?,
+                    model,
+                    lambda_qps,
+                    energy_per_token_j: ept,
+                })
+            })
+            .collect()
+    }
+
+    async fn submissions_with_status(
+        &self,
+        status: Status,
+        limit: u32,
+    ) -> Result<Vec<SubmissionRecord>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "{SUBMISSION_SELECT} WHERE s.status = ? ORDER BY s.received_at LIMIT ?"
+        ))
+        .bind(status.as_str())
+        .bind(limit as i64)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows.iter().map(submission_record).collect()
     }
 
     async fn submission_by_digest(&self, sha256: &str) -> Result<Option<Uuid>, StoreError> {
@@ -296,6 +592,19 @@ impl Store for SqliteStore {
             .bind(c.throughput_tok_s.median)
             .bind(c.power_mean_w.median)
             .bind(serde_json::to_string(c).map_err(|e| StoreError::Other(e.into()))?)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        }
+        for (i, c) in s.checks.iter().enumerate() {
+            sqlx::query(
+                "INSERT INTO check_results (submission_id, position, check_id, outcome, result) VALUES (?, ?, ?, ?, ?)",
+            )
+            .bind(&id)
+            .bind(i as i64)
+            .bind(&c.id)
+            .bind(c.outcome.as_str())
+            .bind(serde_json::to_string(c).map_err(json_err)?)
             .execute(&mut *tx)
             .await
             .map_err(db_err)?;

@@ -17,6 +17,11 @@
 //!
 //! Everything is deterministic for a seed.
 
+/// Bumped whenever generated output changes, so cached demo bundles made
+/// by an older generator are not reused.
+pub const GENERATOR_VERSION: u32 = 2;
+
+pub mod faults;
 pub mod physics;
 pub mod writer;
 

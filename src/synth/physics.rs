@@ -5,11 +5,7 @@ use rand::{Rng, SeedableRng};
 
 use crate::catalog::{GpuSpec, ModelSpec};
 
-/// Single faults a fixture can carry, one per check it should trip.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fault {
-    None,
-}
+pub use super::faults::Fault;
 
 #[derive(Debug, Clone)]
 pub struct SynthOptions {
@@ -27,7 +23,7 @@ pub struct SynthOptions {
 impl Default for SynthOptions {
     fn default() -> Self {
         SynthOptions {
-            seed: 42,
+            seed: 2025,
             iterations: 5,
             batch_prompts: 1000,
             lambdas: vec![0.017, 0.33],

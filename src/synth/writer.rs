@@ -51,12 +51,14 @@ pub fn generate_run(gpu: &GpuSpec, models: &[&ModelSpec], opts: &SynthOptions) -
         .collect();
     files.push(("system_info.txt".into(), system_info(gpu).into_bytes()));
     files.sort_by(|a, b| a.0.cmp(&b.0));
-    RunFolder {
+    let mut run = RunFolder {
         name,
         config_yaml: config_yaml(&fitting, opts),
         files,
         skipped_models: skipped.iter().map(|m| m.id.clone()).collect(),
-    }
+    };
+    super::faults::apply(&mut run, gpu, opts.fault);
+    run
 }
 
 /// Writes `dir/<run name>/...` and `dir/config-v2.yaml`; returns the run folder path.
@@ -243,23 +245,30 @@ fn model_files(
     let mut batch = Vec::new();
     for it in 0..opts.iterations {
         thermal.cool_down(&mut rng);
-        // The workload (prompts, arrivals) depends on the model and
-        // iteration only, as with the harness's fixed seeds, so GPUs are
-        // compared on the same requests.
-        let mut work = rng_for(opts.seed, &format!("{}|batch|{it}", model.id));
+        // The workload depends on the model only (server arrivals also on
+        // the iteration), as with the harness's fixed seeds, so GPUs are
+        // compared on the same requests. Batch iterations push the same
+        // prompts and, decoding greedily with a fixed seed, get the same
+        // answers.
+        let mut work = rng_for(opts.seed, &format!("{}|batch", model.id));
         let r = batch_iteration(&engine, opts, &mut work, &mut rng, &mut thermal, clock);
         clock += r.duration + rng.gen_range(40.0..120.0);
         batch.push((it, r));
     }
     let mut server = Vec::new();
-    for &lambda in &opts.lambdas {
+    for (rate_index, &lambda) in opts.lambdas.iter().enumerate() {
         for it in 0..opts.iterations {
+            let burst = opts.fault == super::Fault::ArrivalBurst
+                && index == 0
+                && rate_index == 0
+                && it == 0;
             thermal.cool_down(&mut rng);
             let mut work = rng_for(opts.seed, &format!("{}|server|{lambda}|{it}", model.id));
             let r = server_iteration(
                 &engine,
                 opts,
                 lambda,
+                burst,
                 &mut work,
                 &mut rng,
                 &mut thermal,
@@ -374,14 +383,18 @@ fn server_iteration(
     engine: &Engine,
     opts: &SynthOptions,
     lambda: f64,
+    burst: bool,
     work: &mut StdRng,
     rng: &mut StdRng,
     thermal: &mut Thermal,
     started: f64,
 ) -> Iteration {
     let horizon = opts.server_duration_s;
+    // The arrivals-check fault: requests come four times as fast as the
+    // rate the CSV states.
+    let drawn = if burst { lambda * 4.0 } else { lambda };
     let mut arrivals = Vec::new();
-    let mut t = exponential(work, lambda);
+    let mut t = exponential(work, drawn);
     while t < horizon {
         let (prompt, gen) = request_lengths(work, opts.max_tokens);
         arrivals.push(Request {
@@ -391,7 +404,7 @@ fn server_iteration(
             ttft: 0.0,
             e2e: 0.0,
         });
-        t += exponential(work, lambda);
+        t += exponential(work, drawn);
     }
     // (index, decode start, tokens produced)
     let mut active: Vec<(usize, f64, f64)> = Vec::new();

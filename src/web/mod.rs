@@ -1,8 +1,12 @@
 //! HTTP: translates requests to calls and results to responses.
 
+pub mod admin_api;
+pub mod admin_pages;
 pub mod api;
+pub mod auth;
 pub mod error;
 pub mod pages;
+pub mod submission_page;
 
 use std::sync::Arc;
 
@@ -18,6 +22,8 @@ pub struct AppState {
     pub ingestor: Arc<Ingestor>,
     /// Largest accepted request body for a submission, bytes.
     pub max_body_bytes: u64,
+    /// Maintainer tokens (hashes only).
+    pub maintainers: Arc<auth::Maintainers>,
 }
 
 pub fn app(state: AppState) -> Router {
@@ -39,6 +45,26 @@ pub fn app(state: AppState) -> Router {
             post(api::submit).layer(DefaultBodyLimit::max(limit)),
         )
         .route("/api/v1/submissions/{id}", get(api::submission))
+        .route("/submissions/{id}", get(submission_page::submission_page))
+        .route("/api/v1/admin/review", get(admin_api::queue))
+        .route(
+            "/api/v1/admin/submissions/{id}/decision",
+            post(admin_api::decide),
+        )
+        .route(
+            "/api/v1/admin/submitters/{handle}/suspend",
+            post(admin_api::suspend),
+        )
+        .route("/api/v1/admin/keys/revoke", post(admin_api::revoke))
+        .route("/admin", get(admin_pages::admin_home))
+        .route("/admin/login", post(admin_pages::login))
+        .route("/admin/logout", post(admin_pages::logout))
+        .route(
+            "/admin/submissions/{id}/decision",
+            post(admin_pages::decide),
+        )
+        .route("/admin/submitters/suspend", post(admin_pages::suspend))
+        .route("/admin/keys/revoke", post(admin_pages::revoke))
         .fallback(api::not_found)
         .layer(TraceLayer::new_for_http())
         .with_state(state)

@@ -16,9 +16,9 @@ use crate::bundle::harness::Scenario;
 use crate::leaderboard::{self, Entry, SortKey};
 use crate::store::{DatasetCounts, Status};
 
-const VERSION: &str = env!("CARGO_PKG_VERSION");
+pub(crate) const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-fn render(status: StatusCode, t: &impl Template) -> Response {
+pub(crate) fn render(status: StatusCode, t: &impl Template) -> Response {
     match t.render() {
         Ok(html) => (
             status,

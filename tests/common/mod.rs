@@ -13,6 +13,7 @@ use serde_json::Value;
 use ssh_key::PrivateKey;
 use tower::ServiceExt;
 
+use sha2::Digest;
 use wattcounts::bundle::unpack::UnpackLimits;
 use wattcounts::catalog;
 use wattcounts::ingest::{IngestConfig, Ingestor};
@@ -21,9 +22,12 @@ use wattcounts::signing;
 use wattcounts::store::blobs::BlobStore;
 use wattcounts::store::{Store, TableCounts};
 use wattcounts::synth::{self, RunFolder, SynthOptions};
+use wattcounts::web::auth::Maintainers;
 use wattcounts::web::{self, AppState};
 
 pub const AUDIENCE: &str = "https://wattcounts.test";
+/// The maintainer token every TestApp accepts (configured by its sha256).
+pub const ADMIN_TOKEN: &str = "wct_test-maintainer-token";
 
 pub struct TestApp {
     pub router: Router,
@@ -48,12 +52,20 @@ impl TestApp {
             IngestConfig {
                 public_url: AUDIENCE.into(),
                 unpack: UnpackLimits::default(),
+                thresholds: Default::default(),
             },
         );
         let ingestor = Arc::new(ingestor);
         let router = web::app(AppState {
             ingestor: ingestor.clone(),
             max_body_bytes,
+            maintainers: Arc::new(
+                Maintainers::parse(&[format!(
+                    "maintainer:{}",
+                    hex::encode(sha2::Sha256::digest(ADMIN_TOKEN))
+                )])
+                .unwrap(),
+            ),
         });
         TestApp {
             router,
@@ -70,6 +82,16 @@ impl TestApp {
         let json = serde_json::from_slice(&bytes)
             .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()));
         (status, json)
+    }
+
+    /// A maintainer API call with the test token.
+    pub async fn admin_post(&self, path: &str, body: Value) -> (StatusCode, Value) {
+        let req = Request::post(path)
+            .header("authorization", format!("Bearer {ADMIN_TOKEN}"))
+            .header("content-type", "application/json")
+            .body(Body::from(body.to_string()))
+            .unwrap();
+        self.send(req).await
     }
 
     pub async fn get(&self, path: &str) -> (StatusCode, Value) {
@@ -195,7 +217,37 @@ pub fn fixture() -> &'static RunFolder {
 }
 
 pub fn pack_input(files: Vec<(String, Vec<u8>)>, handle: &str, key: &PrivateKey) -> PackInput {
-    let run = fixture();
+    run_pack_input(fixture(), files, handle, key)
+}
+
+/// A small L4 run of one model carrying `fault`, with its own seed.
+pub fn fault_run(fault: synth::Fault, seed: u64) -> RunFolder {
+    let gpu = catalog::gpu_by_id("l4").unwrap();
+    let model = catalog::model_by_id("Qwen/Qwen2.5-0.5B-Instruct").unwrap();
+    synth::generate_run(
+        gpu,
+        &[model],
+        &SynthOptions {
+            seed,
+            fault,
+            ..SynthOptions::small()
+        },
+    )
+}
+
+/// Packs any generated run for `handle`.
+pub fn bundle_of(run: &RunFolder, handle: &str, key: &PrivateKey) -> Vec<u8> {
+    pack::pack(&run_pack_input(run, run.files.clone(), handle, key))
+        .unwrap()
+        .bytes
+}
+
+pub fn run_pack_input(
+    run: &RunFolder,
+    files: Vec<(String, Vec<u8>)>,
+    handle: &str,
+    key: &PrivateKey,
+) -> PackInput {
     PackInput {
         run_name: run.name.clone(),
         files,

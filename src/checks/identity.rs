@@ -1,0 +1,199 @@
+//! Identity: the GPU the bundle says it ran on is the one nvidia-smi saw,
+//! a GPU the catalogue knows, at its default power limit or declared.
+
+use super::{skip, CheckInput, CheckResult, Location, Outcome, Rule, Severity, Tally, Thresholds};
+use crate::bundle::system_info::FILE_NAME as SYSTEM_INFO;
+use crate::bundle::MANIFEST_NAME;
+use crate::catalog;
+
+pub const GPU_CATALOGUE: Rule = Rule {
+    id: "identity.gpu_catalogue",
+    severity: Severity::Hard,
+    rule: "the manifest's GPU (/system/gpu/name) is a GPU in the service's catalogue",
+    unit: "",
+};
+pub const GPU_NAME: Rule = Rule {
+    id: "identity.gpu_name",
+    severity: Severity::Hard,
+    rule: "the nvidia-smi Product Name in system_info.txt equals the manifest's /system/gpu/name",
+    unit: "",
+};
+pub const POWER_LIMIT: Rule = Rule {
+    id: "identity.power_limit",
+    severity: Severity::Soft,
+    rule: "a current power limit below the default is declared in the manifest (/system/gpu/power_limit_declared)",
+    unit: "W",
+};
+pub const MODEL_CATALOGUE: Rule = Rule {
+    id: "identity.model_catalogue",
+    severity: Severity::Soft,
+    rule: "every model is in the service's catalogue (otherwise its parameters are unknown)",
+    unit: "",
+};
+pub const RULES: &[Rule] = &[GPU_CATALOGUE, GPU_NAME, POWER_LIMIT, MODEL_CATALOGUE];
+
+pub fn checks(input: &CheckInput, _t: &Thresholds) -> Vec<CheckResult> {
+    vec![
+        gpu_catalogue(input),
+        gpu_name(input),
+        power_limit(input),
+        model_catalogue(input),
+    ]
+}
+
+fn verdict(rule: Rule, ok: bool, message: String, location: Location) -> CheckResult {
+    let outcome = match (ok, rule.severity) {
+        (true, _) => Outcome::Pass,
+        (false, Severity::Hard) => Outcome::Fail,
+        (false, Severity::Soft) => Outcome::Warn,
+    };
+    CheckResult {
+        id: rule.id.to_string(),
+        severity: rule.severity,
+        outcome,
+        figure: None,
+        threshold: None,
+        unit: rule.unit.to_string(),
+        evaluated: 1,
+        failing: u32::from(!ok),
+        message,
+        location: Some(location),
+    }
+}
+
+fn gpu_catalogue(input: &CheckInput) -> CheckResult {
+    let name = &input.manifest.system.gpu.name;
+    let at = Location::file(MANIFEST_NAME);
+    match input.gpu {
+        Some(g) => verdict(
+            GPU_CATALOGUE,
+            true,
+            format!("'{name}' is catalogue GPU '{}'", g.id),
+            at,
+        ),
+        None => {
+            let known: Vec<&str> = catalog::gpus()
+                .iter()
+                .map(|g| g.nvml_name.as_str())
+                .collect();
+            verdict(
+                GPU_CATALOGUE,
+                false,
+                format!(
+                    "{MANIFEST_NAME} /system/gpu/name: '{name}' is not a GPU this service knows. Known: {}. \
+                     To propose one, open an issue with its nvidia-smi -q output and its datasheet \
+                     (TDP, memory, bandwidth), or add a row to catalog/gpu_features.csv",
+                    known.join(", ")
+                ),
+                at,
+            )
+        }
+    }
+}
+
+fn gpu_name(input: &CheckInput) -> CheckResult {
+    let manifest_name = &input.manifest.system.gpu.name;
+    let Some(info) = input.system_info else {
+        return verdict(
+            GPU_NAME,
+            false,
+            format!("the bundle has no {SYSTEM_INFO}; the harness writes it with nvidia-smi -q"),
+            Location::file(SYSTEM_INFO),
+        );
+    };
+    match &info.gpu_name {
+        Some(seen) if seen == manifest_name => verdict(
+            GPU_NAME,
+            true,
+            format!("{SYSTEM_INFO} and {MANIFEST_NAME} both name '{seen}'"),
+            Location::file(SYSTEM_INFO),
+        ),
+        Some(seen) => verdict(
+            GPU_NAME,
+            false,
+            format!("{SYSTEM_INFO} says Product Name '{seen}' but {MANIFEST_NAME} /system/gpu/name says '{manifest_name}'"),
+            Location::file(SYSTEM_INFO),
+        ),
+        None => verdict(
+            GPU_NAME,
+            false,
+            format!("{SYSTEM_INFO} has no 'Product Name' line from nvidia-smi -q"),
+            Location::file(SYSTEM_INFO),
+        ),
+    }
+}
+
+fn power_limit(input: &CheckInput) -> CheckResult {
+    let gpu = &input.manifest.system.gpu;
+    // The evidence is nvidia-smi's; the manifest's copy is the fallback.
+    let (current, default, file) = match input.system_info {
+        Some(i) if i.power_limit_w.is_some() => (
+            i.power_limit_w.unwrap_or(gpu.power_limit_w),
+            i.default_power_limit_w.unwrap_or(gpu.default_power_limit_w),
+            SYSTEM_INFO,
+        ),
+        _ => (gpu.power_limit_w, gpu.default_power_limit_w, MANIFEST_NAME),
+    };
+    let mut t = Tally::new(POWER_LIMIT, Some(default));
+    let lowered = current < default - 0.5;
+    t.observe(
+        current,
+        -current,
+        lowered && !gpu.power_limit_declared,
+        || Location::file(file),
+    );
+    let mut r = t.finish(|v| {
+        format!(
+            "current power limit {v:.0} W, default {default:.0} W{}",
+            if lowered && gpu.power_limit_declared {
+                " (declared)"
+            } else {
+                ""
+            }
+        )
+    });
+    if r.outcome == Outcome::Warn {
+        r.message.push_str(
+            ". Pack with --declare-power-limit if the lower limit was intended, so readers can tell",
+        );
+    }
+    r
+}
+
+fn model_catalogue(input: &CheckInput) -> CheckResult {
+    let mut models: Vec<&str> = input.rows.iter().map(|r| r.model.as_str()).collect();
+    models.sort_unstable();
+    models.dedup();
+    if models.is_empty() {
+        return skip(MODEL_CATALOGUE, "no models");
+    }
+    let unknown: Vec<&str> = models
+        .iter()
+        .copied()
+        .filter(|m| catalog::model_by_id(m).is_none())
+        .collect();
+    let mut r = verdict(
+        MODEL_CATALOGUE,
+        unknown.is_empty(),
+        if unknown.is_empty() {
+            format!("all {} models are in the catalogue", models.len())
+        } else {
+            format!(
+                "{} of {} models are not in the catalogue, so their parameter counts are unknown: {}",
+                unknown.len(),
+                models.len(),
+                unknown.join(", ")
+            )
+        },
+        Location::default(),
+    );
+    r.evaluated = models.len() as u32;
+    r.failing = unknown.len() as u32;
+    if let Some(first) = unknown.first() {
+        r.location = Some(Location {
+            model: Some(first.to_string()),
+            ..Default::default()
+        });
+    }
+    r
+}

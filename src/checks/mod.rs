@@ -1,0 +1,482 @@
+//! Reproducibility and plausibility checks: pure functions over a parsed
+//! bundle, one file per family. Each check has a stable id, a severity
+//! (hard: the bundle is `rejected`; soft: it `needs_review`), a threshold
+//! from [`Thresholds`], and reports the figure behind its verdict: the
+//! worst instance (iteration or configuration) it saw, with where it was.
+//!
+//! Nothing here knows SQL or HTTP; `ingest` feeds the checks and stores
+//! what they say.
+
+mod arithmetic;
+mod arrivals;
+mod consistency;
+mod identity;
+mod method;
+mod physics;
+mod repeatability;
+mod sampling;
+mod thresholds;
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::bundle::harness::{IterationRow, Scenario};
+use crate::bundle::manifest::Manifest;
+use crate::bundle::system_info::SystemInfo;
+use crate::catalog::GpuSpec;
+use crate::metrics::{ConfigurationMetrics, IterationMetrics};
+
+pub use consistency::{consistency, PeerMedian};
+pub use thresholds::Thresholds;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// A failure rejects the bundle.
+    Hard,
+    /// A failure sends the bundle to a maintainer.
+    Soft,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    Pass,
+    /// A soft check failed.
+    Warn,
+    /// A hard check failed.
+    Fail,
+    /// Nothing to check (no server runs, GPU unknown, too few peers).
+    Skip,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::Warn => "warn",
+            Outcome::Fail => "fail",
+            Outcome::Skip => "skip",
+        }
+    }
+}
+
+/// What a submission's checks add up to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Accepted,
+    NeedsReview,
+    Rejected,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Accepted => "accepted",
+            Status::NeedsReview => "needs_review",
+            Status::Rejected => "rejected",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Status> {
+        match s {
+            "accepted" => Some(Status::Accepted),
+            "needs_review" => Some(Status::NeedsReview),
+            "rejected" => Some(Status::Rejected),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where in the bundle a figure comes from.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Location {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub row: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<Scenario>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lambda_qps: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iteration: Option<u32>,
+}
+
+impl Location {
+    pub fn file(file: &str) -> Self {
+        Location {
+            file: Some(file.to_string()),
+            ..Default::default()
+        }
+    }
+    pub fn of_row(r: &IterationRow) -> Self {
+        Location {
+            file: Some(r.file.clone()),
+            row: Some(r.line),
+            model: Some(r.model.clone()),
+            scenario: Some(r.scenario),
+            lambda_qps: r.lambda_qps,
+            iteration: Some(r.iteration),
+        }
+    }
+    pub fn of_configuration(c: &ConfigurationMetrics) -> Self {
+        Location {
+            model: Some(c.model.clone()),
+            scenario: Some(c.scenario),
+            lambda_qps: c.lambda_qps,
+            ..Default::default()
+        }
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts = Vec::new();
+        if let Some(file) = &self.file {
+            match self.row {
+                Some(r) => parts.push(format!("{file} row {r}")),
+                None => parts.push(file.clone()),
+            }
+        }
+        if let Some(m) = &self.model {
+            parts.push(m.clone());
+        }
+        match (self.scenario, self.lambda_qps) {
+            (Some(s), Some(l)) => parts.push(format!("{} at {l} req/s", s.as_str())),
+            (Some(s), None) => parts.push(s.as_str().to_string()),
+            _ => {}
+        }
+        if let Some(i) = self.iteration {
+            parts.push(format!("iteration {i}"));
+        }
+        f.write_str(&parts.join(", "))
+    }
+}
+
+/// One check's verdict on one submission.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckResult {
+    /// Stable id, `family.name`.
+    pub id: String,
+    pub severity: Severity,
+    pub outcome: Outcome,
+    /// The worst figure seen (or the only one).
+    pub figure: Option<f64>,
+    /// The limit the figure was held to.
+    pub threshold: Option<f64>,
+    pub unit: String,
+    /// Instances (iterations, configurations, files) looked at, and how many broke the rule.
+    pub evaluated: u32,
+    pub failing: u32,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub location: Option<Location>,
+}
+
+impl CheckResult {
+    pub fn family(&self) -> &str {
+        self.id.split('.').next().unwrap_or(&self.id)
+    }
+    pub fn is_problem(&self) -> bool {
+        matches!(self.outcome, Outcome::Warn | Outcome::Fail)
+    }
+}
+
+/// A rule's static description, for `wattcounts checks` and the docs.
+#[derive(Debug, Clone, Copy)]
+pub struct Rule {
+    pub id: &'static str,
+    pub severity: Severity,
+    /// What must hold, in words.
+    pub rule: &'static str,
+    pub unit: &'static str,
+}
+
+/// Collects one rule's instances and keeps the worst.
+pub(crate) struct Tally {
+    rule: Rule,
+    threshold: Option<f64>,
+    evaluated: u32,
+    failing: u32,
+    /// (badness, figure, location, failed); badness orders instances.
+    worst: Option<(f64, f64, Location, bool)>,
+    /// Why the rule was skipped if nothing was observed.
+    empty: &'static str,
+}
+
+impl Tally {
+    pub fn new(rule: Rule, threshold: Option<f64>) -> Self {
+        Tally {
+            rule,
+            threshold,
+            evaluated: 0,
+            failing: 0,
+            worst: None,
+            empty: "nothing in the bundle to check",
+        }
+    }
+
+    /// Words the skip when no instance turns up (e.g. "no server runs").
+    pub fn when_empty(mut self, why: &'static str) -> Self {
+        self.empty = why;
+        self
+    }
+
+    pub fn evaluated(&self) -> u32 {
+        self.evaluated
+    }
+
+    /// One instance: its figure, how bad it is (larger is worse) and
+    /// whether it breaks the rule.
+    pub fn observe(
+        &mut self,
+        figure: f64,
+        badness: f64,
+        failed: bool,
+        at: impl FnOnce() -> Location,
+    ) {
+        self.evaluated += 1;
+        if failed {
+            self.failing += 1;
+        }
+        let replace = match &self.worst {
+            None => true,
+            // A failure always outranks a pass.
+            Some((b, _, _, f)) => (failed && !f) || (failed == *f && badness > *b),
+        };
+        if replace {
+            self.worst = Some((badness, figure, at(), failed));
+        }
+    }
+
+    /// Checks `figure ≤ limit` (larger is worse).
+    pub fn at_most(&mut self, figure: f64, limit: f64, at: impl FnOnce() -> Location) {
+        self.observe(figure, figure, !le(figure, limit), at);
+    }
+
+    /// Checks `figure ≥ limit` (smaller is worse).
+    pub fn at_least(&mut self, figure: f64, limit: f64, at: impl FnOnce() -> Location) {
+        self.observe(figure, -figure, !le(limit, figure), at);
+    }
+
+    /// The verdict; `describe` words the worst figure for the message.
+    pub fn finish(self, describe: impl FnOnce(f64) -> String) -> CheckResult {
+        let Some((_, figure, location, failed)) = self.worst else {
+            return skip(self.rule, self.empty);
+        };
+        let outcome = match (failed, self.rule.severity) {
+            (false, _) => Outcome::Pass,
+            (true, Severity::Hard) => Outcome::Fail,
+            (true, Severity::Soft) => Outcome::Warn,
+        };
+        let limit = self
+            .threshold
+            .map(|t| format!("; limit {}", fmt_figure(t, self.rule.unit)))
+            .unwrap_or_default();
+        let message = if failed {
+            let more = if self.failing > 1 {
+                format!(
+                    " ({} of {} instances break the rule)",
+                    self.failing, self.evaluated
+                )
+            } else {
+                String::new()
+            };
+            format!(
+                "{}: {}{limit}{more}. Rule: {}",
+                location,
+                describe(figure),
+                self.rule.rule
+            )
+        } else {
+            format!(
+                "all {} pass; worst {} at {}{limit}",
+                self.evaluated,
+                describe(figure),
+                location
+            )
+        };
+        CheckResult {
+            id: self.rule.id.to_string(),
+            severity: self.rule.severity,
+            outcome,
+            figure: Some(figure),
+            threshold: self.threshold,
+            unit: self.rule.unit.to_string(),
+            evaluated: self.evaluated,
+            failing: self.failing,
+            message,
+            location: Some(location),
+        }
+    }
+}
+
+/// `a ≤ b`, false when either is NaN: a NaN figure breaks every rule.
+pub(crate) fn le(a: f64, b: f64) -> bool {
+    a.partial_cmp(&b).is_some_and(|o| o.is_le())
+}
+
+pub(crate) fn skip(rule: Rule, why: &str) -> CheckResult {
+    CheckResult {
+        id: rule.id.to_string(),
+        severity: rule.severity,
+        outcome: Outcome::Skip,
+        figure: None,
+        threshold: None,
+        unit: rule.unit.to_string(),
+        evaluated: 0,
+        failing: 0,
+        message: format!("skipped: {why}"),
+        location: None,
+    }
+}
+
+/// A figure with its unit, rounded for reading.
+pub fn fmt_figure(v: f64, unit: &str) -> String {
+    let digits = if v.fract() == 0.0 && v.abs() < 1e15 {
+        0
+    } else if v.abs() >= 100.0 {
+        1
+    } else if v.abs() >= 1.0 {
+        2
+    } else {
+        4
+    };
+    let n = format!("{v:.digits$}");
+    match unit {
+        "" => n,
+        "%" => format!("{n} %"),
+        u => format!("{n} {u}"),
+    }
+}
+
+/// Everything the checks read.
+pub struct CheckInput<'a> {
+    pub manifest: &'a Manifest,
+    /// `system_info.txt`, when the bundle has one.
+    pub system_info: Option<&'a SystemInfo>,
+    /// The catalogue entry of the manifest's GPU, when it has one.
+    pub gpu: Option<&'a GpuSpec>,
+    pub rows: &'a [IterationRow],
+    pub runs: &'a [IterationMetrics],
+    pub configurations: &'a [ConfigurationMetrics],
+}
+
+/// Every check that needs only the bundle (consistency needs stored peers:
+/// see [`consistency`]).
+pub fn evaluate(input: &CheckInput, t: &Thresholds) -> Vec<CheckResult> {
+    let mut out = Vec::new();
+    out.extend(identity::checks(input, t));
+    out.extend(arithmetic::checks(input, t));
+    out.extend(sampling::checks(input, t));
+    out.extend(physics::checks(input, t));
+    out.extend(method::checks(input, t));
+    out.extend(repeatability::checks(input, t));
+    out
+}
+
+/// Every rule, in the order `evaluate` reports them, consistency last.
+pub fn rules() -> Vec<Rule> {
+    let mut r = Vec::new();
+    r.extend_from_slice(identity::RULES);
+    r.extend_from_slice(arithmetic::RULES);
+    r.extend_from_slice(sampling::RULES);
+    r.extend_from_slice(physics::RULES);
+    r.extend_from_slice(method::RULES);
+    r.extend_from_slice(repeatability::RULES);
+    r.push(consistency::RULE);
+    r
+}
+
+/// Hard failure → rejected; soft warning → needs review; else accepted.
+pub fn status_of(results: &[CheckResult]) -> Status {
+    if results.iter().any(|r| r.outcome == Outcome::Fail) {
+        Status::Rejected
+    } else if results.iter().any(|r| r.outcome == Outcome::Warn) {
+        Status::NeedsReview
+    } else {
+        Status::Accepted
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RULE: Rule = Rule {
+        id: "test.rule",
+        severity: Severity::Hard,
+        rule: "x ≤ 1",
+        unit: "W",
+    };
+
+    #[test]
+    fn tally_keeps_the_worst_failure() {
+        let mut t = Tally::new(RULE, Some(1.0));
+        t.at_most(0.5, 1.0, || Location::file("a"));
+        t.at_most(3.0, 1.0, || Location::file("b"));
+        t.at_most(2.0, 1.0, || Location::file("c"));
+        let r = t.finish(|v| format!("x {v}"));
+        assert_eq!(r.outcome, Outcome::Fail);
+        assert_eq!(r.figure, Some(3.0));
+        assert_eq!(r.failing, 2);
+        assert_eq!(r.evaluated, 3);
+        assert!(r.message.starts_with("b: x 3"), "{}", r.message);
+        assert!(r.message.contains("2 of 3"), "{}", r.message);
+    }
+
+    #[test]
+    fn tally_passes_with_the_closest_figure() {
+        let mut t = Tally::new(RULE, Some(1.0));
+        t.at_least(5.0, 1.0, || Location::file("a"));
+        t.at_least(2.0, 1.0, || Location::file("b"));
+        let r = t.finish(|v| format!("x {v}"));
+        assert_eq!(r.outcome, Outcome::Pass);
+        assert_eq!(r.figure, Some(2.0));
+    }
+
+    #[test]
+    fn nan_breaks_the_rule() {
+        let mut t = Tally::new(RULE, Some(1.0));
+        t.at_most(f64::NAN, 1.0, Location::default);
+        assert_eq!(t.finish(|_| String::new()).outcome, Outcome::Fail);
+    }
+
+    #[test]
+    fn status_follows_the_worst_outcome() {
+        let mk = |o| CheckResult {
+            id: "a.b".into(),
+            severity: Severity::Soft,
+            outcome: o,
+            figure: None,
+            threshold: None,
+            unit: String::new(),
+            evaluated: 0,
+            failing: 0,
+            message: String::new(),
+            location: None,
+        };
+        assert_eq!(
+            status_of(&[mk(Outcome::Pass), mk(Outcome::Skip)]),
+            Status::Accepted
+        );
+        assert_eq!(
+            status_of(&[mk(Outcome::Pass), mk(Outcome::Warn)]),
+            Status::NeedsReview
+        );
+        assert_eq!(
+            status_of(&[mk(Outcome::Warn), mk(Outcome::Fail)]),
+            Status::Rejected
+        );
+    }
+}

@@ -1,0 +1,122 @@
+//! Physics: figures a real GPU can produce. Limits scale with the
+//! catalogue GPU's TDP and loaded-idle power.
+
+use super::{skip, CheckInput, CheckResult, Location, Rule, Severity, Tally, Thresholds};
+
+pub const MEAN_POWER: Rule = Rule {
+    id: "physics.mean_power",
+    severity: Severity::Hard,
+    rule: "an iteration's mean board power is at most the factor × the GPU's TDP",
+    unit: "W",
+};
+pub const PEAK_POWER: Rule = Rule {
+    id: "physics.peak_power",
+    severity: Severity::Hard,
+    rule: "no power sample exceeds the factor × the GPU's TDP",
+    unit: "W",
+};
+pub const IDLE_FLOOR: Rule = Rule {
+    id: "physics.idle_floor",
+    severity: Severity::Hard,
+    rule: "an iteration's mean board power is at least the factor × the GPU's loaded-idle power",
+    unit: "W",
+};
+pub const ENERGY_PER_TOKEN: Rule = Rule {
+    id: "physics.energy_per_token",
+    severity: Severity::Hard,
+    rule: "energy per generated token is above 0 and at most the limit",
+    unit: "J/token",
+};
+pub const TEMPERATURE: Rule = Rule {
+    id: "physics.temperature",
+    severity: Severity::Hard,
+    rule: "every GPU temperature sample lies within the limits",
+    unit: "°C",
+};
+pub const RULES: &[Rule] = &[
+    MEAN_POWER,
+    PEAK_POWER,
+    IDLE_FLOOR,
+    ENERGY_PER_TOKEN,
+    TEMPERATURE,
+];
+
+pub fn checks(input: &CheckInput, t: &Thresholds) -> Vec<CheckResult> {
+    let mut out = match input.gpu {
+        Some(gpu) => {
+            let mean_limit = t.mean_power_tdp_factor * gpu.tdp_w;
+            let mut mean = Tally::new(MEAN_POWER, Some(mean_limit));
+            let peak_limit = t.peak_power_tdp_factor * gpu.tdp_w;
+            let mut peak = Tally::new(PEAK_POWER, Some(peak_limit));
+            let floor = t.idle_floor_factor * gpu.idle_w;
+            let mut idle = Tally::new(IDLE_FLOOR, Some(floor));
+            for r in input.rows.iter().filter(|r| r.power_w.n > 0) {
+                mean.at_most(r.power_w.mean(), mean_limit, || Location::of_row(r));
+                peak.at_most(r.power_w.max, peak_limit, || Location::of_row(r));
+                idle.at_least(r.power_w.mean(), floor, || Location::of_row(r));
+            }
+            let tdp = gpu.tdp_w;
+            let idle_w = gpu.idle_w;
+            vec![
+                mean.finish(|v| format!("mean power {v:.1} W (TDP {tdp:.0} W)")),
+                peak.finish(|v| format!("power sample of {v:.1} W (TDP {tdp:.0} W)")),
+                idle.finish(|v| format!("mean power {v:.1} W (loaded idle {idle_w:.0} W)")),
+            ]
+        }
+        None => [MEAN_POWER, PEAK_POWER, IDLE_FLOOR]
+            .into_iter()
+            .map(|r| skip(r, "the GPU is not in the catalogue, so its TDP is unknown"))
+            .collect(),
+    };
+    out.push(energy_per_token(input, t));
+    out.push(temperature(input, t));
+    out
+}
+
+/// Judged on each configuration's median: at 0.017 req/s an iteration may
+/// hold a single short request, and 300 s of loaded-idle power over one
+/// answer legitimately exceeds any per-token bound; the median over the
+/// iterations does not. The message names the iteration furthest out.
+fn energy_per_token(input: &CheckInput, t: &Thresholds) -> CheckResult {
+    let limit = t.max_energy_per_token_j;
+    let mut tally =
+        Tally::new(ENERGY_PER_TOKEN, Some(limit)).when_empty("no iteration generated tokens");
+    for c in input.configurations {
+        let median = c.energy_per_token_j.median;
+        // The configuration's iteration with the most energy per token.
+        let worst = input
+            .rows
+            .iter()
+            .zip(input.runs)
+            .filter(|(_, run)| {
+                run.model == c.model && run.scenario == c.scenario && run.lambda_qps == c.lambda_qps
+            })
+            .filter_map(|(row, run)| run.energy_per_token_j.map(|e| (row, e)))
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        let Some((row, _)) = worst else { continue };
+        // Zero or negative is as wrong as too much; rank it as far out.
+        let badness = if median > 0.0 { median } else { f64::INFINITY };
+        tally.observe(median, badness, !(median > 0.0 && median <= limit), || {
+            Location::of_row(row)
+        });
+    }
+    tally.finish(|v| format!("median {v:.3} J per generated token over the configuration's iterations (the iteration named has the most)"))
+}
+
+fn temperature(input: &CheckInput, t: &Thresholds) -> CheckResult {
+    let (lo, hi) = (t.min_temperature_c, t.max_temperature_c);
+    let mut tally = Tally::new(TEMPERATURE, Some(hi));
+    for r in input.rows.iter().filter(|r| r.temperature_c.n > 0) {
+        let s = &r.temperature_c;
+        // The sample furthest outside (or closest to leaving) the band.
+        let (figure, badness) = if hi - s.max <= s.min - lo {
+            (s.max, s.max - hi)
+        } else {
+            (s.min, lo - s.min)
+        };
+        tally.observe(figure, badness, s.min < lo || s.max > hi, || {
+            Location::of_row(r)
+        });
+    }
+    tally.finish(|v| format!("temperature sample of {v:.0} °C (allowed {lo:.0}–{hi:.0} °C)"))
+}

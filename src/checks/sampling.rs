@@ -1,0 +1,43 @@
+//! Sampling: the power trace covers the run, and server runs last as long
+//! as the harness config says they should.
+
+use super::{CheckInput, CheckResult, Location, Rule, Severity, Tally, Thresholds};
+use crate::bundle::harness::Scenario;
+
+pub const POWER_SAMPLES: Rule = Rule {
+    id: "sampling.power_samples",
+    severity: Severity::Hard,
+    rule: "the power trace holds at least the given share of measurement_duration / sampling period samples",
+    unit: "%",
+};
+pub const SERVER_DURATION: Rule = Rule {
+    id: "sampling.server_duration",
+    severity: Severity::Hard,
+    rule: "a server run's measurement_duration is at least the config's MAX_TEST_DURATION",
+    unit: "s",
+};
+pub const RULES: &[Rule] = &[POWER_SAMPLES, SERVER_DURATION];
+
+pub fn checks(input: &CheckInput, t: &Thresholds) -> Vec<CheckResult> {
+    vec![power_samples(input, t), server_duration(input, t)]
+}
+
+fn power_samples(input: &CheckInput, t: &Thresholds) -> CheckResult {
+    let mut tally = Tally::new(POWER_SAMPLES, Some(t.sample_coverage_pct));
+    for r in input.rows {
+        let expected = (r.duration_s / t.sample_period_s).floor().max(1.0);
+        let coverage = r.power_w.n as f64 / expected * 100.0;
+        tally.at_least(coverage, t.sample_coverage_pct, || Location::of_row(r));
+    }
+    tally.finish(|v| format!("power samples cover {v:.1} % of the run"))
+}
+
+fn server_duration(input: &CheckInput, t: &Thresholds) -> CheckResult {
+    let configured = input.manifest.harness_config().max_test_duration;
+    let limit = configured * t.server_duration_fraction;
+    let mut tally = Tally::new(SERVER_DURATION, Some(limit)).when_empty("no server runs");
+    for r in input.rows.iter().filter(|r| r.scenario == Scenario::Server) {
+        tally.at_least(r.duration_s, limit, || Location::of_row(r));
+    }
+    tally.finish(|v| format!("server run lasted {v:.1} s (MAX_TEST_DURATION {configured} s)"))
+}

@@ -1,0 +1,237 @@
+//! The maintainers' HTML pages: sign-in, the review queue with approve and
+//! reject forms, suspending submitters and revoking keys. Every form post
+//! checks the session's CSRF token.
+
+use std::collections::HashMap;
+
+use askama::Template;
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::Form;
+
+use super::admin_api::{parse_id, review_queue};
+use super::auth::{self, AdminSession};
+use super::error::ApiError;
+use super::pages::{render, PageError, VERSION};
+use super::AppState;
+use crate::moderation::{self, Decision, ModerationError};
+
+impl From<ModerationError> for PageError {
+    fn from(e: ModerationError) -> Self {
+        PageError(e.into())
+    }
+}
+
+#[derive(Template)]
+#[template(path = "admin_login.html")]
+struct LoginPage<'a> {
+    message: &'a str,
+    demo: bool,
+    version: &'static str,
+}
+
+fn login_page(status: StatusCode, message: &str) -> Response {
+    render(
+        status,
+        &LoginPage {
+            message,
+            demo: false,
+            version: VERSION,
+        },
+    )
+}
+
+struct Warning {
+    id: String,
+    outcome: &'static str,
+    message: String,
+}
+
+struct Item {
+    id: String,
+    submitter: String,
+    gpu: String,
+    run_name: String,
+    received: String,
+    demo: bool,
+    warnings: Vec<Warning>,
+}
+
+#[derive(Template)]
+#[template(path = "admin.html")]
+struct QueuePage {
+    maintainer: String,
+    csrf: String,
+    notice: String,
+    items: Vec<Item>,
+    demo: bool,
+    version: &'static str,
+}
+
+pub async fn admin_home(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    axum::extract::Query(q): axum::extract::Query<HashMap<String, String>>,
+) -> Result<Response, PageError> {
+    let Some(session) = AdminSession::from_headers(&headers, &s) else {
+        return Ok(login_page(StatusCode::OK, ""));
+    };
+    let items = review_queue(&s)
+        .await?
+        .into_iter()
+        .map(|i| Item {
+            id: i.submission_id.to_string(),
+            submitter: i.submitter,
+            gpu: i.gpu,
+            run_name: i.run_name,
+            received: i.received_at,
+            demo: i.demo,
+            warnings: i
+                .warnings
+                .into_iter()
+                .map(|w| Warning {
+                    outcome: w.outcome.as_str(),
+                    id: w.id,
+                    message: w.message,
+                })
+                .collect(),
+        })
+        .collect();
+    Ok(render(
+        StatusCode::OK,
+        &QueuePage {
+            maintainer: session.name,
+            csrf: session.csrf,
+            notice: q.get("done").cloned().unwrap_or_default(),
+            items,
+            demo: false,
+            version: VERSION,
+        },
+    ))
+}
+
+pub async fn login(State(s): State<AppState>, Form(f): Form<HashMap<String, String>>) -> Response {
+    let token = f.get("token").map(|t| t.trim()).unwrap_or_default();
+    if s.maintainers.is_empty() {
+        return login_page(
+            StatusCode::FORBIDDEN,
+            "Moderation is closed: this service has no maintainer tokens configured (--admin-token).",
+        );
+    }
+    if s.maintainers.who(token).is_none() {
+        return login_page(
+            StatusCode::UNAUTHORIZED,
+            "That token is not a maintainer token of this service.",
+        );
+    }
+    let secure = s.ingestor.config.public_url.starts_with("https://");
+    (
+        StatusCode::SEE_OTHER,
+        [
+            (header::SET_COOKIE, auth::session_cookie(token, secure)),
+            (header::LOCATION, "/admin".to_string()),
+        ],
+    )
+        .into_response()
+}
+
+/// The session behind a form post, with its CSRF token checked.
+fn form_session(
+    headers: &HeaderMap,
+    s: &AppState,
+    form: &HashMap<String, String>,
+) -> Result<AdminSession, PageError> {
+    let session = AdminSession::from_headers(headers, s).ok_or_else(|| {
+        ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "auth_required",
+            "sign in at /admin first",
+        )
+    })?;
+    let presented = form.get("csrf").map(String::as_str).unwrap_or_default();
+    if !session.csrf_ok(presented) {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "csrf",
+            "the form's CSRF token does not match this session; reload /admin and try again",
+        )
+        .into());
+    }
+    Ok(session)
+}
+
+fn field<'a>(form: &'a HashMap<String, String>, name: &str) -> &'a str {
+    form.get(name).map(String::as_str).unwrap_or_default()
+}
+
+fn back_to_admin(notice: &str) -> Response {
+    let q: String = notice
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    Redirect::to(&format!("/admin?done={q}")).into_response()
+}
+
+pub async fn logout(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Form(f): Form<HashMap<String, String>>,
+) -> Result<Response, PageError> {
+    form_session(&headers, &s, &f)?;
+    Ok((
+        StatusCode::SEE_OTHER,
+        [
+            (header::SET_COOKIE, auth::clear_cookie()),
+            (header::LOCATION, "/admin".to_string()),
+        ],
+    )
+        .into_response())
+}
+
+pub async fn decide(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Form(f): Form<HashMap<String, String>>,
+) -> Result<Response, PageError> {
+    let session = form_session(&headers, &s, &f)?;
+    let id = parse_id(&id)?;
+    let decision = Decision::parse(field(&f, "decision")).ok_or_else(|| {
+        ApiError::bad_request("bad_decision", "decision must be approve or reject")
+    })?;
+    let by = moderation::actor(&session.name, field(&f, "reason"))?;
+    moderation::decide(s.ingestor.store.as_ref(), id, decision, &by).await?;
+    Ok(Redirect::to(&format!("/submissions/{id}")).into_response())
+}
+
+pub async fn suspend(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Form(f): Form<HashMap<String, String>>,
+) -> Result<Response, PageError> {
+    let session = form_session(&headers, &s, &f)?;
+    let handle = field(&f, "handle").trim();
+    let by = moderation::actor(&session.name, field(&f, "reason"))?;
+    moderation::suspend(s.ingestor.store.as_ref(), handle, &by).await?;
+    Ok(back_to_admin(&format!("Suspended {handle}.")))
+}
+
+pub async fn revoke(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Form(f): Form<HashMap<String, String>>,
+) -> Result<Response, PageError> {
+    let session = form_session(&headers, &s, &f)?;
+    let fingerprint = field(&f, "fingerprint").trim();
+    let by = moderation::actor(&session.name, field(&f, "reason"))?;
+    let at = moderation::parse_time(field(&f, "effective_at"))?;
+    let rejected = moderation::revoke(s.ingestor.store.as_ref(), fingerprint, at, &by).await?;
+    Ok(back_to_admin(&format!(
+        "Revoked {fingerprint}; {} submission(s) received since then are now rejected.",
+        rejected.len()
+    )))
+}

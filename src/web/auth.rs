@@ -1,0 +1,197 @@
+//! Maintainer authentication. Tokens are random secrets; the service only
+//! ever holds their sha256 (configured as NAME:HEX). The API takes
+//! `Authorization: Bearer <token>`; the admin pages keep the token in an
+//! HttpOnly, SameSite=Strict cookie and every form carries a CSRF token
+//! derived from it, so another site can neither read nor forge a form post.
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::{header, HeaderMap, StatusCode};
+use rand_core::RngCore;
+use sha2::{Digest, Sha256};
+
+use super::error::ApiError;
+use super::AppState;
+
+pub const COOKIE: &str = "wattcounts_admin";
+const TOKEN_PREFIX: &str = "wct_";
+
+#[derive(Debug, Clone, Default)]
+pub struct Maintainers {
+    /// (name, sha256 of the token)
+    tokens: Vec<(String, [u8; 32])>,
+}
+
+impl Maintainers {
+    /// Reads `NAME:SHA256HEX` entries.
+    pub fn parse(specs: &[String]) -> anyhow::Result<Self> {
+        let mut tokens = Vec::new();
+        for spec in specs.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
+            let (name, hash) = spec.split_once(':').ok_or_else(|| {
+                anyhow::anyhow!(
+                    "admin token '{spec}' must be NAME:SHA256 (as printed by `wattcounts admin token`)"
+                )
+            })?;
+            let bytes = hex::decode(hash.trim())
+                .ok()
+                .and_then(|b| <[u8; 32]>::try_from(b).ok())
+                .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "admin token for '{name}': '{hash}' is not a sha256 in hex (64 characters)"
+                    )
+                })?;
+            if name.trim().is_empty() {
+                anyhow::bail!("admin token '{spec}' has an empty name");
+            }
+            tokens.push((name.trim().to_string(), bytes));
+        }
+        Ok(Maintainers { tokens })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tokens.is_empty()
+    }
+
+    /// The maintainer a token belongs to.
+    pub fn who(&self, token: &str) -> Option<&str> {
+        let h: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        self.tokens
+            .iter()
+            .find(|(_, known)| *known == h)
+            .map(|(n, _)| n.as_str())
+    }
+}
+
+/// A fresh token and the sha256 to configure for it.
+pub fn new_token() -> (String, String) {
+    let mut bytes = [0u8; 32];
+    rand_core::OsRng.fill_bytes(&mut bytes);
+    let token = format!("{TOKEN_PREFIX}{}", hex::encode(bytes));
+    let hash = hex::encode(Sha256::digest(token.as_bytes()));
+    (token, hash)
+}
+
+/// The CSRF token of an admin session: a keyed digest of its secret, so it
+/// is stable for the session and unguessable without the cookie.
+pub fn csrf_token(token: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(b"wattcounts-csrf\0");
+    h.update(token.as_bytes());
+    hex::encode(h.finalize())
+}
+
+pub fn csrf_ok(token: &str, presented: &str) -> bool {
+    let want = csrf_token(token);
+    // Constant time: compare every byte.
+    want.len() == presented.len()
+        && want
+            .bytes()
+            .zip(presented.bytes())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
+}
+
+pub fn cookie_value<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|kv| kv.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v)
+}
+
+/// A maintainer proven by a bearer token (API).
+pub struct Maintainer {
+    pub name: String,
+}
+
+impl FromRequestParts<AppState> for Maintainer {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, s: &AppState) -> Result<Self, ApiError> {
+        let unauthorized = |code, msg: &str| ApiError::new(StatusCode::UNAUTHORIZED, code, msg);
+        let Some(value) = parts.headers.get(header::AUTHORIZATION) else {
+            return Err(unauthorized(
+                "auth_required",
+                "this endpoint needs a maintainer token: Authorization: Bearer <token>",
+            ));
+        };
+        let token = value
+            .to_str()
+            .ok()
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim)
+            .ok_or_else(|| {
+                unauthorized("bad_auth_header", "expected Authorization: Bearer <token>")
+            })?;
+        match s.maintainers.who(token) {
+            Some(name) => Ok(Maintainer {
+                name: name.to_string(),
+            }),
+            None => Err(unauthorized(
+                "bad_token",
+                "the token is not a maintainer token of this service",
+            )),
+        }
+    }
+}
+
+/// A maintainer proven by the admin cookie (HTML), with the session's
+/// CSRF token for forms. Absent when not logged in.
+pub struct AdminSession {
+    pub name: String,
+    pub csrf: String,
+    token: String,
+}
+
+impl AdminSession {
+    pub fn from_headers(headers: &HeaderMap, s: &AppState) -> Option<Self> {
+        let token = cookie_value(headers, COOKIE)?;
+        let name = s.maintainers.who(token)?;
+        Some(AdminSession {
+            name: name.to_string(),
+            csrf: csrf_token(token),
+            token: token.to_string(),
+        })
+    }
+    pub fn csrf_ok(&self, presented: &str) -> bool {
+        csrf_ok(&self.token, presented)
+    }
+}
+
+/// Set-Cookie for a session; `Secure` when the service is served over https.
+pub fn session_cookie(token: &str, secure: bool) -> String {
+    format!(
+        "{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict; Max-Age=43200{}",
+        if secure { "; Secure" } else { "" }
+    )
+}
+
+pub fn clear_cookie() -> String {
+    format!("{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_round_trip_through_their_hash() {
+        let (token, hash) = new_token();
+        let m = Maintainers::parse(&[format!("alice:{hash}")]).unwrap();
+        assert_eq!(m.who(&token), Some("alice"));
+        assert_eq!(m.who("wct_other"), None);
+        assert!(Maintainers::parse(&["alice".into()]).is_err());
+        assert!(Maintainers::parse(&["alice:abcd".into()]).is_err());
+    }
+
+    #[test]
+    fn csrf_is_bound_to_the_session() {
+        let t = csrf_token("wct_a");
+        assert!(csrf_ok("wct_a", &t));
+        assert!(!csrf_ok("wct_b", &t));
+        assert!(!csrf_ok("wct_a", ""));
+    }
+}

@@ -1,0 +1,161 @@
+//! `/submissions/{id}`: what was submitted, every check with its figure and
+//! threshold, and the maintainers' decisions.
+
+use askama::Template;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+
+use super::admin_api::parse_id;
+use super::error::ApiError;
+use super::pages::{render, PageError, VERSION};
+use super::AppState;
+use crate::checks::{fmt_figure, CheckResult};
+use crate::store::ModerationEvent;
+
+struct CheckRow {
+    id: String,
+    severity: &'static str,
+    outcome: &'static str,
+    figure: String,
+    threshold: String,
+    message: String,
+}
+
+impl From<&CheckResult> for CheckRow {
+    fn from(c: &CheckResult) -> Self {
+        let show = |v: Option<f64>| v.map_or("–".to_string(), |x| fmt_figure(x, &c.unit));
+        CheckRow {
+            id: c.id.clone(),
+            severity: match c.severity {
+                crate::checks::Severity::Hard => "hard",
+                crate::checks::Severity::Soft => "soft",
+            },
+            outcome: c.outcome.as_str(),
+            figure: show(c.figure),
+            threshold: show(c.threshold),
+            message: c.message.clone(),
+        }
+    }
+}
+
+struct EventRow {
+    at: String,
+    actor: String,
+    action: String,
+    change: String,
+    reason: String,
+}
+
+impl From<&ModerationEvent> for EventRow {
+    fn from(e: &ModerationEvent) -> Self {
+        EventRow {
+            at: e.at.clone(),
+            actor: e.actor.clone(),
+            action: e.action.replace('_', " "),
+            change: match (e.from_status, e.to_status) {
+                (Some(a), Some(b)) => format!("{a} → {b}"),
+                _ => "–".into(),
+            },
+            reason: e.reason.clone(),
+        }
+    }
+}
+
+struct ConfigRow {
+    model: String,
+    scenario: String,
+    n: u32,
+    ept: String,
+    cv: String,
+    power: String,
+}
+
+#[derive(Template)]
+#[template(path = "submission.html")]
+struct SubmissionPage {
+    id: String,
+    status: &'static str,
+    status_label: &'static str,
+    submitter: String,
+    received: String,
+    gpu: String,
+    run_name: String,
+    sha256: String,
+    bundle_bytes: u64,
+    json_link: String,
+    models: u64,
+    configurations_count: u64,
+    iterations: u64,
+    power_samples: u64,
+    passed: usize,
+    warned: usize,
+    failed: usize,
+    skipped: usize,
+    checks: Vec<CheckRow>,
+    moderation: Vec<EventRow>,
+    configurations: Vec<ConfigRow>,
+    demo: bool,
+    version: &'static str,
+}
+
+pub async fn submission_page(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, PageError> {
+    let id = parse_id(&id)?;
+    let r = s
+        .ingestor
+        .receipt(id)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("no submission {id}")))?;
+    let count = |o: crate::checks::Outcome| r.checks.iter().filter(|c| c.outcome == o).count();
+    use crate::checks::{Outcome, Status};
+    let page = SubmissionPage {
+        id: id.to_string(),
+        status: r.status.as_str(),
+        status_label: match r.status {
+            Status::Accepted => "accepted",
+            Status::NeedsReview => "needs review (hidden from the default leaderboard)",
+            Status::Rejected => "rejected (not published)",
+        },
+        submitter: r.submitter.clone(),
+        received: r.received_at.clone(),
+        gpu: match &r.gpu.id {
+            Some(g) => format!("{} ({g})", r.gpu.name),
+            None => r.gpu.name.clone(),
+        },
+        run_name: r.run_name.clone(),
+        sha256: r.bundle_sha256.clone(),
+        bundle_bytes: r.bundle_bytes,
+        json_link: r.links.this.clone(),
+        models: r.counts.models,
+        configurations_count: r.counts.configurations,
+        iterations: r.counts.iterations,
+        power_samples: r.counts.power_samples,
+        passed: count(Outcome::Pass),
+        warned: count(Outcome::Warn),
+        failed: count(Outcome::Fail),
+        skipped: count(Outcome::Skip),
+        checks: r.checks.iter().map(CheckRow::from).collect(),
+        moderation: r.moderation.iter().map(EventRow::from).collect(),
+        configurations: r
+            .configurations
+            .iter()
+            .map(|c| ConfigRow {
+                model: c.model.clone(),
+                scenario: match c.lambda_qps {
+                    Some(l) => format!("server @ {l} req/s"),
+                    None => c.scenario.as_str().to_string(),
+                },
+                n: c.iterations,
+                ept: format!("{:.4}", c.energy_per_token_j.median),
+                cv: format!("{:.1} %", c.energy_per_token_j.cv * 100.0),
+                power: format!("{:.0}", c.power_mean_w.median),
+            })
+            .collect(),
+        demo: r.demo,
+        version: VERSION,
+    };
+    Ok(render(StatusCode::OK, &page))
+}

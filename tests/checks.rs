@@ -1,0 +1,355 @@
+//! Reproducibility and plausibility checks (issue #3): one fixture fault per
+//! check, each asserting the status, the check id, the figure, the threshold
+//! and where the message points; a clean run passes every check.
+
+mod common;
+
+use axum::http::StatusCode;
+use common::*;
+use serde_json::Value;
+use wattcounts::synth::Fault;
+
+/// Submits a one-model L4 run with `fault` and returns the receipt.
+async fn receipt_for(fault: Fault) -> Value {
+    let app = TestApp::new().await;
+    let key = app.register("alice").await;
+    let gz = bundle_of(&fault_run(fault, 42), "alice", &key);
+    let (status, body) = app.submit(&gz, &sign(&key, &gz)).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    body
+}
+
+fn check<'a>(receipt: &'a Value, id: &str) -> &'a Value {
+    receipt["checks"]
+        .as_array()
+        .expect("receipt lists checks")
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap_or_else(|| panic!("no check {id} in {:#}", receipt["checks"]))
+}
+
+fn figure(c: &Value) -> f64 {
+    c["figure"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no figure in {c:#}"))
+}
+
+/// The common assertions: status, outcome, threshold, and a message that
+/// names the results file and the iteration where there is one.
+fn assert_verdict(r: &Value, id: &str, status: &str, outcome: &str) -> Value {
+    let c = check(r, id).clone();
+    assert_eq!(r["status"], status, "status; checks: {:#}", r["checks"]);
+    assert_eq!(c["outcome"], outcome, "{c:#}");
+    assert!(c["failing"].as_u64().unwrap() >= 1, "{c:#}");
+    c
+}
+
+fn assert_names_iteration(c: &Value, file_suffix: &str, iteration: u64) {
+    let msg = c["message"].as_str().unwrap();
+    assert!(msg.contains(file_suffix), "message names the file: {msg}");
+    assert!(
+        msg.contains(&format!("iteration {iteration}")),
+        "message names the iteration: {msg}"
+    );
+    assert_eq!(c["location"]["iteration"], iteration, "{c:#}");
+    assert!(c["location"]["file"]
+        .as_str()
+        .unwrap()
+        .ends_with(file_suffix));
+}
+
+const BATCH: &str = "llm_batch_optimized_results.csv";
+const SERVER: &str = "llm_server_optimized_results.csv";
+
+#[tokio::test]
+async fn clean_run_passes_every_check() {
+    let r = receipt_for(Fault::None).await;
+    assert_eq!(r["status"], "accepted", "{:#}", r["checks"]);
+    let checks = r["checks"].as_array().unwrap();
+    let ids: Vec<&str> = checks.iter().map(|c| c["id"].as_str().unwrap()).collect();
+    let rules = wattcounts::checks::rules();
+    assert_eq!(
+        ids,
+        rules.iter().map(|r| r.id).collect::<Vec<_>>(),
+        "every rule reports, in order"
+    );
+    for c in checks {
+        // Consistency has no peers yet; everything else has data to judge.
+        if c["id"] == "consistency.robust_z" {
+            assert_eq!(c["outcome"], "skip", "{c:#}");
+        } else {
+            assert_eq!(c["outcome"], "pass", "{c:#}");
+        }
+    }
+    // Passing checks still report their worst figure against the threshold.
+    let energy = check(&r, "arithmetic.gpu_energy");
+    assert!(figure(energy) < 0.1, "{energy:#}");
+    assert_eq!(energy["threshold"], 2.0);
+}
+
+#[tokio::test]
+async fn gpu_energy_off_by_five_percent_is_rejected() {
+    let r = receipt_for(Fault::GpuEnergyMismatch).await;
+    let c = assert_verdict(&r, "arithmetic.gpu_energy", "rejected", "fail");
+    assert!((figure(&c) - 5.0).abs() < 0.05, "{c:#}");
+    assert_eq!(c["threshold"], 2.0);
+    assert_names_iteration(&c, BATCH, 1);
+    assert_eq!(c["location"]["row"], 3);
+}
+
+#[tokio::test]
+async fn token_totals_that_disagree_are_rejected() {
+    let r = receipt_for(Fault::TokenTotalMismatch).await;
+    let c = assert_verdict(&r, "arithmetic.token_totals", "rejected", "fail");
+    assert_eq!(figure(&c), 7.0);
+    assert_names_iteration(&c, BATCH, 1);
+}
+
+#[tokio::test]
+async fn query_counts_that_disagree_are_rejected() {
+    let r = receipt_for(Fault::QueryCountMismatch).await;
+    let c = assert_verdict(&r, "arithmetic.query_counts", "rejected", "fail");
+    assert_eq!(figure(&c), 1.0);
+    assert_names_iteration(&c, BATCH, 1);
+}
+
+#[tokio::test]
+async fn sparse_power_trace_is_rejected() {
+    let r = receipt_for(Fault::SparsePowerSamples).await;
+    let c = assert_verdict(&r, "sampling.power_samples", "rejected", "fail");
+    assert!((45.0..55.0).contains(&figure(&c)), "{c:#}");
+    assert_eq!(c["threshold"], 75.0);
+    assert_names_iteration(&c, BATCH, 1);
+}
+
+#[tokio::test]
+async fn server_run_shorter_than_configured_is_rejected() {
+    let r = receipt_for(Fault::ShortServerRun).await;
+    let c = assert_verdict(&r, "sampling.server_duration", "rejected", "fail");
+    assert_eq!(figure(&c), 10.0);
+    assert_eq!(c["threshold"], 20.0);
+    assert_names_iteration(&c, SERVER, 1);
+}
+
+#[tokio::test]
+async fn mean_power_above_tdp_is_rejected() {
+    let r = receipt_for(Fault::PowerOverTdp).await;
+    let c = assert_verdict(&r, "physics.mean_power", "rejected", "fail");
+    // L4: TDP 72 W; the trace sits at 1.25 × TDP, the limit is 1.1 × TDP.
+    assert!((figure(&c) - 90.0).abs() < 0.01, "{c:#}");
+    assert!((c["threshold"].as_f64().unwrap() - 79.2).abs() < 1e-9);
+    assert_names_iteration(&c, BATCH, 1);
+}
+
+#[tokio::test]
+async fn power_spike_is_rejected() {
+    let r = receipt_for(Fault::PowerSpike).await;
+    let c = assert_verdict(&r, "physics.peak_power", "rejected", "fail");
+    assert_eq!(figure(&c), 144.0);
+    assert!((c["threshold"].as_f64().unwrap() - 122.4).abs() < 1e-9);
+    assert_names_iteration(&c, BATCH, 1);
+}
+
+#[tokio::test]
+async fn power_below_idle_is_rejected() {
+    let r = receipt_for(Fault::PowerBelowIdle).await;
+    let c = assert_verdict(&r, "physics.idle_floor", "rejected", "fail");
+    assert!((figure(&c) - 7.2).abs() < 0.01, "{c:#}");
+    assert_eq!(c["threshold"], 12.0);
+    assert_names_iteration(&c, BATCH, 1);
+}
+
+#[tokio::test]
+async fn energy_per_token_beyond_100_joules_is_rejected() {
+    let r = receipt_for(Fault::OneTokenRun).await;
+    let c = assert_verdict(&r, "physics.energy_per_token", "rejected", "fail");
+    assert!(figure(&c) > 100.0, "{c:#}");
+    assert_eq!(c["threshold"], 100.0);
+    // The configuration's median is judged; the message names its worst iteration.
+    let worst = c["location"]["iteration"].as_u64().unwrap();
+    assert_names_iteration(&c, SERVER, worst);
+    assert_eq!(c["location"]["lambda_qps"], 0.5);
+}
+
+#[tokio::test]
+async fn overheated_gpu_is_rejected() {
+    let r = receipt_for(Fault::Overheated).await;
+    let c = assert_verdict(&r, "physics.temperature", "rejected", "fail");
+    assert_eq!(figure(&c), 101.0);
+    assert_eq!(c["threshold"], 95.0);
+    assert_names_iteration(&c, BATCH, 1);
+}
+
+#[tokio::test]
+async fn unknown_gpu_is_rejected_with_the_known_ones_listed() {
+    let r = receipt_for(Fault::UnknownGpu).await;
+    let c = assert_verdict(&r, "identity.gpu_catalogue", "rejected", "fail");
+    let msg = c["message"].as_str().unwrap();
+    assert!(msg.contains("NVIDIA B300 Ultra Prototype"), "{msg}");
+    assert!(
+        msg.contains("NVIDIA L4") && msg.contains("NVIDIA H100 PCIe"),
+        "{msg}"
+    );
+    assert!(msg.contains("propose"), "{msg}");
+    // Without a TDP the power limits cannot be judged.
+    assert_eq!(check(&r, "physics.mean_power")["outcome"], "skip");
+}
+
+#[tokio::test]
+async fn manifest_gpu_differing_from_nvidia_smi_is_rejected() {
+    let app = TestApp::new().await;
+    let key = app.register("alice").await;
+    let run = fault_run(Fault::None, 42);
+    let mut m =
+        wattcounts::pack::build_manifest(&run_pack_input(&run, run.files.clone(), "alice", &key))
+            .unwrap();
+    m.system.gpu.name = "NVIDIA H100 PCIe".into();
+    let gz = archive(&serde_json::to_vec(&m).unwrap(), &run.files);
+    let (status, r) = app.submit(&gz, &sign(&key, &gz)).await;
+    assert_eq!(status, StatusCode::CREATED, "{r}");
+    let c = assert_verdict(&r, "identity.gpu_name", "rejected", "fail");
+    let msg = c["message"].as_str().unwrap();
+    assert!(
+        msg.contains("'NVIDIA L4'") && msg.contains("'NVIDIA H100 PCIe'"),
+        "{msg}"
+    );
+    assert_eq!(c["location"]["file"], "system_info.txt");
+}
+
+#[tokio::test]
+async fn undeclared_lower_power_limit_needs_review() {
+    let r = receipt_for(Fault::LoweredPowerLimit).await;
+    let c = assert_verdict(&r, "identity.power_limit", "needs_review", "warn");
+    assert!((figure(&c) - 50.4).abs() < 0.01, "{c:#}");
+    assert_eq!(c["threshold"], 72.0);
+    assert!(c["message"]
+        .as_str()
+        .unwrap()
+        .contains("--declare-power-limit"));
+}
+
+#[tokio::test]
+async fn unknown_model_needs_review() {
+    let r = receipt_for(Fault::UnknownModel).await;
+    let c = assert_verdict(&r, "identity.model_catalogue", "needs_review", "warn");
+    assert!(
+        c["message"]
+            .as_str()
+            .unwrap()
+            .contains("example-org/Custom-LM-1B"),
+        "{c:#}"
+    );
+    assert_eq!(c["location"]["model"], "example-org/Custom-LM-1B");
+}
+
+#[tokio::test]
+async fn sampling_with_temperature_is_rejected() {
+    let r = receipt_for(Fault::NonGreedySampling).await;
+    let c = assert_verdict(&r, "method.sampling_params", "rejected", "fail");
+    assert!(
+        c["message"].as_str().unwrap().contains("temperature=0.7"),
+        "{c:#}"
+    );
+    assert_names_iteration(&c, BATCH, 0);
+}
+
+#[tokio::test]
+async fn sampling_without_seed_is_rejected() {
+    let r = receipt_for(Fault::UnseededSampling).await;
+    let c = assert_verdict(&r, "method.sampling_params", "rejected", "fail");
+    assert!(
+        c["message"].as_str().unwrap().contains("seed=None"),
+        "{c:#}"
+    );
+}
+
+#[tokio::test]
+async fn two_iterations_are_rejected() {
+    let r = receipt_for(Fault::TooFewIterations).await;
+    let c = assert_verdict(&r, "method.iterations_minimum", "rejected", "fail");
+    assert_eq!(figure(&c), 2.0);
+    assert_eq!(c["threshold"], 3.0);
+    assert!(c["message"].as_str().unwrap().contains(BATCH), "{c:#}");
+}
+
+#[tokio::test]
+async fn fewer_iterations_than_configured_need_review() {
+    let r = receipt_for(Fault::FewerIterationsThanConfigured).await;
+    let c = assert_verdict(&r, "method.iterations_configured", "needs_review", "warn");
+    assert_eq!(figure(&c), 3.0);
+    assert_eq!(c["threshold"], 5.0);
+}
+
+#[tokio::test]
+async fn warm_start_needs_review() {
+    let r = receipt_for(Fault::WarmStart).await;
+    let c = assert_verdict(&r, "method.start_temperature", "needs_review", "warn");
+    assert_eq!(figure(&c), 72.0);
+    assert_eq!(c["threshold"], 65.0);
+    assert_names_iteration(&c, BATCH, 1);
+}
+
+#[tokio::test]
+async fn unrepeatable_batch_energy_needs_review() {
+    let r = receipt_for(Fault::UnrepeatableBatch).await;
+    let c = assert_verdict(&r, "repeatability.batch_energy_cv", "needs_review", "warn");
+    assert!(figure(&c) > 10.0, "{c:#}");
+    assert_eq!(c["threshold"], 5.0);
+    assert_eq!(c["location"]["scenario"], "batch");
+}
+
+#[tokio::test]
+async fn unrepeatable_server_power_needs_review() {
+    let r = receipt_for(Fault::UnrepeatableServer).await;
+    let c = assert_verdict(&r, "repeatability.server_power_cv", "needs_review", "warn");
+    assert!(figure(&c) > 10.0, "{c:#}");
+    assert_eq!(c["threshold"], 10.0);
+    assert_eq!(c["location"]["scenario"], "server");
+}
+
+#[tokio::test]
+async fn arrival_burst_needs_review() {
+    let r = receipt_for(Fault::ArrivalBurst).await;
+    let c = assert_verdict(&r, "arrivals.poisson", "needs_review", "warn");
+    assert!(figure(&c) > 4.0, "{c:#}");
+    assert_eq!(c["threshold"], 4.0);
+    assert_names_iteration(&c, SERVER, 0);
+}
+
+#[tokio::test]
+async fn outlier_against_accepted_peers_needs_review() {
+    let app = TestApp::new().await;
+    let key = app.register("alice").await;
+    // Three clean runs of the same GPU and model (other seeds) are accepted...
+    for seed in [1, 2, 3] {
+        let gz = bundle_of(&fault_run(Fault::None, seed), "alice", &key);
+        let (status, r) = app.submit(&gz, &sign(&key, &gz)).await;
+        assert_eq!(status, StatusCode::CREATED);
+        assert_eq!(r["status"], "accepted", "{:#}", r["checks"]);
+    }
+    // ...then one at half the power is far from them.
+    let gz = bundle_of(&fault_run(Fault::HalfPower, 4), "alice", &key);
+    let (_, r) = app.submit(&gz, &sign(&key, &gz)).await;
+    let c = assert_verdict(&r, "consistency.robust_z", "needs_review", "warn");
+    assert!(figure(&c) < -3.5, "{c:#}");
+    assert_eq!(c["threshold"], 3.5);
+    assert!(c["message"]
+        .as_str()
+        .unwrap()
+        .contains("Qwen/Qwen2.5-0.5B-Instruct"));
+}
+
+#[tokio::test]
+async fn rejected_bundles_stay_off_the_leaderboard() {
+    let app = TestApp::new().await;
+    let key = app.register("alice").await;
+    let gz = bundle_of(&fault_run(Fault::Overheated, 42), "alice", &key);
+    let (_, r) = app.submit(&gz, &sign(&key, &gz)).await;
+    assert_eq!(r["status"], "rejected");
+    let (_, board) = app.get("/api/v1/leaderboard?include_review=true").await;
+    assert_eq!(board["total"], 0, "{board}");
+    // The same bytes again answer with the same verdict.
+    let (status, again) = app.submit(&gz, &sign(&key, &gz)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(again, r);
+}
