@@ -3,6 +3,7 @@
 
 pub mod admin;
 pub mod client;
+pub mod db;
 pub mod demo;
 pub mod keys;
 pub mod pack_cmd;
@@ -54,6 +55,9 @@ pub enum Command {
     Admin(admin::AdminCommand),
     /// List the checks every bundle goes through, with their thresholds.
     Checks(admin::ChecksArgs),
+    /// Database tools (moving from SQLite to PostgreSQL).
+    #[command(subcommand)]
+    Db(db::DbCommand),
 }
 
 /// Exit codes of `submit`: 0 stored (accepted or needs_review), 1 rejected,
@@ -84,6 +88,7 @@ pub fn main() -> ExitCode {
             Command::Demo(d) => demo::run(d).await.map(|_| ExitCode::SUCCESS),
             Command::Admin(c) => admin::run(c).map(|_| ExitCode::SUCCESS),
             Command::Checks(a) => admin::list(&a).map(|_| ExitCode::SUCCESS),
+            Command::Db(c) => db::run(c).await.map(|_| ExitCode::SUCCESS),
         }
     });
     match result {

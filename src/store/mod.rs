@@ -2,6 +2,9 @@
 //! bundles. Nothing here knows HTTP.
 
 pub mod blobs;
+pub mod copy;
+pub mod postgres;
+mod sql;
 pub mod sqlite;
 
 use async_trait::async_trait;
@@ -217,13 +220,17 @@ pub fn parse_ts(s: &str) -> Result<DateTime<Utc>, StoreError> {
         .map_err(|e| StoreError::Other(anyhow::anyhow!("bad stored timestamp {s}: {e}")))
 }
 
-/// Opens the store named by a database URL (`sqlite:` paths for now).
+/// Opens the store named by a database URL (`sqlite:PATH` or `postgres://…`).
 pub async fn open(url: &str) -> anyhow::Result<std::sync::Arc<dyn Store>> {
     if url.starts_with("sqlite:") {
         Ok(std::sync::Arc::new(sqlite::SqliteStore::open(url).await?))
     } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
-        anyhow::bail!("PostgreSQL support is not built yet; use a sqlite: URL")
+        Ok(std::sync::Arc::new(
+            postgres::PgStore::open(url, None).await?,
+        ))
     } else {
-        anyhow::bail!("unsupported database URL '{url}': expected sqlite:PATH")
+        anyhow::bail!(
+            "unsupported database URL '{url}': expected sqlite:PATH or postgres://USER@HOST/DB"
+        )
     }
 }

@@ -26,6 +26,24 @@ use wattcounts::web::auth::Maintainers;
 use wattcounts::web::{self, AppState};
 
 pub const AUDIENCE: &str = "https://wattcounts.test";
+/// WATTCOUNTS_TEST_PG_URL, or None after saying why the test is skipped.
+pub fn pg_url() -> Option<String> {
+    match std::env::var("WATTCOUNTS_TEST_PG_URL") {
+        Ok(u) if !u.trim().is_empty() => Some(u),
+        _ => {
+            eprintln!(
+                "skipped: WATTCOUNTS_TEST_PG_URL is not set (CI sets it to a real PostgreSQL)"
+            );
+            None
+        }
+    }
+}
+
+/// A fresh schema name, so every PostgreSQL test has its own tables.
+pub fn pg_schema() -> String {
+    format!("t_{}", uuid::Uuid::new_v4().simple())
+}
+
 /// The maintainer token every TestApp accepts (configured by its sha256).
 pub const ADMIN_TOKEN: &str = "wct_test-maintainer-token";
 
@@ -45,6 +63,22 @@ impl TestApp {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("sqlite:{}", dir.path().join("test.db").display());
         let store = wattcounts::store::open(&url).await.unwrap();
+        Self::with_store(store, dir, max_body_bytes)
+    }
+
+    /// A TestApp on PostgreSQL, in a fresh schema of its own; None (with the
+    /// reason printed) when WATTCOUNTS_TEST_PG_URL is not set.
+    pub async fn postgres() -> Option<Self> {
+        let url = pg_url()?;
+        let schema = pg_schema();
+        let store = wattcounts::store::postgres::PgStore::open(&url, Some(&schema))
+            .await
+            .unwrap_or_else(|e| panic!("PostgreSQL at {url}: {e:#}"));
+        let dir = tempfile::tempdir().unwrap();
+        Some(Self::with_store(Arc::new(store), dir, 256 << 20))
+    }
+
+    pub fn with_store(store: Arc<dyn Store>, dir: tempfile::TempDir, max_body_bytes: u64) -> Self {
         let blobs = BlobStore::new(dir.path().join("blobs")).unwrap();
         let ingestor = Ingestor::new(
             store.clone(),

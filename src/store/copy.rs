@@ -1,0 +1,206 @@
+//! Moving a SQLite deployment to PostgreSQL: every table, ids kept, in one
+//! PostgreSQL transaction, into a database that holds no submissions yet.
+//! Raw bundles stay where they are (the blob store is a folder; point the
+//! new instances' --data-dir at it).
+
+use sqlx::{PgPool, Row, SqlitePool};
+
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Int,
+    Real,
+    Text,
+    Bool,
+}
+use Kind::*;
+
+/// Tables in foreign-key order, with their columns.
+const TABLES: &[(&str, &[(&str, Kind)])] = &[
+    (
+        "submitters",
+        &[
+            ("id", Int),
+            ("handle", Text),
+            ("handle_lower", Text),
+            ("display_name", Text),
+            ("created_at", Text),
+            ("suspended_at", Text),
+        ],
+    ),
+    (
+        "keys",
+        &[
+            ("id", Int),
+            ("submitter_id", Int),
+            ("fingerprint", Text),
+            ("algorithm", Text),
+            ("public_key", Text),
+            ("created_at", Text),
+            ("revoked_at", Text),
+        ],
+    ),
+    (
+        "submissions",
+        &[
+            ("id", Text),
+            ("bundle_sha256", Text),
+            ("submitter_id", Int),
+            ("key_id", Int),
+            ("status", Text),
+            ("received_at", Text),
+            ("gpu_name", Text),
+            ("gpu_id", Text),
+            ("run_name", Text),
+            ("is_demo", Bool),
+            ("bundle_bytes", Int),
+            ("blob_path", Text),
+            ("signature", Text),
+            ("manifest", Text),
+        ],
+    ),
+    (
+        "runs",
+        &[
+            ("id", Int),
+            ("submission_id", Text),
+            ("model", Text),
+            ("scenario", Text),
+            ("lambda_qps", Real),
+            ("iteration", Int),
+            ("started_at", Text),
+            ("duration_s", Real),
+            ("requests_ok", Int),
+            ("requests_failed", Int),
+            ("prompt_tokens", Int),
+            ("generation_tokens", Int),
+            ("gpu_energy_j", Real),
+            ("reported_gpu_energy_j", Real),
+            ("cpu_energy_j", Real),
+            ("dram_energy_j", Real),
+            ("power_mean_w", Real),
+            ("power_max_w", Real),
+            ("power_min_w", Real),
+            ("power_samples", Int),
+            ("temp_first_c", Real),
+            ("temp_max_c", Real),
+            ("energy_per_token_j", Real),
+            ("energy_per_request_j", Real),
+            ("throughput_tok_s", Real),
+            ("itl_s", Real),
+            ("ttft_p50_s", Real),
+            ("ttft_p90_s", Real),
+            ("e2e_p50_s", Real),
+            ("e2e_p90_s", Real),
+        ],
+    ),
+    (
+        "configurations",
+        &[
+            ("id", Int),
+            ("submission_id", Text),
+            ("position", Int),
+            ("model", Text),
+            ("scenario", Text),
+            ("lambda_qps", Real),
+            ("iterations", Int),
+            ("ept_median_j", Real),
+            ("ept_cv", Real),
+            ("throughput_median", Real),
+            ("power_mean_median_w", Real),
+            ("metrics", Text),
+        ],
+    ),
+    (
+        "check_results",
+        &[
+            ("id", Int),
+            ("submission_id", Text),
+            ("position", Int),
+            ("check_id", Text),
+            ("outcome", Text),
+            ("result", Text),
+        ],
+    ),
+    (
+        "moderation_events",
+        &[
+            ("id", Int),
+            ("created_at", Text),
+            ("actor", Text),
+            ("action", Text),
+            ("submission_id", Text),
+            ("submitter_handle", Text),
+            ("key_fingerprint", Text),
+            ("from_status", Text),
+            ("to_status", Text),
+            ("effective_at", Text),
+            ("reason", Text),
+        ],
+    ),
+];
+
+/// Rows copied per table, in copy order.
+pub type CopyReport = Vec<(&'static str, u64)>;
+
+/// Copies everything; `progress` hears each table's row count as it is done.
+pub async fn sqlite_to_postgres(
+    from: &SqlitePool,
+    to: &PgPool,
+    mut progress: impl FnMut(&str, u64),
+) -> anyhow::Result<CopyReport> {
+    let existing: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM submitters")
+        .fetch_one(to)
+        .await?;
+    if existing > 0 {
+        anyhow::bail!(
+            "the PostgreSQL database already holds {existing} submitter(s); copy into an empty one"
+        );
+    }
+    let mut tx = to.begin().await?;
+    let mut report = Vec::new();
+    for (table, columns) in TABLES {
+        let names: Vec<&str> = columns.iter().map(|c| c.0).collect();
+        let rows = sqlx::query(&format!(
+            "SELECT {} FROM {table} ORDER BY 1",
+            names.join(", ")
+        ))
+        .fetch_all(from)
+        .await?;
+        let params: Vec<String> = (1..=columns.len()).map(|i| format!("${i}")).collect();
+        // Identity columns are GENERATED ALWAYS: keep the old ids anyway.
+        let overriding = if columns[0] == ("id", Int) {
+            "OVERRIDING SYSTEM VALUE"
+        } else {
+            ""
+        };
+        let insert = format!(
+            "INSERT INTO {table} ({}) {overriding} VALUES ({})",
+            names.join(", "),
+            params.join(", ")
+        );
+        for r in &rows {
+            let mut q = sqlx::query(&insert);
+            for (i, (_, kind)) in columns.iter().enumerate() {
+                q = match kind {
+                    Int => q.bind(r.try_get::<Option<i64>, _>(i)?),
+                    Real => q.bind(r.try_get::<Option<f64>, _>(i)?),
+                    Text => q.bind(r.try_get::<Option<String>, _>(i)?),
+                    Bool => q.bind(r.try_get::<Option<bool>, _>(i)?),
+                };
+            }
+            q.execute(&mut *tx).await?;
+        }
+        if !overriding.is_empty() {
+            // New rows continue after the copied ids.
+            sqlx::query(&format!(
+                "SELECT setval(pg_get_serial_sequence('{table}', 'id'), COALESCE((SELECT MAX(id) FROM {table}), 0) + 1, false)"
+            ))
+            .execute(&mut *tx)
+            .await?;
+        }
+        progress(table, rows.len() as u64);
+        report.push((*table, rows.len() as u64));
+    }
+    tx.commit().await?;
+    Ok(report)
+}

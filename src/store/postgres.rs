@@ -1,0 +1,78 @@
+//! PostgreSQL backend, for several service instances on one database. No
+//! in-process write lock: unique constraints decide races between
+//! instances, and row locks (`FOR UPDATE`) guard status changes. Short
+//! acquire and statement timeouts make a missing database a quick 503
+//! rather than a hang; the pool reconnects by itself when it is back.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::Row;
+use uuid::Uuid;
+
+use super::sql::{
+    db_err, json_err, opt_ts, sql_store, status_of, unique_violation, EventRow, SUBMISSION_SELECT,
+};
+use super::{
+    parse_ts, ts, Actor, DatasetCounts, Decided, InsertOutcome, KeyRecord, ModerationEvent,
+    NewSubmission, NewSubmitter, Status, StoreError, SubmissionRecord, TableCounts,
+};
+use crate::bundle::harness::Scenario;
+use crate::checks::{CheckResult, PeerMedian};
+use crate::metrics::ConfigurationMetrics;
+
+pub struct PgStore {
+    pool: PgPool,
+}
+
+impl PgStore {
+    /// Connects and migrates. `schema`, when given, is created if needed and
+    /// used for everything (tests give each case its own).
+    pub async fn open(url: &str, schema: Option<&str>) -> anyhow::Result<Self> {
+        let mut opts = PgConnectOptions::from_str(url)?
+            // Nothing waits on a dead or stuck database for long.
+            .options([("statement_timeout", "15s"), ("lock_timeout", "5s")]);
+        if let Some(s) = schema {
+            let admin = PgPoolOptions::new()
+                .max_connections(1)
+                .acquire_timeout(Duration::from_secs(5))
+                .connect_with(opts.clone())
+                .await?;
+            sqlx::query(&format!("CREATE SCHEMA IF NOT EXISTS \"{s}\""))
+                .execute(&admin)
+                .await?;
+            admin.close().await;
+            opts = opts.options([("search_path", s)]);
+        }
+        let pool = PgPoolOptions::new()
+            .max_connections(16)
+            .min_connections(1)
+            // A request waits at most this long for a connection before the
+            // service answers 503.
+            .acquire_timeout(Duration::from_millis(1500))
+            .test_before_acquire(true)
+            .connect_with(opts)
+            .await?;
+        // Instances starting together take turns: sqlx holds an advisory
+        // lock while it migrates.
+        sqlx::migrate!("./migrations/postgres").run(&pool).await?;
+        Ok(PgStore { pool })
+    }
+
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    async fn write_lock(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+        None
+    }
+}
+
+sql_store!(
+    PgStore,
+    "postgres",
+    sqlx::postgres::PgRow,
+    sqlx::PgConnection
+);

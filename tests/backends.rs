@@ -1,0 +1,361 @@
+//! The behaviour suite both backends must pass: every case runs on SQLite,
+//! and on PostgreSQL when WATTCOUNTS_TEST_PG_URL is set (each case in a
+//! schema of its own). Together the cases touch every `Store` method.
+
+mod common;
+
+use std::sync::Arc;
+
+use axum::http::StatusCode;
+use common::*;
+use serde_json::{json, Value};
+use wattcounts::synth::Fault;
+
+/// Instantiates each case once per backend.
+macro_rules! on_both_backends {
+    ($($case:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $case() {
+                    super::$case(super::TestApp::new().await).await
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $case() {
+                    if let Some(app) = super::TestApp::postgres().await {
+                        super::$case(app).await
+                    }
+                }
+            )*
+        }
+    };
+}
+
+on_both_backends!(
+    submit_replay_and_read_back,
+    bad_bundle_stores_nothing,
+    reused_submission_id_is_a_conflict,
+    taken_handle_and_key_are_conflicts,
+    review_and_decision_are_recorded,
+    key_revocation_from_a_time,
+    suspension_blocks_new_bundles,
+    leaderboard_counts_and_latest,
+    consistency_compares_with_stored_peers,
+    parallel_distinct_submissions_all_land,
+    one_bundle_sent_concurrently_is_stored_once,
+);
+
+async fn submit_replay_and_read_back(app: TestApp) {
+    let key = app.register("alice").await;
+    let gz = bundle("alice", &key);
+    let sig = sign(&key, &gz);
+    let (status, receipt) = app.submit(&gz, &sig).await;
+    assert_eq!(status, StatusCode::CREATED, "{receipt}");
+    assert_eq!(receipt["status"], "accepted", "{:#}", receipt["checks"]);
+    assert_eq!(receipt["counts"]["iterations"], 18);
+    assert_eq!(
+        receipt["checks"].as_array().unwrap().len(),
+        wattcounts::checks::rules().len()
+    );
+    let stored = app.counts().await;
+    assert_eq!(
+        (stored.submissions, stored.runs, stored.configurations),
+        (1, 18, 6)
+    );
+    let (status, again) = app.submit(&gz, &sig).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(again, receipt);
+    assert_eq!(app.counts().await, stored);
+    let id = receipt["submission_id"].as_str().unwrap();
+    let (_, fetched) = app.get(&format!("/api/v1/submissions/{id}")).await;
+    assert_eq!(fetched, receipt);
+    let (status, _) = app
+        .get("/api/v1/submissions/00000000-0000-4000-8000-000000000000")
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+async fn bad_bundle_stores_nothing(app: TestApp) {
+    let key = app.register("alice").await;
+    let files = edited_files(harness_suffix(), |t| t.replacen("[", "[oops, ", 1));
+    let gz = bundle_with(files, "alice", &key);
+    let (status, body) = app.submit(&gz, &sign(&key, &gz)).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    app.assert_nothing_stored().await;
+}
+
+fn harness_suffix() -> &'static str {
+    "Qwen_Qwen2.5-0.5B-Instruct/llm_batch_optimized_results.csv"
+}
+
+async fn reused_submission_id_is_a_conflict(app: TestApp) {
+    let key = app.register("alice").await;
+    let mut m = manifest_json("alice", &key);
+    let files = fixture().files.clone();
+    let first = archive(&serde_json::to_vec(&m).unwrap(), &files);
+    assert_eq!(
+        app.submit(&first, &sign(&key, &first)).await.0,
+        StatusCode::CREATED
+    );
+    m["run"]["name"] = json!("another name");
+    let second = archive(&serde_json::to_vec(&m).unwrap(), &files);
+    let (status, body) = app.submit(&second, &sign(&key, &second)).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(body["error"]["code"], "submission_id_reused");
+    assert_eq!(app.counts().await.submissions, 1);
+}
+
+async fn taken_handle_and_key_are_conflicts(app: TestApp) {
+    let key = app.register("alice").await;
+    let (status, _) = app.register_with("Alice", &new_key(), AUDIENCE).await;
+    assert_eq!(status, StatusCode::CONFLICT, "handles are case-insensitive");
+    let (status, _) = app.register_with("bob", &key, AUDIENCE).await;
+    assert_eq!(status, StatusCode::CONFLICT, "a key has one owner");
+    let c = app.counts().await;
+    assert_eq!((c.submitters, c.keys), (1, 1));
+}
+
+async fn review_and_decision_are_recorded(app: TestApp) {
+    let key = app.register("alice").await;
+    let gz = bundle_of(&fault_run(Fault::WarmStart, 42), "alice", &key);
+    let (_, r) = app.submit(&gz, &sign(&key, &gz)).await;
+    assert_eq!(r["status"], "needs_review");
+    let id = r["submission_id"].as_str().unwrap().to_string();
+    let queue = app
+        .store
+        .submissions_with_status(wattcounts::store::Status::NeedsReview, 10)
+        .await
+        .unwrap();
+    assert_eq!(queue.len(), 1);
+    let path = format!("/api/v1/admin/submissions/{id}/decision");
+    let (status, r) = app
+        .admin_post(&path, json!({"decision": "approve", "reason": "explained"}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{r}");
+    assert_eq!(r["status"], "accepted");
+    assert_eq!(r["moderation"][0]["from_status"], "needs_review");
+    assert_eq!(r["moderation"][0]["reason"], "explained");
+    let (status, _) = app
+        .admin_post(&path, json!({"decision": "approve", "reason": "twice"}))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+}
+
+async fn key_revocation_from_a_time(app: TestApp) {
+    let key = app.register("alice").await;
+    let gz = bundle_of(&fault_run(Fault::None, 1), "alice", &key);
+    let (_, before) = app.submit(&gz, &sign(&key, &gz)).await;
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let cut = wattcounts::store::ts(&chrono::Utc::now());
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let gz = bundle_of(&fault_run(Fault::None, 2), "alice", &key);
+    let (_, after) = app.submit(&gz, &sign(&key, &gz)).await;
+    let fp = wattcounts::signing::fingerprint(key.public_key());
+    let (status, body) = app
+        .admin_post(
+            "/api/v1/admin/keys/revoke",
+            json!({"fingerprint": fp, "effective_at": cut, "reason": "leaked"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        body["rejected_submissions"],
+        json!([after["submission_id"]])
+    );
+    let status_of = |r: &Value| r["submission_id"].as_str().unwrap().to_string();
+    let (_, b) = app
+        .get(&format!("/api/v1/submissions/{}", status_of(&before)))
+        .await;
+    let (_, a) = app
+        .get(&format!("/api/v1/submissions/{}", status_of(&after)))
+        .await;
+    assert_eq!(
+        (b["status"].as_str(), a["status"].as_str()),
+        (Some("accepted"), Some("rejected"))
+    );
+    let gz = bundle_of(&fault_run(Fault::None, 3), "alice", &key);
+    let (status, body) = app.submit(&gz, &sign(&key, &gz)).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(body["error"]["code"], "key_revoked");
+}
+
+async fn suspension_blocks_new_bundles(app: TestApp) {
+    let key = app.register("alice").await;
+    let (status, _) = app
+        .admin_post(
+            "/api/v1/admin/submitters/ALICE/suspend",
+            json!({"reason": "spam"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let gz = bundle("alice", &key);
+    let (status, body) = app.submit(&gz, &sign(&key, &gz)).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(body["error"]["code"], "submitter_suspended");
+    app.assert_nothing_stored().await;
+}
+
+async fn leaderboard_counts_and_latest(app: TestApp) {
+    let key = app.register("alice").await;
+    let gz = bundle("alice", &key);
+    app.submit(&gz, &sign(&key, &gz)).await;
+    let flagged = bundle_of(&fault_run(Fault::WarmStart, 9), "alice", &key);
+    app.submit(&flagged, &sign(&key, &flagged)).await;
+
+    let (_, board) = app.get("/api/v1/leaderboard?scenario=batch").await;
+    assert_eq!(board["total"], 2, "two models, accepted only: {board}");
+    let (_, with_review) = app
+        .get("/api/v1/leaderboard?scenario=batch&include_review=true")
+        .await;
+    assert_eq!(
+        with_review["total"], 2,
+        "same model merged across submissions"
+    );
+    let qwen = with_review["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["model"] == "Qwen/Qwen2.5-0.5B-Instruct")
+        .unwrap();
+    assert_eq!(qwen["submissions"], 2, "{qwen}");
+    let counts = app.store.dataset_counts().await.unwrap();
+    assert_eq!((counts.submissions, counts.gpus, counts.models), (1, 1, 2));
+    assert_eq!(counts.iterations, 18);
+    assert!(counts.power_samples > 1000);
+    let latest = app.store.latest_submissions(5).await.unwrap();
+    assert_eq!(latest.len(), 1, "only accepted submissions are listed");
+    assert_eq!(latest[0].iterations, 18);
+}
+
+async fn consistency_compares_with_stored_peers(app: TestApp) {
+    let key = app.register("alice").await;
+    for seed in [1, 2, 3] {
+        let gz = bundle_of(&fault_run(Fault::None, seed), "alice", &key);
+        let (_, r) = app.submit(&gz, &sign(&key, &gz)).await;
+        assert_eq!(r["status"], "accepted", "{:#}", r["checks"]);
+    }
+    let peers = app.store.peer_medians("l4", false).await.unwrap();
+    assert_eq!(peers.len(), 9, "3 submissions × 3 configurations");
+    assert!(app.store.peer_medians("l4", true).await.unwrap().is_empty());
+    let gz = bundle_of(&fault_run(Fault::HalfPower, 4), "alice", &key);
+    let (_, r) = app.submit(&gz, &sign(&key, &gz)).await;
+    assert_eq!(r["status"], "needs_review");
+}
+
+/// 32 distinct bundles at once: every one lands, none is refused for a
+/// busy or locked database.
+async fn parallel_distinct_submissions_all_land(app: TestApp) {
+    let key = app.register("alice").await;
+    let app = Arc::new(app);
+    let mut set = tokio::task::JoinSet::new();
+    for _ in 0..32 {
+        let gz = bundle("alice", &key);
+        let sig = sign(&key, &gz);
+        let app = app.clone();
+        set.spawn(async move { app.submit(&gz, &sig).await });
+    }
+    let mut created = 0;
+    while let Some(r) = set.join_next().await {
+        let (status, body) = r.unwrap();
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        created += 1;
+    }
+    assert_eq!(created, 32);
+    let c = app.counts().await;
+    assert_eq!((c.submissions, c.runs), (32, 32 * 18));
+}
+
+/// The same bytes sent 8 times at once: stored once, one 201, and every
+/// answer is the same receipt.
+async fn one_bundle_sent_concurrently_is_stored_once(app: TestApp) {
+    let key = app.register("alice").await;
+    let gz = bundle("alice", &key);
+    let sig = sign(&key, &gz);
+    let app = Arc::new(app);
+    let mut set = tokio::task::JoinSet::new();
+    for _ in 0..8 {
+        let (app, gz, sig) = (app.clone(), gz.clone(), sig.clone());
+        set.spawn(async move { app.submit(&gz, &sig).await });
+    }
+    let mut receipts = Vec::new();
+    let mut created = 0;
+    while let Some(r) = set.join_next().await {
+        let (status, body) = r.unwrap();
+        match status {
+            StatusCode::CREATED => created += 1,
+            StatusCode::OK => {}
+            other => panic!("{other}: {body}"),
+        }
+        receipts.push(body);
+    }
+    assert_eq!(created, 1);
+    assert!(receipts.windows(2).all(|w| w[0] == w[1]));
+    assert_eq!(app.counts().await.submissions, 1);
+}
+
+/// `db copy`: a SQLite deployment moved to PostgreSQL answers the same
+/// receipts and leaderboard, and keeps taking submissions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sqlite_data_copies_to_postgres() {
+    let Some(url) = pg_url() else { return };
+    let old = TestApp::new().await;
+    let key = old.register("alice").await;
+    let mut ids = Vec::new();
+    for (fault, seed) in [
+        (Fault::None, 1),
+        (Fault::WarmStart, 2),
+        (Fault::Overheated, 3),
+    ] {
+        let gz = bundle_of(&fault_run(fault, seed), "alice", &key);
+        let (_, r) = old.submit(&gz, &sign(&key, &gz)).await;
+        ids.push(r["submission_id"].as_str().unwrap().to_string());
+    }
+    let (status, _) = old
+        .admin_post(
+            &format!("/api/v1/admin/submissions/{}/decision", ids[1]),
+            json!({"decision": "approve", "reason": "ok"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+
+    let sqlite = wattcounts::store::sqlite::SqliteStore::open(&format!(
+        "sqlite:{}",
+        old.dir.path().join("test.db").display()
+    ))
+    .await
+    .unwrap();
+    let pg = wattcounts::store::postgres::PgStore::open(&url, Some(&pg_schema()))
+        .await
+        .unwrap();
+    let report = wattcounts::store::copy::sqlite_to_postgres(sqlite.pool(), pg.pool(), |_, _| {})
+        .await
+        .unwrap();
+    assert_eq!(report[0], ("submitters", 1));
+    assert_eq!(report[2], ("submissions", 3));
+    // Copying again into a database with data is refused.
+    assert!(
+        wattcounts::store::copy::sqlite_to_postgres(sqlite.pool(), pg.pool(), |_, _| {})
+            .await
+            .is_err()
+    );
+
+    let new = TestApp::with_store(Arc::new(pg), tempfile::tempdir().unwrap(), 256 << 20);
+    assert_eq!(new.counts().await, old.counts().await);
+    for id in &ids {
+        let path = format!("/api/v1/submissions/{id}");
+        assert_eq!(new.get(&path).await.1, old.get(&path).await.1);
+    }
+    let board = "/api/v1/leaderboard?include_review=true";
+    assert_eq!(new.get(board).await.1, old.get(board).await.1);
+    // New rows get fresh ids after the copied ones.
+    let gz = bundle_of(&fault_run(Fault::None, 4), "alice", &key);
+    assert_eq!(
+        new.submit(&gz, &sign(&key, &gz)).await.0,
+        StatusCode::CREATED
+    );
+    new.register("bob").await;
+}

@@ -1,0 +1,142 @@
+//! Several `serve` processes on one PostgreSQL database and one data dir
+//! (issue #7): the same bundle sent to two instances at once is stored once
+//! and both answer with the same receipt; 64 distinct bundles spread over
+//! both instances all land. Real processes, real PostgreSQL; skipped without
+//! WATTCOUNTS_TEST_PG_URL.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+use common::*;
+use wattcounts::store::{postgres::PgStore, NewSubmitter, Store};
+
+struct Server {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start(database_url: &str, data: &std::path::Path) -> Server {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wattcounts"))
+        .args(["serve", "--bind", "127.0.0.1:0", "--public-url", AUDIENCE])
+        .arg("--database-url")
+        .arg(database_url)
+        .arg("--data-dir")
+        .arg(data)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let url = loop {
+        let line = lines
+            .next()
+            .expect("server exited before listening")
+            .unwrap();
+        if let Some(rest) = line.split("listening on ").nth(1) {
+            break rest.split_whitespace().next().unwrap().to_string();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    Server { child, url }
+}
+
+async fn submit(
+    client: &reqwest::Client,
+    server: &str,
+    bundle: Vec<u8>,
+    sig: Vec<u8>,
+) -> (u16, serde_json::Value) {
+    let form = reqwest::multipart::Form::new()
+        .part(
+            "bundle",
+            reqwest::multipart::Part::bytes(bundle).file_name("b.tar.gz"),
+        )
+        .part(
+            "signature",
+            reqwest::multipart::Part::bytes(sig).file_name("b.sig"),
+        );
+    let resp = client
+        .post(format!("{server}/api/v1/submissions"))
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_instances_one_database() {
+    let Some(base) = pg_url() else { return };
+    let schema = pg_schema();
+    let store = PgStore::open(&base, Some(&schema)).await.unwrap();
+    let key = new_key();
+    store
+        .create_submitter(&NewSubmitter {
+            handle: "alice".into(),
+            display_name: "Alice".into(),
+            fingerprint: wattcounts::signing::fingerprint(key.public_key()),
+            algorithm: "ssh-ed25519".into(),
+            public_key: key.public_key().to_openssh().unwrap(),
+        })
+        .await
+        .unwrap();
+    let sep = if base.contains('?') { '&' } else { '?' };
+    let url = format!("{base}{sep}options=-c%20search_path%3D{schema}");
+    let data = tempfile::tempdir().unwrap();
+    let a = start(&url, data.path());
+    let b = start(&url, data.path());
+    let client = reqwest::Client::new();
+
+    // One bundle, both instances, at the same moment.
+    let gz = bundle("alice", &key);
+    let sig = sign(&key, &gz);
+    let (ra, rb) = tokio::join!(
+        submit(&client, &a.url, gz.clone(), sig.clone()),
+        submit(&client, &b.url, gz.clone(), sig.clone())
+    );
+    let mut statuses = [ra.0, rb.0];
+    statuses.sort_unstable();
+    assert_eq!(statuses, [200, 201], "{} / {}", ra.1, rb.1);
+    assert_eq!(ra.1, rb.1, "both answer with the same receipt");
+    assert_eq!(store.counts().await.unwrap().submissions, 1);
+
+    // 64 distinct bundles spread over both, 16 in flight at a time.
+    let mut pending: Vec<(String, Vec<u8>, Vec<u8>)> = (0..64)
+        .map(|i| {
+            let gz = bundle("alice", &key);
+            let sig = sign(&key, &gz);
+            let server = if i % 2 == 0 { &a.url } else { &b.url };
+            (server.clone(), gz, sig)
+        })
+        .collect();
+    let mut created = 0;
+    while !pending.is_empty() {
+        let batch: Vec<_> = pending.drain(..pending.len().min(16)).collect();
+        let mut set = tokio::task::JoinSet::new();
+        for (server, gz, sig) in batch {
+            let client = client.clone();
+            set.spawn(async move { submit(&client, &server, gz, sig).await });
+        }
+        while let Some(r) = set.join_next().await {
+            let (status, body) = r.unwrap();
+            assert_eq!(status, 201, "{body}");
+            created += 1;
+        }
+    }
+    assert_eq!(created, 64);
+    let counts = store.counts().await.unwrap();
+    assert_eq!((counts.submissions, counts.runs), (65, 65 * 18));
+    // Every receipt is readable from either instance.
+    let (_, r) = submit(&client, &b.url, gz, sig).await;
+    assert_eq!(r, ra.1);
+}
