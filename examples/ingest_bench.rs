@@ -79,6 +79,13 @@ async fn main() -> anyhow::Result<()> {
         .and_then(|n| n.parse().ok())
         .unwrap_or(1)
         .max(1);
+    // --pg URL: ingest into PostgreSQL (a fresh schema per round) instead
+    // of a fresh SQLite file.
+    let pg: Option<String> = args
+        .iter()
+        .position(|a| a == "--pg")
+        .and_then(|i| args.get(i + 1))
+        .cloned();
     let cache = Path::new("target/bench-cache");
     std::fs::create_dir_all(cache)?;
     let key_path = cache.join("bench_ed25519");
@@ -114,9 +121,16 @@ async fn main() -> anyhow::Result<()> {
     let mut best: Option<(Duration, StageTimings, u64, u64, u64)> = None;
     for round in 0..rounds {
         let dir = tempfile::tempdir()?;
-        let store =
-            wattcounts::store::open(&format!("sqlite:{}", dir.path().join("b.db").display()))
-                .await?;
+        let store: Arc<dyn wattcounts::store::Store> = match &pg {
+            Some(url) => {
+                let schema = format!("bench_{}", uuid::Uuid::new_v4().simple());
+                Arc::new(wattcounts::store::postgres::PgStore::open(url, Some(&schema)).await?)
+            }
+            None => {
+                wattcounts::store::open(&format!("sqlite:{}", dir.path().join("b.db").display()))
+                    .await?
+            }
+        };
         store
             .create_submitter(&NewSubmitter {
                 // Demo bundles are packed for the reserved demo handle.
@@ -168,6 +182,9 @@ async fn main() -> anyhow::Result<()> {
         }
         let wall = t.elapsed();
         eprintln!("  round {}: {:.3} s", round + 1, secs(wall));
+        if round + 1 == rounds {
+            leaderboard_timings(ingestor.clone()).await?;
+        }
         if best.as_ref().is_none_or(|b| wall < b.0) {
             best = Some((wall, stages, iterations, samples, unpacked));
         }
@@ -206,6 +223,36 @@ async fn main() -> anyhow::Result<()> {
             "  {name:<13} {:>8.3} s  {:>5.1} %",
             secs(d),
             100.0 * secs(d) / total
+        );
+    }
+    Ok(())
+}
+
+/// Cold leaderboard answers (nothing is cached yet) over the data just
+/// ingested: median and worst of 20, for the HTML page and its JSON twin.
+async fn leaderboard_timings(ingestor: Arc<Ingestor>) -> anyhow::Result<()> {
+    use tower::ServiceExt;
+    let router = wattcounts::web::app(wattcounts::web::AppState {
+        ingestor,
+        max_body_bytes: 1 << 20,
+        maintainers: Default::default(),
+    });
+    for path in ["/leaderboard?per_page=100", "/api/v1/leaderboard?per_page=100"] {
+        let mut times = Vec::new();
+        for _ in 0..20 {
+            let req = axum::http::Request::get(path).body(axum::body::Body::empty())?;
+            let t = Instant::now();
+            let resp = router.clone().oneshot(req).await?;
+            let status = resp.status();
+            axum::body::to_bytes(resp.into_body(), usize::MAX).await?;
+            times.push(t.elapsed());
+            anyhow::ensure!(status.is_success(), "{path}: {status}");
+        }
+        times.sort();
+        eprintln!(
+            "  {path}: median {:.1} ms, worst {:.1} ms",
+            secs(times[10]) * 1e3,
+            secs(times[19]) * 1e3
         );
     }
     Ok(())
