@@ -237,7 +237,10 @@ async fn leaderboard_timings(ingestor: Arc<Ingestor>) -> anyhow::Result<()> {
         max_body_bytes: 1 << 20,
         maintainers: Default::default(),
     });
-    for path in ["/leaderboard?per_page=100", "/api/v1/leaderboard?per_page=100"] {
+    for path in [
+        "/leaderboard?per_page=100",
+        "/api/v1/leaderboard?per_page=100",
+    ] {
         let mut times = Vec::new();
         for _ in 0..20 {
             let req = axum::http::Request::get(path).body(axum::body::Body::empty())?;

@@ -1,47 +1,17 @@
 //! The README's walkthrough with the real binary and a real server on port 0:
 //! keygen → register → pack → sign with ssh-keygen → submit → submit again.
 
-use std::io::{BufRead, BufReader};
+mod common;
+
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
+
+use common::{spawn_server, Server};
 
 const BIN: &str = env!("CARGO_BIN_EXE_wattcounts");
 
-struct Server {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn start_server(data: &Path) -> Server {
-    let mut child = Command::new(BIN)
-        .args(["serve", "--bind", "127.0.0.1:0", "--data-dir"])
-        .arg(data)
-        .env_remove("WATTCOUNTS_PUBLIC_URL")
-        .env_remove("WATTCOUNTS_DATABASE_URL")
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let url = loop {
-        let line = lines
-            .next()
-            .expect("server exited before listening")
-            .unwrap();
-        if let Some(rest) = line.split("listening on ").nth(1) {
-            break rest.split_whitespace().next().unwrap().to_string();
-        }
-    };
-    // Keep draining stderr so the server never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines {});
-    Server { child, url }
+    spawn_server(&[std::ffi::OsStr::new("--data-dir"), data.as_os_str()])
 }
 
 fn run(args: &[&str], dir: &Path) -> (i32, String, String) {

@@ -6,47 +6,18 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-
 use common::*;
 use wattcounts::store::{postgres::PgStore, NewSubmitter, Store};
 
-struct Server {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn start(database_url: &str, data: &std::path::Path) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_wattcounts"))
-        .args(["serve", "--bind", "127.0.0.1:0", "--public-url", AUDIENCE])
-        .arg("--database-url")
-        .arg(database_url)
-        .arg("--data-dir")
-        .arg(data)
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let url = loop {
-        let line = lines
-            .next()
-            .expect("server exited before listening")
-            .unwrap();
-        if let Some(rest) = line.split("listening on ").nth(1) {
-            break rest.split_whitespace().next().unwrap().to_string();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
-    Server { child, url }
+    spawn_server(&[
+        "--public-url",
+        AUDIENCE,
+        "--database-url",
+        database_url,
+        "--data-dir",
+        data.to_str().unwrap(),
+    ])
 }
 
 async fn submit(

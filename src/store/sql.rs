@@ -127,6 +127,24 @@ macro_rules! sql_store {
             Ok(())
         }
 
+        impl $store {
+            /// One JSON column of a submission's child rows, decoded.
+            async fn json_rows<T: serde::de::DeserializeOwned>(
+                &self,
+                sql: &str,
+                id: Uuid,
+            ) -> Result<Vec<T>, StoreError> {
+                let rows: Vec<String> = sqlx::query_scalar(sql)
+                    .bind(id.to_string())
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(db_err)?;
+                rows.iter()
+                    .map(|r| serde_json::from_str(r).map_err(json_err))
+                    .collect()
+            }
+        }
+
         #[async_trait]
         impl $crate::store::Store for $store {
             fn backend(&self) -> &'static str {
@@ -416,16 +434,11 @@ macro_rules! sql_store {
             }
 
             async fn check_results(&self, id: Uuid) -> Result<Vec<CheckResult>, StoreError> {
-                let rows: Vec<String> = sqlx::query_scalar(
+                self.json_rows(
                     "SELECT result FROM check_results WHERE submission_id = $1 ORDER BY position",
+                    id,
                 )
-                .bind(id.to_string())
-                .fetch_all(&self.pool)
                 .await
-                .map_err(db_err)?;
-                rows.iter()
-                    .map(|r| serde_json::from_str(r).map_err(json_err))
-                    .collect()
             }
 
             async fn peer_medians(&self, gpu_id: &str, demo: bool) -> Result<Vec<PeerMedian>, StoreError> {
@@ -687,16 +700,11 @@ macro_rules! sql_store {
             }
 
             async fn configurations(&self, id: Uuid) -> Result<Vec<ConfigurationMetrics>, StoreError> {
-                let rows: Vec<String> = sqlx::query_scalar(
+                self.json_rows(
                     "SELECT metrics FROM configurations WHERE submission_id = $1 ORDER BY position",
+                    id,
                 )
-                .bind(id.to_string())
-                .fetch_all(&self.pool)
                 .await
-                .map_err(db_err)?;
-                rows.iter()
-                    .map(|m| serde_json::from_str(m).map_err(|e| StoreError::Other(e.into())))
-                    .collect()
             }
 
             async fn counts(&self) -> Result<TableCounts, StoreError> {

@@ -382,3 +382,45 @@ pub fn assert_error(body: &Value, code: &str) {
 pub fn first_detail(body: &Value) -> &Value {
     &body["error"]["details"][0]
 }
+
+/// A real `wattcounts serve` process on port 0; killed when dropped.
+pub struct Server {
+    child: std::process::Child,
+    pub url: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `wattcounts serve --bind 127.0.0.1:0 ARGS…` (ignoring any
+/// WATTCOUNTS_* settings of the caller) and waits until it listens.
+pub fn spawn_server<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Server {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wattcounts"))
+        .args(["serve", "--bind", "127.0.0.1:0"])
+        .args(args)
+        .env_remove("WATTCOUNTS_PUBLIC_URL")
+        .env_remove("WATTCOUNTS_DATABASE_URL")
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let url = loop {
+        let line = lines
+            .next()
+            .expect("server exited before listening")
+            .unwrap();
+        if let Some(rest) = line.split("listening on ").nth(1) {
+            break rest.split_whitespace().next().unwrap().to_string();
+        }
+    };
+    // Keep draining stderr so the server never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    Server { child, url }
+}
