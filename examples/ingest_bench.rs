@@ -236,6 +236,8 @@ async fn leaderboard_timings(ingestor: Arc<Ingestor>) -> anyhow::Result<()> {
         ingestor,
         max_body_bytes: 1 << 20,
         maintainers: Default::default(),
+        // Cold answers: nothing is cached.
+        cache: Arc::new(wattcounts::web::cache::ResponseCache::new(Duration::ZERO)),
     });
     for path in [
         "/leaderboard?per_page=100",

@@ -113,6 +113,9 @@ pub struct Ingestor {
     pub blobs: BlobStore,
     schema: Arc<ManifestSchema>,
     pub config: IngestConfig,
+    /// Bumped whenever this instance changes what readers see (a stored
+    /// submission, a moderation decision); response caches key on it.
+    data_version: std::sync::atomic::AtomicU64,
 }
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
@@ -126,7 +129,18 @@ impl Ingestor {
             blobs,
             schema: Arc::new(ManifestSchema::new()),
             config,
+            data_version: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    pub fn data_version(&self) -> u64 {
+        self.data_version.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Stored data changed: cached answers are stale.
+    pub fn data_changed(&self) {
+        self.data_version
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
 
     pub async fn receipt(&self, id: uuid::Uuid) -> Result<Option<Receipt>, StoreError> {
@@ -343,6 +357,7 @@ impl Ingestor {
         t.store = start.elapsed();
         match outcome {
             InsertOutcome::Inserted => {
+                self.data_changed();
                 let r = self
                     .receipt(new.id)
                     .await?

@@ -94,9 +94,46 @@ impl SortKey {
     }
 }
 
+/// Model size classes by parameter count (catalogue models only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SizeClass {
+    /// Under 10 B parameters.
+    Small,
+    /// 10 to 30 B.
+    Medium,
+    /// Over 30 B.
+    Large,
+}
+
+impl SizeClass {
+    pub const ALL: [(&'static str, SizeClass, &'static str); 3] = [
+        ("small", SizeClass::Small, "small (< 10 B)"),
+        ("medium", SizeClass::Medium, "medium (10–30 B)"),
+        ("large", SizeClass::Large, "large (> 30 B)"),
+    ];
+    pub fn parse(s: &str) -> Option<SizeClass> {
+        Self::ALL
+            .iter()
+            .find(|(n, _, _)| *n == s)
+            .map(|(_, k, _)| *k)
+    }
+    pub fn of_model(model: &str) -> Option<SizeClass> {
+        let p = crate::catalog::model_by_id(model)?.params_b;
+        Some(if p < 10.0 {
+            SizeClass::Small
+        } else if p <= 30.0 {
+            SizeClass::Medium
+        } else {
+            SizeClass::Large
+        })
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Query {
     pub scenario: Option<Scenario>,
+    pub size: Option<SizeClass>,
     pub lambda_qps: Option<f64>,
     pub model: Option<String>,
     pub gpu: Option<String>,
@@ -111,6 +148,7 @@ impl Default for Query {
     fn default() -> Self {
         Query {
             scenario: None,
+            size: None,
             lambda_qps: None,
             model: None,
             gpu: None,
@@ -154,6 +192,8 @@ pub fn build(rows: &[SourceRow], q: &Query) -> (Vec<Entry>, usize) {
             || q.lambda_qps
                 .is_some_and(|l| c.lambda_qps.is_none_or(|x| (x - l).abs() > 1e-9))
             || q.model.as_ref().is_some_and(|m| *m != c.model)
+            || q.size
+                .is_some_and(|s| SizeClass::of_model(&c.model) != Some(s))
             || q.gpu.as_ref().is_some_and(|g| *g != gpu_id)
         {
             continue;

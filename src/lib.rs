@@ -9,6 +9,7 @@ pub mod bundle;
 pub mod catalog;
 pub mod checks;
 pub mod cli;
+pub mod compare;
 pub mod config;
 pub mod demo;
 pub mod ingest;

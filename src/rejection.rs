@@ -129,3 +129,27 @@ impl std::fmt::Display for Rejection {
 }
 
 impl std::error::Error for Rejection {}
+
+impl std::fmt::Display for Detail {
+    /// `file, /pointer, row 3, column 'x': message`
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut place = Vec::new();
+        if let Some(x) = &self.file {
+            place.push(x.clone());
+        }
+        if let Some(x) = &self.pointer {
+            place.push(x.clone());
+        }
+        if let Some(x) = self.row {
+            place.push(format!("row {x}"));
+        }
+        if let Some(x) = &self.column {
+            place.push(format!("column '{x}'"));
+        }
+        if place.is_empty() {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "{}: {}", place.join(", "), self.message)
+        }
+    }
+}

@@ -367,6 +367,49 @@ async fn html_review_with_sign_in_and_csrf() {
             && c.contains("72")),
         "{checks:?}"
     );
+
+    // The other forms: suspend and revoke, each CSRF-checked.
+    let (status, _, _) = raw(
+        &app,
+        form(
+            "/admin/submitters/suspend",
+            Some(&cookie),
+            &[("csrf", "bad"), ("handle", "alice"), ("reason", "spam")],
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, headers, _) = raw(
+        &app,
+        form(
+            "/admin/submitters/suspend",
+            Some(&cookie),
+            &[("csrf", &csrf), ("handle", "alice"), ("reason", "spam")],
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    let back = headers[header::LOCATION].to_str().unwrap().to_string();
+    let (_, _, page) = raw(
+        &app,
+        Request::get(back.as_str())
+            .header(header::COOKIE, &cookie)
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    let doc = Html::parse_document(&page);
+    assert!(select_one(&doc, ".notice").unwrap().contains("suspended"));
+    let (status, _, page) = raw(
+        &app,
+        Request::get("/admin?done=%3Cb%3Eyour+session+expired,+log+in+at+evil.example")
+            .header(header::COOKIE, &cookie)
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(!page.contains("evil.example"), "notices are fixed texts");
 }
 
 #[test]

@@ -24,7 +24,7 @@ pub const IDLE_FLOOR: Rule = Rule {
 pub const ENERGY_PER_TOKEN: Rule = Rule {
     id: "physics.energy_per_token",
     severity: Severity::Hard,
-    rule: "energy per generated token is above 0 and at most the limit",
+    rule: "a configuration's median energy per generated token is above 0 and at most the limit",
     unit: "J/token",
 };
 pub const TEMPERATURE: Rule = Rule {

@@ -22,7 +22,7 @@ pub const SERVER_POWER_CV: Rule = Rule {
     id: "repeatability.server_power_cv",
     severity: Severity::Soft,
     rule:
-        "server: the coefficient of variation of mean power across iterations is at most the limit",
+        "server, at rates expecting enough requests per iteration (λ × MAX_TEST_DURATION): the coefficient of variation of mean power across iterations is at most the limit",
     unit: "%",
 };
 pub const RULES: &[Rule] = &[BATCH_ENERGY_CV, SERVER_POWER_CV, super::arrivals::POISSON];

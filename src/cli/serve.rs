@@ -30,6 +30,9 @@ pub async fn build_state(cfg: &ServeConfig, public_url: String) -> anyhow::Resul
         ingestor: Arc::new(ingestor),
         max_body_bytes: cfg.max_body_bytes,
         maintainers: Arc::new(cfg.maintainers()?),
+        cache: Arc::new(web::cache::ResponseCache::new(
+            std::time::Duration::from_secs(cfg.cache_ttl),
+        )),
     })
 }
 

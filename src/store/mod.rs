@@ -144,6 +144,8 @@ pub trait Store: Send + Sync {
     ) -> Result<Vec<SubmissionRecord>, StoreError>;
     async fn submission_by_digest(&self, sha256: &str) -> Result<Option<Uuid>, StoreError>;
     async fn submission_digest(&self, id: Uuid) -> Result<Option<String>, StoreError>;
+    /// The `.sig` text the bundle was uploaded with.
+    async fn submission_signature(&self, id: Uuid) -> Result<Option<String>, StoreError>;
     async fn insert_submission(&self, s: &NewSubmission) -> Result<InsertOutcome, StoreError>;
     async fn submission(&self, id: Uuid) -> Result<Option<SubmissionRecord>, StoreError>;
     async fn configurations(&self, id: Uuid) -> Result<Vec<ConfigurationMetrics>, StoreError>;

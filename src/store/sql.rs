@@ -493,6 +493,14 @@ macro_rules! sql_store {
                     .transpose()
             }
 
+            async fn submission_signature(&self, id: Uuid) -> Result<Option<String>, StoreError> {
+                sqlx::query_scalar("SELECT signature FROM submissions WHERE id = $1")
+                    .bind(id.to_string())
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(db_err)
+            }
+
             async fn submission_digest(&self, id: Uuid) -> Result<Option<String>, StoreError> {
                 sqlx::query_scalar("SELECT bundle_sha256 FROM submissions WHERE id = $1")
                     .bind(id.to_string())

@@ -93,6 +93,7 @@ pub async fn decide(
     let id = parse_id(&id)?;
     let by = moderation::actor(&m.name, &body.reason)?;
     moderation::decide(s.ingestor.store.as_ref(), id, body.decision, &by).await?;
+    s.ingestor.data_changed();
     let receipt = s
         .ingestor
         .receipt(id)
@@ -138,6 +139,7 @@ pub async fn revoke(
     let at = moderation::parse_time(body.effective_at.as_deref().unwrap_or(""))?;
     let rejected =
         moderation::revoke(s.ingestor.store.as_ref(), &body.fingerprint, at, &by).await?;
+    s.ingestor.data_changed();
     Ok(Json(json!({
         "fingerprint": body.fingerprint.trim(),
         "revoked_from": crate::store::ts(&at.unwrap_or(by.at)),

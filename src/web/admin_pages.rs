@@ -103,7 +103,7 @@ pub async fn admin_home(
         &QueuePage {
             maintainer: session.name,
             csrf: session.csrf,
-            notice: q.get("done").cloned().unwrap_or_default(),
+            notice: notice(q.get("done").map(String::as_str)).to_string(),
             items,
             demo: false,
             version: VERSION,
@@ -165,15 +165,20 @@ fn field<'a>(form: &'a HashMap<String, String>, name: &str) -> &'a str {
     form.get(name).map(String::as_str).unwrap_or_default()
 }
 
-fn back_to_admin(notice: &str) -> Response {
-    let q: String = notice
-        .bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect();
-    Redirect::to(&format!("/admin?done={q}")).into_response()
+/// What the queue page says after a form post. Only these fixed texts:
+/// a crafted link cannot put words on a maintainer's page.
+fn notice(done: Option<&str>) -> &'static str {
+    match done {
+        Some("suspended") => "Submitter suspended: their new bundles are refused.",
+        Some("revoked") => {
+            "Key revoked: bundles received since the given time are now rejected (see each submission's history)."
+        }
+        _ => "",
+    }
+}
+
+fn back_to_admin(done: &str) -> Response {
+    Redirect::to(&format!("/admin?done={done}")).into_response()
 }
 
 pub async fn logout(
@@ -205,6 +210,7 @@ pub async fn decide(
     })?;
     let by = moderation::actor(&session.name, field(&f, "reason"))?;
     moderation::decide(s.ingestor.store.as_ref(), id, decision, &by).await?;
+    s.ingestor.data_changed();
     Ok(Redirect::to(&format!("/submissions/{id}")).into_response())
 }
 
@@ -217,7 +223,7 @@ pub async fn suspend(
     let handle = field(&f, "handle").trim();
     let by = moderation::actor(&session.name, field(&f, "reason"))?;
     moderation::suspend(s.ingestor.store.as_ref(), handle, &by).await?;
-    Ok(back_to_admin(&format!("Suspended {handle}.")))
+    Ok(back_to_admin("suspended"))
 }
 
 pub async fn revoke(
@@ -229,9 +235,7 @@ pub async fn revoke(
     let fingerprint = field(&f, "fingerprint").trim();
     let by = moderation::actor(&session.name, field(&f, "reason"))?;
     let at = moderation::parse_time(field(&f, "effective_at"))?;
-    let rejected = moderation::revoke(s.ingestor.store.as_ref(), fingerprint, at, &by).await?;
-    Ok(back_to_admin(&format!(
-        "Revoked {fingerprint}; {} submission(s) received since then are now rejected.",
-        rejected.len()
-    )))
+    moderation::revoke(s.ingestor.store.as_ref(), fingerprint, at, &by).await?;
+    s.ingestor.data_changed();
+    Ok(back_to_admin("revoked"))
 }

@@ -119,6 +119,25 @@ pub async fn submit(
     headers: HeaderMap,
     multipart: Result<Multipart, MultipartRejection>,
 ) -> Result<Response, ApiError> {
+    let (bundle, signature) = read_upload(&s, &headers, multipart).await?;
+    let (outcome, receipt) = s
+        .ingestor
+        .submit(bundle.to_vec(), signature.to_vec())
+        .await?;
+    let status = match outcome {
+        Outcome::Created => StatusCode::CREATED,
+        Outcome::Replayed => StatusCode::OK,
+    };
+    Ok((status, Json(receipt)).into_response())
+}
+
+/// The `bundle` and `signature` parts of an upload, within the body limit
+/// (a declared Content-Length over it is refused before reading).
+pub async fn read_upload(
+    s: &AppState,
+    headers: &HeaderMap,
+    multipart: Result<Multipart, MultipartRejection>,
+) -> Result<(axum::body::Bytes, axum::body::Bytes), ApiError> {
     let declared = headers
         .get(axum::http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
@@ -174,15 +193,7 @@ pub async fn submit(
             "the 'signature' part (the .sig file) is missing",
         )
     })?;
-    let (outcome, receipt) = s
-        .ingestor
-        .submit(bundle.to_vec(), signature.to_vec())
-        .await?;
-    let status = match outcome {
-        Outcome::Created => StatusCode::CREATED,
-        Outcome::Replayed => StatusCode::OK,
-    };
-    Ok((status, Json(receipt)).into_response())
+    Ok((bundle, signature))
 }
 
 fn multipart_error(e: axum::extract::multipart::MultipartError, limit: u64) -> ApiError {

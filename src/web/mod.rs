@@ -4,15 +4,21 @@ pub mod admin_api;
 pub mod admin_pages;
 pub mod api;
 pub mod auth;
+pub mod cache;
+pub mod charts;
+pub mod csv_export;
 pub mod error;
+pub mod explore;
 pub mod pages;
 pub mod submission_page;
+pub mod submit_page;
 
 use std::sync::Arc;
 
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 use axum::Router;
+use tower_http::compression::CompressionLayer;
 use tower_http::trace::TraceLayer;
 
 use crate::ingest::Ingestor;
@@ -24,6 +30,7 @@ pub struct AppState {
     pub max_body_bytes: u64,
     /// Maintainer tokens (hashes only).
     pub maintainers: Arc<auth::Maintainers>,
+    pub cache: Arc<cache::ResponseCache>,
 }
 
 pub fn app(state: AppState) -> Router {
@@ -34,7 +41,9 @@ pub fn app(state: AppState) -> Router {
         .route("/", get(pages::index))
         .route("/leaderboard", get(pages::leaderboard_page))
         .route("/static/style.css", get(pages::stylesheet))
+        .route("/static/favicon.svg", get(pages::favicon))
         .route("/api/v1/leaderboard", get(pages::leaderboard_json))
+        .route("/api/v1/leaderboard.csv", get(csv_export::leaderboard_csv))
         .route("/healthz", get(api::healthz))
         .route(
             "/api/v1/submitters",
@@ -46,6 +55,29 @@ pub fn app(state: AppState) -> Router {
         )
         .route("/api/v1/submissions/{id}", get(api::submission))
         .route("/submissions/{id}", get(submission_page::submission_page))
+        .route(
+            "/submissions/{id}/bundle.tar.gz",
+            get(submission_page::bundle_download),
+        )
+        .route(
+            "/submissions/{id}/bundle.tar.gz.sig",
+            get(submission_page::signature_download),
+        )
+        .route("/gpus", get(explore::gpus_page))
+        .route("/gpus/{id}", get(explore::gpu_page))
+        .route("/compare", get(explore::compare_page))
+        .route("/models/{*id}", get(explore::model_page))
+        .route("/api/v1/gpus", get(explore::gpus_json))
+        .route("/api/v1/gpus/{id}", get(explore::gpu_json))
+        .route("/api/v1/compare", get(explore::compare_json))
+        .route("/api/v1/models/{*id}", get(explore::model_json))
+        .route("/checks", get(submit_page::checks_page))
+        .route(
+            "/submit",
+            get(submit_page::submit_page)
+                .post(submit_page::submit_form)
+                .layer(DefaultBodyLimit::max(limit)),
+        )
         .route("/api/v1/admin/review", get(admin_api::queue))
         .route(
             "/api/v1/admin/submissions/{id}/decision",
@@ -66,6 +98,11 @@ pub fn app(state: AppState) -> Router {
         .route("/admin/submitters/suspend", post(admin_pages::suspend))
         .route("/admin/keys/revoke", post(admin_pages::revoke))
         .fallback(api::not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            cache::layer,
+        ))
+        .layer(CompressionLayer::new())
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }

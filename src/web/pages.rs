@@ -41,6 +41,8 @@ pub(crate) fn render(status: StatusCode, t: &impl Template) -> Response {
 struct ErrorPage<'a> {
     title: &'a str,
     message: &'a str,
+    /// Where exactly (file, pointer, row, column) and what, one per line.
+    details: Vec<String>,
     demo: bool,
     version: &'a str,
 }
@@ -68,11 +70,23 @@ impl IntoResponse for PageError {
             &ErrorPage {
                 title,
                 message: &self.0.message,
+                details: self.0.details.iter().map(ToString::to_string).collect(),
                 demo: false,
                 version: VERSION,
             },
         )
     }
+}
+
+pub async fn favicon() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "image/svg+xml"),
+            (header::CACHE_CONTROL, "public, max-age=86400"),
+        ],
+        include_str!("../../static/favicon.svg"),
+    )
+        .into_response()
 }
 
 pub async fn stylesheet() -> Response {
@@ -165,6 +179,12 @@ pub fn parse_query(params: &HashMap<String, String>) -> Result<leaderboard::Quer
                 )
             }
             "model" => q.model = Some(v.clone()),
+            "size" => {
+                q.size = Some(
+                    leaderboard::SizeClass::parse(v)
+                        .ok_or_else(|| bad(k, v, "small, medium or large"))?,
+                )
+            }
             "gpu" => q.gpu = Some(v.clone()),
             "sort" => {
                 q.sort = SortKey::parse(v).ok_or_else(|| {
@@ -217,7 +237,7 @@ fn bad(k: &str, v: &str, want: &str) -> ApiError {
     )
 }
 
-async fn load(
+pub(crate) async fn load(
     s: &AppState,
     q: &leaderboard::Query,
 ) -> Result<(Vec<leaderboard::SourceRow>, Vec<Entry>, usize), ApiError> {
@@ -262,6 +282,7 @@ struct Row {
     submissions: u32,
     evidence: String,
     demo: bool,
+    review: bool,
 }
 
 #[derive(Template)]
@@ -271,6 +292,9 @@ struct LeaderboardPage {
     models: Vec<Opt>,
     gpus: Vec<Opt>,
     sorts: Vec<Opt>,
+    sizes: Vec<Opt>,
+    include_review: bool,
+    csv_link: String,
     rows: Vec<Row>,
     total: usize,
     page: usize,
@@ -373,6 +397,7 @@ pub async fn leaderboard_page(
             submissions: e.submissions,
             evidence: e.evidence.to_string(),
             demo: e.demo,
+            review: e.needs_review,
         })
         .collect::<Vec<_>>();
     let page = LeaderboardPage {
@@ -402,6 +427,16 @@ pub async fn leaderboard_page(
                 selected: *k == q.sort,
             })
             .collect(),
+        sizes: leaderboard::SizeClass::ALL
+            .iter()
+            .map(|(v, k, l)| Opt {
+                value: v.to_string(),
+                label: l.to_string(),
+                selected: q.size == Some(*k),
+            })
+            .collect(),
+        include_review: q.include_review,
+        csv_link: format!("/api/v1/leaderboard.csv?{}", query_string(&params, q.page)),
         rows,
         total,
         page: q.page,

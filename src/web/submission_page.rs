@@ -3,8 +3,8 @@
 
 use askama::Template;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::response::Response;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
 
 use super::admin_api::parse_id;
 use super::error::ApiError;
@@ -158,4 +158,67 @@ pub async fn submission_page(
         version: VERSION,
     };
     Ok(render(StatusCode::OK, &page))
+}
+
+/// The original bundle, byte for byte (its sha256 is the receipt's).
+pub async fn bundle_download(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let id = parse_id(&id)?;
+    let rec = s
+        .ingestor
+        .store
+        .submission(id)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("no submission {id}")))?;
+    let blobs = s.ingestor.blobs.clone();
+    let path = rec.blob_path.clone();
+    let bytes = tokio::task::spawn_blocking(move || blobs.read(&path))
+        .await
+        .map_err(|e| ApiError::from(crate::store::StoreError::Other(e.into())))?
+        .map_err(|e| {
+            tracing::error!(error = %e, %id, "bundle blob unreadable");
+            ApiError::from(crate::store::StoreError::Other(e.into()))
+        })?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/gzip".to_string()),
+            (
+                header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"{id}.tar.gz\""),
+            ),
+            (header::ETAG, format!("\"{}\"", rec.bundle_sha256)),
+        ],
+        bytes,
+    )
+        .into_response())
+}
+
+/// The signature the bundle was uploaded with (sshsig, armoured).
+pub async fn signature_download(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let id = parse_id(&id)?;
+    let sig = s
+        .ingestor
+        .store
+        .submission_signature(id)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("no submission {id}")))?;
+    Ok((
+        [
+            (
+                header::CONTENT_TYPE,
+                "text/plain; charset=utf-8".to_string(),
+            ),
+            (
+                header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"{id}.tar.gz.sig\""),
+            ),
+        ],
+        sig,
+    )
+        .into_response())
 }

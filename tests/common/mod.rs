@@ -100,6 +100,9 @@ impl TestApp {
                 )])
                 .unwrap(),
             ),
+            cache: Arc::new(web::cache::ResponseCache::new(
+                std::time::Duration::from_secs(5),
+            )),
         });
         TestApp {
             router,

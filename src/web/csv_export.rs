@@ -1,0 +1,116 @@
+//! The leaderboard as CSV (`/api/v1/leaderboard.csv`, same filters as the
+//! JSON). Text cells that a spreadsheet would run as a formula (starting
+//! with = + - @ tab or CR) get a leading apostrophe; numbers stay numbers.
+
+use std::collections::HashMap;
+
+use axum::extract::{Query, State};
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+
+use super::error::ApiError;
+use super::pages::{load, parse_query};
+use super::AppState;
+use crate::leaderboard::Entry;
+
+/// A text cell made safe for spreadsheets.
+pub fn text_cell(s: &str) -> String {
+    match s.chars().next() {
+        Some('=' | '+' | '-' | '@' | '\t' | '\r') => format!("'{s}"),
+        _ => s.to_string(),
+    }
+}
+
+fn num(v: f64) -> String {
+    format!("{v}")
+}
+
+fn opt(v: Option<f64>) -> String {
+    v.map(num).unwrap_or_default()
+}
+
+pub const COLUMNS: &[&str] = &[
+    "rank",
+    "gpu_id",
+    "gpu_name",
+    "model",
+    "scenario",
+    "lambda_qps",
+    "energy_per_token_j",
+    "energy_per_token_cv",
+    "energy_per_request_j",
+    "throughput_tok_s",
+    "power_mean_w",
+    "ttft_p50_s",
+    "itl_s",
+    "iterations",
+    "submissions",
+    "needs_review",
+    "demo",
+    "evidence_submission_id",
+];
+
+pub fn to_csv(entries: &[Entry], first_rank: usize) -> Vec<u8> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(COLUMNS).expect("write to memory");
+    for (i, e) in entries.iter().enumerate() {
+        w.write_record([
+            (first_rank + i).to_string(),
+            text_cell(&e.gpu_id),
+            text_cell(&e.gpu_name),
+            text_cell(&e.model),
+            e.scenario.as_str().to_string(),
+            opt(e.lambda_qps),
+            num(e.energy_per_token_j),
+            num(e.energy_per_token_cv),
+            opt(e.energy_per_request_j),
+            num(e.throughput_tok_s),
+            num(e.power_mean_w),
+            opt(e.ttft_p50_s),
+            opt(e.itl_s),
+            e.iterations.to_string(),
+            e.submissions.to_string(),
+            e.needs_review.to_string(),
+            e.demo.to_string(),
+            e.evidence.to_string(),
+        ])
+        .expect("write to memory");
+    }
+    w.into_inner().expect("flush to memory")
+}
+
+pub async fn leaderboard_csv(
+    State(s): State<AppState>,
+    Query(params): Query<HashMap<String, String>>,
+) -> Result<Response, ApiError> {
+    let q = parse_query(&params)?;
+    let (_, entries, _) = load(&s, &q).await?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, "text/csv; charset=utf-8"),
+            (
+                header::CONTENT_DISPOSITION,
+                "attachment; filename=\"wattcounts-leaderboard.csv\"",
+            ),
+        ],
+        to_csv(&entries, (q.page - 1) * q.per_page + 1),
+    )
+        .into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formula_cells_are_defused() {
+        for s in ["=1+1", "+x", "-2", "@SUM(A1)", "\tx", "\rx"] {
+            assert_eq!(text_cell(s), format!("'{s}"));
+        }
+        assert_eq!(
+            text_cell("meta-llama/Llama-3.1-8B"),
+            "meta-llama/Llama-3.1-8B"
+        );
+        assert_eq!(text_cell(""), "");
+    }
+}

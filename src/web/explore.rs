@@ -1,0 +1,535 @@
+//! The reader's pages beyond the leaderboard, each with a JSON twin:
+//! `/gpus`, `/gpus/{id}`, `/compare`, `/models/{id}`. Accepted data only;
+//! parameters come from allow-lists and anything else is a 400.
+
+use std::collections::HashMap;
+
+use askama::Template;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Serialize;
+use serde_json::json;
+
+use super::charts::{self, Dot};
+use super::error::ApiError;
+use super::pages::{render, PageError, VERSION};
+use super::AppState;
+use crate::catalog;
+use crate::compare::{self, Comparison, ModelScenario, ScenarioKey};
+use crate::leaderboard::{self, Entry};
+
+/// Every accepted configuration, grouped as on the leaderboard.
+async fn entries(s: &AppState) -> Result<Vec<Entry>, ApiError> {
+    let rows = s
+        .ingestor
+        .store
+        .configuration_rows(&[crate::store::Status::Accepted])
+        .await?;
+    let q = leaderboard::Query {
+        per_page: usize::MAX,
+        ..Default::default()
+    };
+    Ok(leaderboard::build(&rows, &q).0)
+}
+
+fn only_params(params: &HashMap<String, String>, allowed: &[&str]) -> Result<(), ApiError> {
+    match params.keys().find(|k| !allowed.contains(&k.as_str())) {
+        Some(k) => Err(ApiError::bad_request(
+            "unknown_parameter",
+            format!(
+                "unknown parameter '{k}'; this page takes {}",
+                allowed.join(", ")
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// `scenario=batch` or `server@RATE`, one of those present in the data.
+fn pick_scenario(
+    params: &HashMap<String, String>,
+    present: &[ScenarioKey],
+) -> Result<Option<ScenarioKey>, ApiError> {
+    match params.get("scenario").filter(|v| !v.is_empty()) {
+        None => Ok(present.first().copied()),
+        Some(v) => present
+            .iter()
+            .find(|k| k.param() == *v)
+            .copied()
+            .map(Some)
+            .ok_or_else(|| {
+                ApiError::bad_request(
+                    "bad_parameter",
+                    format!(
+                        "scenario='{v}' is not in the data; expected one of {}",
+                        present
+                            .iter()
+                            .map(|k| k.param())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )
+            }),
+    }
+}
+
+#[derive(Serialize)]
+struct GpuSummary {
+    id: String,
+    name: String,
+    architecture: String,
+    tdp_w: f64,
+    memory_gb: f64,
+    idle_w: f64,
+    configurations: usize,
+    models: usize,
+}
+
+fn summaries(entries: &[Entry]) -> Vec<GpuSummary> {
+    catalog::gpus()
+        .iter()
+        .map(|g| {
+            let mine: Vec<&Entry> = entries.iter().filter(|e| e.gpu_id == g.id).collect();
+            let mut models: Vec<&str> = mine.iter().map(|e| e.model.as_str()).collect();
+            models.sort_unstable();
+            models.dedup();
+            GpuSummary {
+                id: g.id.clone(),
+                name: g.nvml_name.clone(),
+                architecture: g.architecture.clone(),
+                tdp_w: g.tdp_w,
+                memory_gb: g.memory_gb,
+                idle_w: g.idle_w,
+                configurations: mine.len(),
+                models: models.len(),
+            }
+        })
+        .collect()
+}
+
+#[derive(Template)]
+#[template(path = "gpus.html")]
+struct GpusPage {
+    gpus: Vec<GpuSummary>,
+    demo: bool,
+    version: &'static str,
+}
+
+pub async fn gpus_page(State(s): State<AppState>) -> Result<Response, PageError> {
+    let e = entries(&s).await?;
+    Ok(render(
+        StatusCode::OK,
+        &GpusPage {
+            demo: e.iter().any(|x| x.demo),
+            gpus: summaries(&e),
+            version: VERSION,
+        },
+    ))
+}
+
+pub async fn gpus_json(State(s): State<AppState>) -> Result<Response, ApiError> {
+    let e = entries(&s).await?;
+    Ok(Json(json!({ "gpus": summaries(&e) })).into_response())
+}
+
+struct GpuRow {
+    model: String,
+    ept: String,
+    throughput: String,
+    power: String,
+    latency: String,
+    evidence: String,
+}
+
+#[derive(Template)]
+#[template(path = "gpu.html")]
+struct GpuPage {
+    gpu: GpuSummary,
+    scenarios: Vec<(String, String, bool)>,
+    scenario_label: String,
+    chart: String,
+    rows: Vec<GpuRow>,
+    json_link: String,
+    demo: bool,
+    version: &'static str,
+}
+
+async fn gpu_data(
+    s: &AppState,
+    id: &str,
+    params: &HashMap<String, String>,
+) -> Result<
+    (
+        GpuSummary,
+        Vec<ScenarioKey>,
+        Option<ScenarioKey>,
+        Vec<Entry>,
+    ),
+    ApiError,
+> {
+    only_params(params, &["scenario"])?;
+    let all = entries(s).await?;
+    let gpu = summaries(&all)
+        .into_iter()
+        .find(|g| g.id == id)
+        .ok_or_else(|| ApiError::not_found(format!("no GPU '{id}' in the catalogue; see /gpus")))?;
+    let mine: Vec<Entry> = all.into_iter().filter(|e| e.gpu_id == id).collect();
+    let present = compare::scenarios(&mine);
+    let scenario = pick_scenario(params, &present)?;
+    let mut rows: Vec<Entry> = mine
+        .into_iter()
+        .filter(|e| scenario.is_some_and(|k| ScenarioKey::of(e) == k))
+        .collect();
+    rows.sort_by(|a, b| a.energy_per_token_j.total_cmp(&b.energy_per_token_j));
+    Ok((gpu, present, scenario, rows))
+}
+
+pub async fn gpu_page(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    Query(params): Query<HashMap<String, String>>,
+) -> Result<Response, PageError> {
+    let (gpu, present, scenario, rows) = gpu_data(&s, &id, &params).await?;
+    let label = scenario.map(|k| k.label()).unwrap_or_default();
+    let chart = charts::bars(
+        &format!("Energy per token on the {}, {label}", gpu.name),
+        &format!(
+            "Median energy per generated token (joules) of each model on the {} in the {label} scenario, least first.",
+            gpu.name
+        ),
+        "J / token",
+        &rows
+            .iter()
+            .map(|e| (e.model.clone(), e.energy_per_token_j))
+            .collect::<Vec<_>>(),
+    );
+    let page = GpuPage {
+        scenarios: present
+            .iter()
+            .map(|k| (k.param(), k.label(), Some(*k) == scenario))
+            .collect(),
+        scenario_label: label,
+        chart,
+        rows: rows
+            .iter()
+            .map(|e| GpuRow {
+                model: e.model.clone(),
+                ept: format!("{:.4}", e.energy_per_token_j),
+                throughput: format!("{:.0}", e.throughput_tok_s),
+                power: format!("{:.0}", e.power_mean_w),
+                latency: match scenario.map(|k| k.scenario) {
+                    Some(crate::bundle::harness::Scenario::Server) => e
+                        .ttft_p50_s
+                        .map_or("–".into(), |v| format!("{v:.3} s TTFT")),
+                    _ => e
+                        .itl_s
+                        .map_or("–".into(), |v| format!("{:.2} ms ITL", v * 1e3)),
+                },
+                evidence: e.evidence.to_string(),
+            })
+            .collect(),
+        json_link: format!(
+            "/api/v1/gpus/{}?scenario={}",
+            gpu.id,
+            scenario.map(|k| k.param()).unwrap_or_default()
+        ),
+        demo: rows.iter().any(|e| e.demo),
+        gpu,
+        version: VERSION,
+    };
+    Ok(render(StatusCode::OK, &page))
+}
+
+pub async fn gpu_json(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    Query(params): Query<HashMap<String, String>>,
+) -> Result<Response, ApiError> {
+    let (gpu, present, scenario, rows) = gpu_data(&s, &id, &params).await?;
+    Ok(Json(json!({
+        "gpu": gpu,
+        "scenarios": present.iter().map(|k| k.param()).collect::<Vec<_>>(),
+        "scenario": scenario,
+        "entries": rows,
+    }))
+    .into_response())
+}
+
+/// The compared GPUs and scenario, checked against the data.
+async fn comparison(
+    s: &AppState,
+    params: &HashMap<String, String>,
+) -> Result<(Comparison, Vec<compare::Headline>, Vec<ScenarioKey>, bool), ApiError> {
+    only_params(params, &["gpus", "scenario"])?;
+    let all = entries(s).await?;
+    let known: Vec<String> = {
+        let mut k: Vec<String> = all.iter().map(|e| e.gpu_id.clone()).collect();
+        k.sort();
+        k.dedup();
+        k
+    };
+    let gpus: Vec<String> = match params.get("gpus").filter(|v| !v.is_empty()) {
+        Some(v) => v.split(',').map(|g| g.trim().to_string()).collect(),
+        None => known.clone(),
+    };
+    if let Some(bad) = gpus.iter().find(|g| !known.contains(g)) {
+        return Err(ApiError::bad_request(
+            "bad_parameter",
+            format!("gpus: '{bad}' has no data; known: {}", known.join(", ")),
+        ));
+    }
+    if gpus.len() < 2 {
+        return Err(ApiError::bad_request(
+            "bad_parameter",
+            "gpus: name at least two GPU ids, comma separated (e.g. gpus=l4,h100-pcie)",
+        ));
+    }
+    let present = compare::scenarios(&all);
+    let scenario = pick_scenario(params, &present)?
+        .ok_or_else(|| ApiError::not_found("no accepted data to compare yet"))?;
+    let headlines = present
+        .iter()
+        .map(|k| compare::compare(&all, &gpus, *k).headline)
+        .collect();
+    let demo = all.iter().any(|e| e.demo);
+    Ok((
+        compare::compare(&all, &gpus, scenario),
+        headlines,
+        present,
+        demo,
+    ))
+}
+
+struct CompareRow {
+    model: String,
+    cells: Vec<(String, bool)>,
+    savings: Vec<String>,
+}
+
+struct HeadlineRow {
+    scenario: String,
+    models: usize,
+    best_vs_worst: String,
+    vs_h100: String,
+}
+
+#[derive(Template)]
+#[template(path = "compare.html")]
+struct ComparePage {
+    gpus: Vec<(String, String)>,
+    all_gpus: Vec<(String, String, bool)>,
+    scenarios: Vec<(String, String, bool)>,
+    scenario_label: String,
+    rows: Vec<CompareRow>,
+    headlines: Vec<HeadlineRow>,
+    json_link: String,
+    demo: bool,
+    version: &'static str,
+}
+
+fn pct(v: Option<f64>) -> String {
+    v.map_or("–".into(), |p| format!("{p:.0} %"))
+}
+
+pub async fn compare_page(
+    State(s): State<AppState>,
+    Query(params): Query<HashMap<String, String>>,
+) -> Result<Response, PageError> {
+    let (c, headlines, present, demo) = comparison(&s, &params).await?;
+    let selected: Vec<&String> = c.gpus.iter().map(|g| &g.0).collect();
+    let all_gpus = catalog::gpus()
+        .iter()
+        .map(|g| (g.id.clone(), g.nvml_name.clone(), selected.contains(&&g.id)))
+        .collect();
+    let gpu_param: Vec<String> = c.gpus.iter().map(|g| g.0.clone()).collect();
+    let page = ComparePage {
+        all_gpus,
+        scenarios: present
+            .iter()
+            .map(|k| (k.param(), k.label(), *k == c.scenario))
+            .collect(),
+        scenario_label: c.scenario.label(),
+        rows: c
+            .rows
+            .iter()
+            .map(|r| CompareRow {
+                model: r.model.clone(),
+                cells: r
+                    .energy_per_token_j
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| {
+                        (
+                            v.map_or("–".into(), |x| format!("{x:.4}")),
+                            r.winner == Some(i),
+                        )
+                    })
+                    .collect(),
+                savings: r.saving_pct.iter().map(|p| pct(*p)).collect(),
+            })
+            .collect(),
+        headlines: headlines
+            .iter()
+            .map(|h| HeadlineRow {
+                scenario: h.scenario.label(),
+                models: h.models,
+                best_vs_worst: format!(
+                    "{} (up to {})",
+                    pct(h.best_vs_worst_median_pct),
+                    pct(h.best_vs_worst_max_pct)
+                ),
+                vs_h100: match &h.vs_h100_gpu {
+                    Some(g) => format!("{} vs {g}", pct(h.best_vs_h100_median_pct)),
+                    None => "no H100 compared".into(),
+                },
+            })
+            .collect(),
+        json_link: format!(
+            "/api/v1/compare?gpus={}&scenario={}",
+            gpu_param.join(","),
+            c.scenario.param()
+        ),
+        gpus: c.gpus,
+        demo,
+        version: VERSION,
+    };
+    Ok(render(StatusCode::OK, &page))
+}
+
+pub async fn compare_json(
+    State(s): State<AppState>,
+    Query(params): Query<HashMap<String, String>>,
+) -> Result<Response, ApiError> {
+    let (c, headlines, _, _) = comparison(&s, &params).await?;
+    Ok(Json(json!({ "comparison": c, "headlines": headlines })).into_response())
+}
+
+async fn model_data(s: &AppState, id: &str) -> Result<(Vec<ModelScenario>, bool), ApiError> {
+    let all = entries(s).await?;
+    if !all.iter().any(|e| e.model == id) {
+        return Err(ApiError::not_found(format!(
+            "no accepted data for model '{id}'; see /leaderboard for the models measured"
+        )));
+    }
+    let demo = all.iter().any(|e| e.model == id && e.demo);
+    Ok((compare::model_summary(&all, id), demo))
+}
+
+struct ModelSection {
+    label: String,
+    best: String,
+    chart: String,
+    rows: Vec<(String, String, String, bool)>,
+}
+
+#[derive(Template)]
+#[template(path = "model.html")]
+struct ModelPage {
+    model: String,
+    params: String,
+    sections: Vec<ModelSection>,
+    json_link: String,
+    demo: bool,
+    version: &'static str,
+}
+
+pub async fn model_page(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, PageError> {
+    let (summary, demo) = model_data(&s, &id).await?;
+    let sections = summary
+        .iter()
+        .map(|m| {
+            let label = m.scenario.label();
+            let best = m.points.first().map_or("–".into(), |p| {
+                let runner = m.points.get(1).map_or(String::new(), |q| {
+                    format!(
+                        ", {:.0} % less than the runner-up ({})",
+                        compare::saving_pct(p.energy_per_token_j, q.energy_per_token_j),
+                        q.gpu_name
+                    )
+                });
+                // Readers ask "and against the H100?": say it outright.
+                let h100 = m
+                    .points
+                    .iter()
+                    .skip(2)
+                    .find(|q| q.gpu_id == "h100-pcie")
+                    .map_or(String::new(), |q| {
+                        format!(
+                            ", {:.0} % less than the {} ({:.4} J/token)",
+                            compare::saving_pct(p.energy_per_token_j, q.energy_per_token_j),
+                            q.gpu_name,
+                            q.energy_per_token_j
+                        )
+                    });
+                format!("{}: {:.4} J/token{runner}{h100}", p.gpu_name, p.energy_per_token_j)
+            });
+            // Batch inter-token latencies are milliseconds; TTFT is seconds.
+            let (scale, unit) = match m.scenario.scenario {
+                crate::bundle::harness::Scenario::Batch => (1e3, "ms"),
+                crate::bundle::harness::Scenario::Server => (1.0, "s"),
+            };
+            let chart = charts::scatter(
+                &format!("{id}: energy per token against {} ({label})", m.latency_metric),
+                &format!(
+                    "Each GPU as a point: energy per generated token (J) across, {} ({unit}) up; the Pareto front (no other GPU is better on both) is joined.",
+                    m.latency_metric
+                ),
+                "J / token",
+                &format!("{} ({unit})", m.latency_metric),
+                &m.points
+                    .iter()
+                    .map(|p| Dot {
+                        label: p.gpu_name.clone(),
+                        x: p.energy_per_token_j,
+                        y: p.latency_s * scale,
+                        highlight: p.pareto,
+                    })
+                    .collect::<Vec<_>>(),
+            );
+            ModelSection {
+                label,
+                best,
+                chart,
+                rows: m
+                    .points
+                    .iter()
+                    .map(|p| {
+                        (
+                            p.gpu_name.clone(),
+                            format!("{:.4}", p.energy_per_token_j),
+                            format!("{:.3} {unit}", p.latency_s * scale),
+                            p.pareto,
+                        )
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    let params = catalog::model_by_id(&id).map_or("parameters unknown".into(), |m| {
+        format!("{} B parameters, {} layers", m.params_b, m.layers)
+    });
+    Ok(render(
+        StatusCode::OK,
+        &ModelPage {
+            json_link: format!("/api/v1/models/{id}"),
+            model: id,
+            params,
+            sections,
+            demo,
+            version: VERSION,
+        },
+    ))
+}
+
+pub async fn model_json(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let (summary, _) = model_data(&s, &id).await?;
+    Ok(Json(json!({ "model": id, "scenarios": summary })).into_response())
+}

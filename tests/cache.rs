@@ -1,0 +1,148 @@
+//! Response cache, ETags, compression and the leaderboard CSV (issue #5
+//! groundwork): cached answers carry an ETag and revalidate as 304; a new
+//! submission or a moderation decision makes them stale at once.
+
+mod common;
+
+use axum::body::Body;
+use axum::http::{header, Request, StatusCode};
+use common::*;
+use http_body_util::BodyExt;
+use serde_json::json;
+use tower::ServiceExt;
+use wattcounts::synth::Fault;
+
+async fn get(app: &TestApp, path: &str, headers: &[(&str, &str)]) -> axum::response::Response {
+    let mut r = Request::get(path);
+    for (k, v) in headers {
+        r = r.header(*k, *v);
+    }
+    app.router
+        .clone()
+        .oneshot(r.body(Body::empty()).unwrap())
+        .await
+        .unwrap()
+}
+
+fn etag(r: &axum::response::Response) -> String {
+    r.headers()[header::ETAG].to_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn cached_answers_revalidate_and_go_stale_on_new_data() {
+    let app = TestApp::new().await;
+    let key = app.register("alice").await;
+    let gz = bundle("alice", &key);
+    app.submit(&gz, &sign(&key, &gz)).await;
+
+    let path = "/api/v1/leaderboard?scenario=batch";
+    let first = get(&app, path, &[]).await;
+    assert_eq!(first.status(), StatusCode::OK);
+    assert_eq!(first.headers()["x-cache"], "miss");
+    let tag = etag(&first);
+    let second = get(&app, path, &[]).await;
+    assert_eq!(second.headers()["x-cache"], "hit");
+    assert_eq!(etag(&second), tag);
+
+    let not_modified = get(&app, path, &[("if-none-match", &tag)]).await;
+    assert_eq!(not_modified.status(), StatusCode::NOT_MODIFIED);
+    assert!(not_modified
+        .into_body()
+        .collect()
+        .await
+        .unwrap()
+        .to_bytes()
+        .is_empty());
+
+    // A flagged submission, then its approval: each makes the answer stale.
+    let flagged = bundle_of(&fault_run(Fault::WarmStart, 5), "alice", &key);
+    let (_, r) = app.submit(&flagged, &sign(&key, &flagged)).await;
+    let after_submit = get(&app, path, &[]).await;
+    assert_eq!(
+        after_submit.headers()["x-cache"],
+        "miss",
+        "recomputed after a submission"
+    );
+    // needs_review rows are not shown, so the body, and its ETag, stay.
+    assert_eq!(etag(&after_submit), tag);
+    let still = get(&app, path, &[("if-none-match", &tag)]).await;
+    assert_eq!(still.status(), StatusCode::NOT_MODIFIED);
+    let id = r["submission_id"].as_str().unwrap();
+    app.admin_post(
+        &format!("/api/v1/admin/submissions/{id}/decision"),
+        json!({"decision": "approve", "reason": "ok"}),
+    )
+    .await;
+    let after_decision = get(&app, path, &[("if-none-match", &tag)]).await;
+    assert_eq!(after_decision.status(), StatusCode::OK);
+    assert_ne!(etag(&after_decision), tag, "the approved rows now count");
+}
+
+#[tokio::test]
+async fn pages_are_gzip_compressed_when_asked() {
+    let app = TestApp::new().await;
+    let r = get(&app, "/leaderboard", &[("accept-encoding", "gzip")]).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(r.headers()[header::CONTENT_ENCODING], "gzip");
+}
+
+#[tokio::test]
+async fn leaderboard_csv_keeps_numbers_and_defuses_formulas() {
+    let app = TestApp::new().await;
+    let key = app.register("mallory").await;
+    let evil = "=cmd|' /C calc'!A0";
+    let files: Vec<(String, Vec<u8>)> = fixture()
+        .files
+        .iter()
+        .map(|(p, d)| {
+            let text = String::from_utf8(d.clone()).unwrap();
+            (
+                p.clone(),
+                text.replace("Qwen/Qwen2.5-0.5B-Instruct", evil)
+                    .into_bytes(),
+            )
+        })
+        .collect();
+    let gz = bundle_with(files, "mallory", &key);
+    let (status, body) = app.submit(&gz, &sign(&key, &gz)).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+
+    let r = get(
+        &app,
+        "/api/v1/leaderboard.csv?include_review=true&scenario=batch",
+        &[],
+    )
+    .await;
+    assert_eq!(r.status(), StatusCode::OK);
+    assert!(r.headers()[header::CONTENT_TYPE]
+        .to_str()
+        .unwrap()
+        .starts_with("text/csv"));
+    let text =
+        String::from_utf8(r.into_body().collect().await.unwrap().to_bytes().to_vec()).unwrap();
+    let mut rdr = csv::Reader::from_reader(text.as_bytes());
+    let headers = rdr.headers().unwrap().clone();
+    assert_eq!(
+        headers.iter().collect::<Vec<_>>(),
+        wattcounts::web::csv_export::COLUMNS
+    );
+    let rows: Vec<csv::StringRecord> = rdr.records().map(Result::unwrap).collect();
+    let (_, json) = app
+        .get("/api/v1/leaderboard?include_review=true&scenario=batch")
+        .await;
+    assert_eq!(rows.len() as u64, json["total"].as_u64().unwrap());
+    let model_col = headers.iter().position(|h| h == "model").unwrap();
+    let ept_col = headers
+        .iter()
+        .position(|h| h == "energy_per_token_j")
+        .unwrap();
+    assert!(
+        rows.iter().any(|r| r[model_col] == format!("'{evil}")),
+        "{text}"
+    );
+    assert!(rows.iter().all(|r| !r[model_col].starts_with('=')));
+    for (row, entry) in rows.iter().zip(json["entries"].as_array().unwrap()) {
+        let v: f64 = row[ept_col].parse().expect("numbers stay numbers");
+        assert_eq!(v, entry["energy_per_token_j"].as_f64().unwrap());
+    }
+}
