@@ -237,7 +237,7 @@ async fn leaderboard_timings(ingestor: Arc<Ingestor>) -> anyhow::Result<()> {
         max_body_bytes: 1 << 20,
         maintainers: Default::default(),
         // Cold answers: nothing is cached.
-        cache: Arc::new(wattcounts::web::cache::ResponseCache::new(Duration::ZERO)),
+        cache: Arc::new(wattcounts::web::cache::ResponseCache::new(false)),
     });
     for path in [
         "/leaderboard?per_page=100",

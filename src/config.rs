@@ -58,11 +58,11 @@ pub struct ServeConfig {
         value_delimiter = ','
     )]
     pub admin_tokens: Vec<String>,
-    /// Seconds a cached page or JSON answer may be served before it is
-    /// recomputed (this instance's own changes clear it at once; the TTL
-    /// bounds how long other instances' changes take to show). 0: no cache.
-    #[arg(long, env = "WATTCOUNTS_CACHE_TTL", default_value_t = 5)]
-    pub cache_ttl: u64,
+    /// Compute every page and JSON answer afresh instead of caching them
+    /// until the data changes (this instance's changes at once, other
+    /// instances' within 2 s).
+    #[arg(long, env = "WATTCOUNTS_NO_RESPONSE_CACHE")]
+    pub no_response_cache: bool,
 }
 
 impl ServeConfig {

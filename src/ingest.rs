@@ -143,6 +143,25 @@ impl Ingestor {
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
 
+    /// Notices what other instances write to a shared database: every
+    /// `every`, compares the store's data stamp with the last one seen and
+    /// marks the data changed when it moved. Runs until the process ends.
+    pub async fn watch_other_writers(self: Arc<Self>, every: Duration) {
+        let mut last = None;
+        loop {
+            match self.store.data_stamp().await {
+                Ok(stamp) => {
+                    if last.is_some_and(|l| l != stamp) {
+                        self.data_changed();
+                    }
+                    last = Some(stamp);
+                }
+                Err(e) => tracing::warn!(error = %e, "data stamp unavailable"),
+            }
+            tokio::time::sleep(every).await;
+        }
+    }
+
     pub async fn receipt(&self, id: uuid::Uuid) -> Result<Option<Receipt>, StoreError> {
         let Some(rec) = self.store.submission(id).await? else {
             return Ok(None);

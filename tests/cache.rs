@@ -146,3 +146,43 @@ async fn leaderboard_csv_keeps_numbers_and_defuses_formulas() {
         assert_eq!(v, entry["energy_per_token_j"].as_f64().unwrap());
     }
 }
+
+/// Another instance's writes reach this instance's cache through the data
+/// stamp watcher (two apps on one database file here; PostgreSQL the same).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn other_instances_writes_make_answers_stale() {
+    let a = TestApp::new().await;
+    let url = format!("sqlite:{}", a.dir.path().join("test.db").display());
+    let b = TestApp::with_store(
+        wattcounts::store::open(&url).await.unwrap(),
+        tempfile::tempdir().unwrap(),
+        256 << 20,
+    );
+    tokio::spawn(
+        a.ingestor
+            .clone()
+            .watch_other_writers(std::time::Duration::from_millis(50)),
+    );
+    let path = "/api/v1/leaderboard";
+    let before = get(&a, path, &[]).await;
+    assert_eq!(
+        get(&a, path, &[]).await.headers()["x-cache"],
+        "hit",
+        "cached on a"
+    );
+    let key = b.register("alice").await;
+    let gz = bundle("alice", &key);
+    assert_eq!(b.submit(&gz, &sign(&key, &gz)).await.0, StatusCode::CREATED);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let now = get(&a, path, &[]).await;
+        if etag(&now) != etag(&before) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a never saw b's submission"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}

@@ -30,9 +30,7 @@ pub async fn build_state(cfg: &ServeConfig, public_url: String) -> anyhow::Resul
         ingestor: Arc::new(ingestor),
         max_body_bytes: cfg.max_body_bytes,
         maintainers: Arc::new(cfg.maintainers()?),
-        cache: Arc::new(web::cache::ResponseCache::new(
-            std::time::Duration::from_secs(cfg.cache_ttl),
-        )),
+        cache: Arc::new(web::cache::ResponseCache::new(!cfg.no_response_cache)),
     })
 }
 
@@ -54,6 +52,13 @@ pub async fn run(cfg: ServeConfig) -> anyhow::Result<()> {
         env!("CARGO_PKG_VERSION"),
         public_url,
         cfg.database_url()
+    );
+    // Other instances on the same database: notice their writes.
+    tokio::spawn(
+        state
+            .ingestor
+            .clone()
+            .watch_other_writers(std::time::Duration::from_secs(2)),
     );
     if cfg.demo {
         // Load in the background: the service answers while it fills up.

@@ -144,6 +144,9 @@ pub trait Store: Send + Sync {
     ) -> Result<Vec<SubmissionRecord>, StoreError>;
     async fn submission_by_digest(&self, sha256: &str) -> Result<Option<Uuid>, StoreError>;
     async fn submission_digest(&self, id: Uuid) -> Result<Option<String>, StoreError>;
+    /// Changes whenever another writer (another instance) stores a
+    /// submission or records a moderation decision: (submissions, events).
+    async fn data_stamp(&self) -> Result<(i64, i64), StoreError>;
     /// The `.sig` text the bundle was uploaded with.
     async fn submission_signature(&self, id: Uuid) -> Result<Option<String>, StoreError>;
     async fn insert_submission(&self, s: &NewSubmission) -> Result<InsertOutcome, StoreError>;

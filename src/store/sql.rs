@@ -493,6 +493,15 @@ macro_rules! sql_store {
                     .transpose()
             }
 
+            async fn data_stamp(&self) -> Result<(i64, i64), StoreError> {
+                sqlx::query_as(
+                    "SELECT (SELECT COUNT(*) FROM submissions), (SELECT COUNT(*) FROM moderation_events)",
+                )
+                .fetch_one(&self.pool)
+                .await
+                .map_err(db_err)
+            }
+
             async fn submission_signature(&self, id: Uuid) -> Result<Option<String>, StoreError> {
                 sqlx::query_scalar("SELECT signature FROM submissions WHERE id = $1")
                     .bind(id.to_string())

@@ -1,13 +1,14 @@
 //! Response cache for the public read pages and their JSON twins, with
 //! ETags. Keyed by path and query; an entry is good while the ingestor's
-//! data version (bumped by every stored submission and every moderation
-//! decision of this instance, demo loading included) is the one it was
-//! computed at. Entries also expire after a short TTL, so instances sharing
-//! one PostgreSQL database see each other's new data within that time.
+//! data version is the one it was computed at. The version moves with every
+//! submission stored and every moderation decision made by this instance
+//! (demo loading included) and, through `Ingestor::watch_other_writers`,
+//! within two seconds of another instance's. One request computes a missing
+//! answer while the others for the same key wait for it, so a change does
+//! not set every connection computing the same page.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex};
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -28,23 +29,58 @@ const MAX_ENTRIES: usize = 2048;
 #[derive(Clone)]
 struct Entry {
     generation: u64,
-    stored: Instant,
     content_type: HeaderValue,
     etag: HeaderValue,
     body: Bytes,
+    /// The body gzipped once, with its own ETag, for clients that take it
+    /// (compressing per request would cost more than rendering).
+    gzip: Option<(HeaderValue, Bytes)>,
+}
+
+/// Bodies smaller than this are not worth compressing.
+const GZIP_FROM: usize = 1024;
+
+fn gzipped(body: &[u8], etag: &HeaderValue) -> Option<(HeaderValue, Bytes)> {
+    use std::io::Write;
+    if body.len() < GZIP_FROM {
+        return None;
+    }
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(6));
+    enc.write_all(body).ok()?;
+    let bytes = enc.finish().ok()?;
+    let tag = etag.to_str().ok()?.trim_end_matches('"').to_string() + "-gzip\"";
+    Some((HeaderValue::from_str(&tag).ok()?, Bytes::from(bytes)))
+}
+
+fn accepts_gzip(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|t| {
+            let mut parts = t.trim().split(';');
+            parts
+                .next()
+                .is_some_and(|e| e.trim().eq_ignore_ascii_case("gzip"))
+                && !parts.any(|p| p.trim().replace(' ', "") == "q=0")
+        })
 }
 
 pub struct ResponseCache {
-    /// Zero turns caching off (ETags are still sent).
-    ttl: Duration,
+    /// Off: every answer is computed (ETags and 304s still work).
+    enabled: bool,
     entries: Mutex<HashMap<String, Entry>>,
+    /// One lock per key being computed (single flight).
+    flights: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl ResponseCache {
-    pub fn new(ttl: Duration) -> Self {
+    pub fn new(enabled: bool) -> Self {
         ResponseCache {
-            ttl,
+            enabled,
             entries: Mutex::new(HashMap::new()),
+            flights: Mutex::new(HashMap::new()),
         }
     }
 
@@ -52,13 +88,21 @@ impl ResponseCache {
         let entries = self.entries.lock().expect("cache lock");
         entries
             .get(key)
-            .filter(|e| e.generation == generation && e.stored.elapsed() < self.ttl)
+            .filter(|e| e.generation == generation)
             .cloned()
+    }
+
+    fn flight(&self, key: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut flights = self.flights.lock().expect("cache lock");
+        if flights.len() > MAX_ENTRIES {
+            flights.retain(|_, m| Arc::strong_count(m) > 1);
+        }
+        flights.entry(key.to_string()).or_default().clone()
     }
 
     fn put(&self, key: String, entry: Entry, current: u64) {
         // Only answers computed against current data are kept.
-        if self.ttl.is_zero() || entry.generation != current {
+        if !self.enabled || entry.generation != current {
             return;
         }
         let mut entries = self.entries.lock().expect("cache lock");
@@ -111,20 +155,30 @@ fn matches_etag(headers: &HeaderMap, etag: &HeaderValue) -> bool {
 
 fn answer(entry: &Entry, request: &HeaderMap, hit: bool) -> Response {
     let cache_state = HeaderValue::from_static(if hit { "hit" } else { "miss" });
-    if matches_etag(request, &entry.etag) {
+    let (etag, body, gzip) = match &entry.gzip {
+        Some((tag, bytes)) if accepts_gzip(request) => (tag, bytes, true),
+        _ => (&entry.etag, &entry.body, false),
+    };
+    if matches_etag(request, etag) {
         return (
             StatusCode::NOT_MODIFIED,
             [
-                (header::ETAG, entry.etag.clone()),
+                (header::ETAG, etag.clone()),
                 (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+                (header::VARY, HeaderValue::from_static("accept-encoding")),
             ],
         )
             .into_response();
     }
-    let mut resp = Response::new(Body::from(entry.body.clone()));
+    let mut resp = Response::new(Body::from(body.clone()));
     let h = resp.headers_mut();
     h.insert(header::CONTENT_TYPE, entry.content_type.clone());
-    h.insert(header::ETAG, entry.etag.clone());
+    h.insert(header::ETAG, etag.clone());
+    h.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+    if gzip {
+        // Already compressed: the compression layer leaves it alone.
+        h.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+    }
     // Browsers may keep a copy but must revalidate (cheap: a 304).
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     h.insert("x-cache", cache_state);
@@ -145,6 +199,18 @@ pub async fn layer(State(s): State<AppState>, req: Request, next: Next) -> Respo
     if let Some(entry) = s.cache.get(&key, generation) {
         return answer(&entry, &request_headers, true);
     }
+    let flight = s.cache.flight(&key);
+    let _computing = if s.cache.enabled {
+        let guard = flight.lock().await;
+        // Whoever held the lock before may have just stored it.
+        if let Some(entry) = s.cache.get(&key, s.ingestor.data_version()) {
+            return answer(&entry, &request_headers, true);
+        }
+        Some(guard)
+    } else {
+        None
+    };
+    let generation = s.ingestor.data_version();
     let resp = next.run(req).await;
     if resp.status() != StatusCode::OK {
         return resp;
@@ -157,16 +223,22 @@ pub async fn layer(State(s): State<AppState>, req: Request, next: Next) -> Respo
         )
             .into_response();
     };
+    let etag = etag_of(&body);
+    let gzip = if s.cache.enabled {
+        gzipped(&body, &etag)
+    } else {
+        None
+    };
     let entry = Entry {
         generation,
-        stored: Instant::now(),
         content_type: parts
             .headers
             .get(header::CONTENT_TYPE)
             .cloned()
             .unwrap_or(HeaderValue::from_static("application/octet-stream")),
-        etag: etag_of(&body),
+        etag,
         body,
+        gzip,
     };
     if entry.body.len() <= MAX_CACHED {
         s.cache.put(key, entry.clone(), s.ingestor.data_version());

@@ -100,9 +100,7 @@ impl TestApp {
                 )])
                 .unwrap(),
             ),
-            cache: Arc::new(web::cache::ResponseCache::new(
-                std::time::Duration::from_secs(5),
-            )),
+            cache: Arc::new(web::cache::ResponseCache::new(true)),
         });
         TestApp {
             router,
