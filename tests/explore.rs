@@ -67,6 +67,10 @@ async fn gpu_pages_list_and_chart() {
     let app = app_with_two_gpus().await;
     let (status, doc) = page(&app, "/gpus").await;
     assert_eq!(status, StatusCode::OK);
+    let (_, stats) = app.get("/api/v1/stats").await;
+    assert_eq!(stats["counts"]["submissions"], 2);
+    assert_eq!(stats["counts"]["gpus"], 2);
+    assert_eq!(stats["latest"].as_array().unwrap().len(), 2);
     let names = texts(&doc, "tbody td:first-child");
     assert_eq!(names.len(), catalog::gpus().len());
     assert!(names.contains(&"NVIDIA L4".to_string()));
@@ -204,6 +208,21 @@ async fn browser_upload_form_stores_or_explains() {
     let (status, doc) = page(&app, &to).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(texts(&doc, ".status strong"), vec!["accepted"]);
+    // The manifest summary: what was run, on what.
+    let labels = texts(&doc, "dl.facts dt");
+    let values = texts(&doc, "dl.facts dd");
+    let fact = |l: &str| values[labels.iter().position(|x| x == l).unwrap()].clone();
+    assert!(
+        fact("GPU setup").starts_with("1 × NVIDIA L4, driver 550.54.15"),
+        "{}",
+        fact("GPU setup")
+    );
+    assert!(
+        fact("Protocol").starts_with("3 iterations"),
+        "{}",
+        fact("Protocol")
+    );
+    assert!(fact("Harness").contains("abc1234"));
 
     // The original bytes and signature download as stored.
     let id = to.trim_start_matches("/submissions/");
@@ -249,4 +268,10 @@ async fn checks_page_lists_every_rule() {
         wattcounts::checks::rules().len()
     );
     assert!(texts(&doc, "pre code")[0].contains("energy_tolerance_pct: 2.0"));
+    let (_, json) = app.get("/api/v1/checks").await;
+    assert_eq!(
+        json["checks"].as_array().unwrap().len(),
+        wattcounts::checks::rules().len()
+    );
+    assert_eq!(json["thresholds"]["energy_tolerance_pct"], 2.0);
 }

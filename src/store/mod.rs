@@ -147,8 +147,8 @@ pub trait Store: Send + Sync {
     /// Changes whenever another writer (another instance) stores a
     /// submission or records a moderation decision: (submissions, events).
     async fn data_stamp(&self) -> Result<(i64, i64), StoreError>;
-    /// The `.sig` text the bundle was uploaded with.
-    async fn submission_signature(&self, id: Uuid) -> Result<Option<String>, StoreError>;
+    /// The manifest (JSON) and the `.sig` text the bundle came with.
+    async fn submission_documents(&self, id: Uuid) -> Result<Option<(String, String)>, StoreError>;
     async fn insert_submission(&self, s: &NewSubmission) -> Result<InsertOutcome, StoreError>;
     async fn submission(&self, id: Uuid) -> Result<Option<SubmissionRecord>, StoreError>;
     async fn configurations(&self, id: Uuid) -> Result<Vec<ConfigurationMetrics>, StoreError>;

@@ -502,8 +502,11 @@ macro_rules! sql_store {
                 .map_err(db_err)
             }
 
-            async fn submission_signature(&self, id: Uuid) -> Result<Option<String>, StoreError> {
-                sqlx::query_scalar("SELECT signature FROM submissions WHERE id = $1")
+            async fn submission_documents(
+                &self,
+                id: Uuid,
+            ) -> Result<Option<(String, String)>, StoreError> {
+                sqlx::query_as("SELECT manifest, signature FROM submissions WHERE id = $1")
                     .bind(id.to_string())
                     .fetch_optional(&self.pool)
                     .await

@@ -124,6 +124,7 @@ fn cacheable(path: &str) -> bool {
             | "/api/v1/gpus"
             | "/compare"
             | "/api/v1/compare"
+            | "/api/v1/stats"
     ) || [
         "/submissions/",
         "/api/v1/submissions/",

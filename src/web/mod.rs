@@ -72,6 +72,8 @@ pub fn app(state: AppState) -> Router {
         .route("/api/v1/compare", get(explore::compare_json))
         .route("/api/v1/models/{*id}", get(explore::model_json))
         .route("/checks", get(submit_page::checks_page))
+        .route("/api/v1/checks", get(submit_page::checks_json))
+        .route("/api/v1/stats", get(pages::stats_json))
         .route(
             "/submit",
             get(submit_page::submit_page)

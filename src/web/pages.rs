@@ -118,6 +118,29 @@ struct IndexPage {
     version: &'static str,
 }
 
+/// The front page's JSON twin: dataset counts and the latest accepted
+/// submissions.
+pub async fn stats_json(State(s): State<AppState>) -> Result<Response, ApiError> {
+    let store = &s.ingestor.store;
+    let counts = store.dataset_counts().await?;
+    let latest: Vec<serde_json::Value> = store
+        .latest_submissions(10)
+        .await?
+        .into_iter()
+        .map(|r| {
+            json!({
+                "submission_id": r.id,
+                "received_at": crate::store::ts(&r.received_at),
+                "submitter": r.handle,
+                "gpu": r.gpu_name,
+                "iterations": r.iterations,
+                "demo": r.is_demo,
+            })
+        })
+        .collect();
+    Ok(Json(json!({ "counts": counts, "latest": latest })).into_response())
+}
+
 pub async fn index(State(s): State<AppState>) -> Result<Response, PageError> {
     let store = &s.ingestor.store;
     let counts = store.dataset_counts().await?;

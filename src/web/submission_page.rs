@@ -95,8 +95,77 @@ struct SubmissionPage {
     checks: Vec<CheckRow>,
     moderation: Vec<EventRow>,
     configurations: Vec<ConfigRow>,
+    /// (label, value) lines from the manifest.
+    facts: Vec<(&'static str, String)>,
     demo: bool,
     version: &'static str,
+}
+
+/// What the manifest says about the setup, as label/value lines.
+fn manifest_facts(m: &crate::bundle::manifest::Manifest) -> Vec<(&'static str, String)> {
+    let g = &m.system.gpu;
+    let c = m.harness_config();
+    let limit = if g.power_limit_w < g.default_power_limit_w {
+        format!(
+            "{:.0} W of {:.0} W default{}",
+            g.power_limit_w,
+            g.default_power_limit_w,
+            if g.power_limit_declared {
+                " (declared)"
+            } else {
+                " (not declared)"
+            }
+        )
+    } else {
+        format!("{:.0} W (default)", g.power_limit_w)
+    };
+    let software: Vec<String> = m.software.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    vec![
+        ("Packed", m.created_at.clone()),
+        (
+            "Harness",
+            format!(
+                "{} at {} ({})",
+                m.harness.name, m.harness.commit, m.harness.config_file
+            ),
+        ),
+        (
+            "Protocol",
+            format!(
+                "{} iterations, server runs of {} s at {} req/s, {} models",
+                c.iterations,
+                c.max_test_duration,
+                c.lambda_qps_array
+                    .iter()
+                    .map(|l| l.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                c.llm_models.len()
+            ),
+        ),
+        (
+            "GPU setup",
+            format!(
+                "{} × {}, driver {}{}, power limit {limit}",
+                g.count,
+                g.name,
+                g.driver_version,
+                g.cuda_version
+                    .as_deref()
+                    .map(|v| format!(", CUDA {v}"))
+                    .unwrap_or_default()
+            ),
+        ),
+        (
+            "Host",
+            format!("{}, {:.0} GiB memory", m.system.cpu, m.system.memory_gib),
+        ),
+        ("Software", software.join(", ")),
+        (
+            "Files",
+            format!("{} files listed with sizes and sha256", m.files.len()),
+        ),
+    ]
 }
 
 pub async fn submission_page(
@@ -110,6 +179,13 @@ pub async fn submission_page(
         .await?
         .ok_or_else(|| ApiError::not_found(format!("no submission {id}")))?;
     let count = |o: crate::checks::Outcome| r.checks.iter().filter(|c| c.outcome == o).count();
+    let manifest = s
+        .ingestor
+        .store
+        .submission_documents(id)
+        .await?
+        .and_then(|(m, _)| serde_json::from_str::<crate::bundle::manifest::Manifest>(&m).ok());
+    let facts = manifest.as_ref().map(manifest_facts).unwrap_or_default();
     use crate::checks::{Outcome, Status};
     let page = SubmissionPage {
         id: id.to_string(),
@@ -154,6 +230,7 @@ pub async fn submission_page(
                 power: format!("{:.0}", c.power_mean_w.median),
             })
             .collect(),
+        facts,
         demo: r.demo,
         version: VERSION,
     };
@@ -201,10 +278,10 @@ pub async fn signature_download(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let id = parse_id(&id)?;
-    let sig = s
+    let (_, sig) = s
         .ingestor
         .store
-        .submission_signature(id)
+        .submission_documents(id)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("no submission {id}")))?;
     Ok((

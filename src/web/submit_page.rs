@@ -64,6 +64,26 @@ struct ChecksPage {
     version: &'static str,
 }
 
+/// `/checks` as JSON: every rule and this service's thresholds.
+pub async fn checks_json(State(s): State<AppState>) -> Response {
+    let rules: Vec<serde_json::Value> = checks::rules()
+        .into_iter()
+        .map(|r| {
+            serde_json::json!({
+                "id": r.id,
+                "severity": r.severity,
+                "rule": r.rule,
+                "unit": r.unit,
+            })
+        })
+        .collect();
+    axum::Json(serde_json::json!({
+        "checks": rules,
+        "thresholds": s.ingestor.config.thresholds,
+    }))
+    .into_response()
+}
+
 pub async fn checks_page(State(s): State<AppState>) -> Response {
     render(
         StatusCode::OK,
