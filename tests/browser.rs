@@ -12,11 +12,8 @@ use std::path::Path;
 
 use common::*;
 use serde_json::json;
-use wattcounts::catalog;
 use wattcounts::ingest::{IngestConfig, Ingestor};
 use wattcounts::store::blobs::BlobStore;
-use wattcounts::store::NewSubmitter;
-use wattcounts::synth::{self, SynthOptions};
 
 const HOSTILE: &str = "<script>alert(1)</script>";
 
@@ -60,44 +57,22 @@ async fn every_page_in_headless_chromium() {
         },
     );
     let key = new_key();
-    store
-        .create_submitter(&NewSubmitter {
-            handle: "alice".into(),
-            display_name: "Alice".into(),
-            fingerprint: wattcounts::signing::fingerprint(key.public_key()),
-            algorithm: "ssh-ed25519".into(),
-            public_key: key.public_key().to_openssh().unwrap(),
-        })
-        .await
-        .unwrap();
-    let models = [
-        catalog::model_by_id("Qwen/Qwen2.5-0.5B-Instruct").unwrap(),
-        catalog::model_by_id("meta-llama/Llama-3.2-3B-Instruct").unwrap(),
-    ];
+    add_submitter(store.as_ref(), "alice", &key).await;
     let mut first_id = String::new();
     for gpu in ["l4", "h100-pcie"] {
-        let run = synth::generate_run(
-            catalog::gpu_by_id(gpu).unwrap(),
-            &models,
-            &SynthOptions::small(),
+        let run = small_run(
+            gpu,
+            &[
+                "Qwen/Qwen2.5-0.5B-Instruct",
+                "meta-llama/Llama-3.2-3B-Instruct",
+            ],
         );
         let gz = bundle_of(&run, "alice", &key);
         let (_, r) = ingestor.submit(gz.clone(), sign(&key, &gz)).await.unwrap();
         first_id = r.submission_id.to_string();
     }
     // A model named like a script: it must show as text (and await review).
-    let hostile: Vec<(String, Vec<u8>)> = fixture()
-        .files
-        .iter()
-        .map(|(p, d)| {
-            let t = String::from_utf8(d.clone()).unwrap();
-            (
-                p.clone(),
-                t.replace("Qwen/Qwen2.5-0.5B-Instruct", HOSTILE)
-                    .into_bytes(),
-            )
-        })
-        .collect();
+    let hostile = fixture_with_model_named(HOSTILE);
     let gz = bundle_with(hostile, "alice", &key);
     let (_, r) = ingestor.submit(gz.clone(), sign(&key, &gz)).await.unwrap();
     assert_eq!(r.status, wattcounts::store::Status::NeedsReview);

@@ -91,18 +91,7 @@ async fn leaderboard_csv_keeps_numbers_and_defuses_formulas() {
     let app = TestApp::new().await;
     let key = app.register("mallory").await;
     let evil = "=cmd|' /C calc'!A0";
-    let files: Vec<(String, Vec<u8>)> = fixture()
-        .files
-        .iter()
-        .map(|(p, d)| {
-            let text = String::from_utf8(d.clone()).unwrap();
-            (
-                p.clone(),
-                text.replace("Qwen/Qwen2.5-0.5B-Instruct", evil)
-                    .into_bytes(),
-            )
-        })
-        .collect();
+    let files = fixture_with_model_named(evil);
     let gz = bundle_with(files, "mallory", &key);
     let (status, body) = app.submit(&gz, &sign(&key, &gz)).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");

@@ -11,7 +11,6 @@ use scraper::{Html, Selector};
 use serde_json::Value;
 use tower::ServiceExt;
 use wattcounts::catalog;
-use wattcounts::synth::{self, SynthOptions};
 
 const MODEL: &str = "Qwen/Qwen2.5-0.5B-Instruct";
 
@@ -19,16 +18,8 @@ const MODEL: &str = "Qwen/Qwen2.5-0.5B-Instruct";
 async fn app_with_two_gpus() -> TestApp {
     let app = TestApp::new().await;
     let key = app.register("alice").await;
-    let models = [
-        catalog::model_by_id(MODEL).unwrap(),
-        catalog::model_by_id("meta-llama/Llama-3.2-3B-Instruct").unwrap(),
-    ];
     for gpu in ["l4", "h100-pcie"] {
-        let run = synth::generate_run(
-            catalog::gpu_by_id(gpu).unwrap(),
-            &models,
-            &SynthOptions::small(),
-        );
+        let run = small_run(gpu, &[MODEL, "meta-llama/Llama-3.2-3B-Instruct"]);
         let gz = bundle_of(&run, "alice", &key);
         let (status, r) = app.submit(&gz, &sign(&key, &gz)).await;
         assert_eq!(status, StatusCode::CREATED);
@@ -37,35 +28,10 @@ async fn app_with_two_gpus() -> TestApp {
     app
 }
 
-async fn page(app: &TestApp, path: &str) -> (StatusCode, Html) {
-    let resp = app
-        .router
-        .clone()
-        .oneshot(Request::get(path).body(Body::empty()).unwrap())
-        .await
-        .unwrap();
-    let status = resp.status();
-    assert!(resp.headers()[header::CONTENT_TYPE]
-        .to_str()
-        .unwrap()
-        .starts_with("text/html"));
-    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
-    (
-        status,
-        Html::parse_document(std::str::from_utf8(&bytes).unwrap()),
-    )
-}
-
-fn texts(doc: &Html, sel: &str) -> Vec<String> {
-    doc.select(&Selector::parse(sel).unwrap())
-        .map(|e| e.text().collect::<String>().trim().to_string())
-        .collect()
-}
-
 #[tokio::test]
 async fn gpu_pages_list_and_chart() {
     let app = app_with_two_gpus().await;
-    let (status, doc) = page(&app, "/gpus").await;
+    let (status, doc) = html_page(&app, "/gpus").await;
     assert_eq!(status, StatusCode::OK);
     let (_, stats) = app.get("/api/v1/stats").await;
     assert_eq!(stats["counts"]["submissions"], 2);
@@ -75,7 +41,7 @@ async fn gpu_pages_list_and_chart() {
     assert_eq!(names.len(), catalog::gpus().len());
     assert!(names.contains(&"NVIDIA L4".to_string()));
 
-    let (status, doc) = page(&app, "/gpus/l4?scenario=batch").await;
+    let (status, doc) = html_page(&app, "/gpus/l4?scenario=batch").await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(
         texts(&doc, "svg.chart > title"),
@@ -91,15 +57,15 @@ async fn gpu_pages_list_and_chart() {
     assert_eq!(json["entries"][0]["model"], first_model.as_str());
 
     assert_eq!(
-        page(&app, "/gpus/no-such-gpu").await.0,
+        html_page(&app, "/gpus/no-such-gpu").await.0,
         StatusCode::NOT_FOUND
     );
     assert_eq!(
-        page(&app, "/gpus/l4?scenario=server@9").await.0,
+        html_page(&app, "/gpus/l4?scenario=server@9").await.0,
         StatusCode::BAD_REQUEST
     );
     assert_eq!(
-        page(&app, "/gpus/l4?colour=red").await.0,
+        html_page(&app, "/gpus/l4?colour=red").await.0,
         StatusCode::BAD_REQUEST
     );
 }
@@ -107,7 +73,7 @@ async fn gpu_pages_list_and_chart() {
 #[tokio::test]
 async fn compare_marks_the_winner_and_the_saving() {
     let app = app_with_two_gpus().await;
-    let (status, doc) = page(&app, "/compare?gpus=l4,h100-pcie&scenario=server@2").await;
+    let (status, doc) = html_page(&app, "/compare?gpus=l4,h100-pcie&scenario=server@2").await;
     assert_eq!(status, StatusCode::OK);
     let (_, json) = app
         .get("/api/v1/compare?gpus=l4,h100-pcie&scenario=server@2")
@@ -144,11 +110,11 @@ async fn compare_marks_the_winner_and_the_saving() {
     );
 
     assert_eq!(
-        page(&app, "/compare?gpus=l4").await.0,
+        html_page(&app, "/compare?gpus=l4").await.0,
         StatusCode::BAD_REQUEST
     );
     assert_eq!(
-        page(&app, "/compare?gpus=l4,a30").await.0,
+        html_page(&app, "/compare?gpus=l4,a30").await.0,
         StatusCode::BAD_REQUEST
     );
 }
@@ -156,7 +122,7 @@ async fn compare_marks_the_winner_and_the_saving() {
 #[tokio::test]
 async fn model_page_names_the_best_gpu_with_its_pareto_chart() {
     let app = app_with_two_gpus().await;
-    let (status, doc) = page(&app, &format!("/models/{MODEL}")).await;
+    let (status, doc) = html_page(&app, &format!("/models/{MODEL}")).await;
     assert_eq!(status, StatusCode::OK);
     let (_, json) = app.get(&format!("/api/v1/models/{MODEL}")).await;
     let scenarios = json["scenarios"].as_array().unwrap();
@@ -176,7 +142,7 @@ async fn model_page_names_the_best_gpu_with_its_pareto_chart() {
     assert_eq!(texts(&doc, "svg.chart").len(), 3);
     assert!(texts(&doc, "svg.chart circle.front-dot").len() >= 3);
     assert_eq!(
-        page(&app, "/models/nobody/nothing").await.0,
+        html_page(&app, "/models/nobody/nothing").await.0,
         StatusCode::NOT_FOUND
     );
 }
@@ -185,7 +151,7 @@ async fn model_page_names_the_best_gpu_with_its_pareto_chart() {
 async fn browser_upload_form_stores_or_explains() {
     let app = TestApp::new().await;
     let key = app.register("alice").await;
-    let (status, doc) = page(&app, "/submit").await;
+    let (status, doc) = html_page(&app, "/submit").await;
     assert_eq!(status, StatusCode::OK);
     assert!(texts(&doc, "pre code")[0].contains("wattcounts submit run.tar.gz"));
     assert_eq!(
@@ -205,7 +171,7 @@ async fn browser_upload_form_stores_or_explains() {
         .unwrap()
         .to_string();
     assert!(to.starts_with("/submissions/"));
-    let (status, doc) = page(&app, &to).await;
+    let (status, doc) = html_page(&app, &to).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(texts(&doc, ".status strong"), vec!["accepted"]);
     // The manifest summary: what was run, on what.
@@ -261,7 +227,7 @@ async fn browser_upload_form_stores_or_explains() {
 #[tokio::test]
 async fn checks_page_lists_every_rule() {
     let app = TestApp::new().await;
-    let (status, doc) = page(&app, "/checks").await;
+    let (status, doc) = html_page(&app, "/checks").await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(
         texts(&doc, "tbody tr").len(),

@@ -7,7 +7,7 @@
 mod common;
 
 use common::*;
-use wattcounts::store::{postgres::PgStore, NewSubmitter, Store};
+use wattcounts::store::{postgres::PgStore, Store};
 
 fn start(database_url: &str, data: &std::path::Path) -> Server {
     spawn_server(&[
@@ -51,16 +51,7 @@ async fn two_instances_one_database() {
     let schema = pg_schema();
     let store = PgStore::open(&base, Some(&schema)).await.unwrap();
     let key = new_key();
-    store
-        .create_submitter(&NewSubmitter {
-            handle: "alice".into(),
-            display_name: "Alice".into(),
-            fingerprint: wattcounts::signing::fingerprint(key.public_key()),
-            algorithm: "ssh-ed25519".into(),
-            public_key: key.public_key().to_openssh().unwrap(),
-        })
-        .await
-        .unwrap();
+    add_submitter(&store, "alice", &key).await;
     let sep = if base.contains('?') { '&' } else { '?' };
     let url = format!("{base}{sep}options=-c%20search_path%3D{schema}");
     let data = tempfile::tempdir().unwrap();

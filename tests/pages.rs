@@ -2,36 +2,9 @@
 
 mod common;
 
-use axum::body::Body;
-use axum::http::{Request, StatusCode};
+use axum::http::StatusCode;
 use common::*;
-use http_body_util::BodyExt;
-use scraper::{Html, Selector};
-use tower::ServiceExt;
-
-async fn html(app: &TestApp, path: &str) -> (StatusCode, Html) {
-    let resp = app
-        .router
-        .clone()
-        .oneshot(Request::get(path).body(Body::empty()).unwrap())
-        .await
-        .unwrap();
-    let status = resp.status();
-    let ct = resp.headers()["content-type"].to_str().unwrap().to_string();
-    assert!(ct.starts_with("text/html"), "{path}: {ct}");
-    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
-    (
-        status,
-        Html::parse_document(std::str::from_utf8(&bytes).unwrap()),
-    )
-}
-
-fn texts(doc: &Html, sel: &str) -> Vec<String> {
-    let s = Selector::parse(sel).unwrap();
-    doc.select(&s)
-        .map(|e| e.text().collect::<String>().trim().to_string())
-        .collect()
-}
+use scraper::Selector;
 
 async fn app_with_data() -> TestApp {
     let app = TestApp::new().await;
@@ -44,7 +17,7 @@ async fn app_with_data() -> TestApp {
 #[tokio::test]
 async fn front_page_counts_and_latest() {
     let app = app_with_data().await;
-    let (status, doc) = html(&app, "/").await;
+    let (status, doc) = html_page(&app, "/").await;
     assert_eq!(status, StatusCode::OK);
     let counts = texts(&doc, ".counts li b");
     // submissions, GPUs, models, iterations
@@ -60,7 +33,7 @@ async fn front_page_counts_and_latest() {
 #[tokio::test]
 async fn leaderboard_filters_and_sorts() {
     let app = app_with_data().await;
-    let (status, doc) = html(&app, "/leaderboard?scenario=batch").await;
+    let (status, doc) = html_page(&app, "/leaderboard?scenario=batch").await;
     assert_eq!(status, StatusCode::OK);
     let scen = texts(&doc, "tbody tr td:nth-child(4)");
     assert_eq!(scen, vec!["batch", "batch"]);
@@ -86,7 +59,7 @@ async fn leaderboard_filters_and_sorts() {
 #[tokio::test]
 async fn unknown_parameters_are_400_not_500() {
     let app = app_with_data().await;
-    let (status, doc) = html(&app, "/leaderboard?sort=drop%20table").await;
+    let (status, doc) = html_page(&app, "/leaderboard?sort=drop%20table").await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert!(texts(&doc, "main p")[0].contains("sort='drop table'"));
     let (status, body) = app.get("/api/v1/leaderboard?scenario=idle").await;
@@ -99,25 +72,13 @@ async fn hostile_model_names_show_as_text() {
     let app = TestApp::new().await;
     let key = app.register("mallory").await;
     let evil = "<script>alert(1)</script>";
-    let files: Vec<(String, Vec<u8>)> = fixture()
-        .files
-        .iter()
-        .map(|(p, d)| {
-            (
-                p.clone(),
-                String::from_utf8(d.clone())
-                    .unwrap()
-                    .replace("Qwen/Qwen2.5-0.5B-Instruct", evil)
-                    .into_bytes(),
-            )
-        })
-        .collect();
+    let files = fixture_with_model_named(evil);
     let b = bundle_with(files, "mallory", &key);
     let (status, body) = app.submit(&b, &sign(&key, &b)).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     // An unknown model goes to review; the review toggle shows it.
     assert_eq!(body["status"], "needs_review");
-    let (_, doc) = html(&app, "/leaderboard?include_review=true").await;
+    let (_, doc) = html_page(&app, "/leaderboard?include_review=true").await;
     assert!(
         texts(&doc, "tbody td:nth-child(3)")
             .iter()
@@ -131,7 +92,7 @@ async fn hostile_model_names_show_as_text() {
         "no script element"
     );
     let id = body["submission_id"].as_str().unwrap();
-    let (_, doc) = html(&app, &format!("/submissions/{id}")).await;
+    let (_, doc) = html_page(&app, &format!("/submissions/{id}")).await;
     assert!(texts(&doc, "td").iter().any(|t| t == evil), "shown as text");
     assert!(doc
         .select(&Selector::parse("script").unwrap())

@@ -425,3 +425,73 @@ pub fn spawn_server<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Server {
     std::thread::spawn(move || for _ in lines {});
     Server { child, url }
 }
+
+/// The fixture's files with the first model's id replaced in every file
+/// (for hostile or unknown model names).
+pub fn fixture_with_model_named(name: &str) -> Vec<(String, Vec<u8>)> {
+    fixture()
+        .files
+        .iter()
+        .map(|(p, d)| {
+            let text = String::from_utf8(d.clone()).unwrap();
+            (
+                p.clone(),
+                text.replace("Qwen/Qwen2.5-0.5B-Instruct", name)
+                    .into_bytes(),
+            )
+        })
+        .collect()
+}
+
+/// A small run of catalogue models on a catalogue GPU.
+pub fn small_run(gpu: &str, models: &[&str]) -> RunFolder {
+    let models: Vec<&catalog::ModelSpec> = models
+        .iter()
+        .map(|m| catalog::model_by_id(m).unwrap())
+        .collect();
+    synth::generate_run(
+        catalog::gpu_by_id(gpu).unwrap(),
+        &models,
+        &SynthOptions::small(),
+    )
+}
+
+/// Registers `handle` with `key` straight in the store (no HTTP).
+pub async fn add_submitter(store: &dyn Store, handle: &str, key: &PrivateKey) {
+    store
+        .create_submitter(&wattcounts::store::NewSubmitter {
+            handle: handle.into(),
+            display_name: handle.into(),
+            fingerprint: signing::fingerprint(key.public_key()),
+            algorithm: "ssh-ed25519".into(),
+            public_key: key.public_key().to_openssh().unwrap(),
+        })
+        .await
+        .unwrap();
+}
+
+/// GET `path` through the router, expecting HTML; the status and the DOM.
+pub async fn html_page(app: &TestApp, path: &str) -> (StatusCode, scraper::Html) {
+    let resp = app
+        .router
+        .clone()
+        .oneshot(Request::get(path).body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let status = resp.status();
+    let ct = resp.headers()["content-type"].to_str().unwrap().to_string();
+    assert!(ct.starts_with("text/html"), "{path}: {ct}");
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    (
+        status,
+        scraper::Html::parse_document(std::str::from_utf8(&bytes).unwrap()),
+    )
+}
+
+/// The trimmed text of every element matching `sel`.
+pub fn texts(doc: &scraper::Html, sel: &str) -> Vec<String> {
+    let s = scraper::Selector::parse(sel).unwrap();
+    doc.select(&s)
+        .map(|e| e.text().collect::<String>().trim().to_string())
+        .collect()
+}
