@@ -197,12 +197,17 @@ async fn browser_upload_form_stores_or_explains() {
         .clone()
         .oneshot(
             Request::get(format!("/submissions/{id}/bundle.tar.gz"))
+                .header(header::ACCEPT_ENCODING, "gzip")
                 .body(Body::empty())
                 .unwrap(),
         )
         .await
         .unwrap();
     assert_eq!(resp.status(), StatusCode::OK);
+    assert!(
+        resp.headers().get(header::CONTENT_ENCODING).is_none(),
+        "a gzip bundle is not compressed again"
+    );
     assert_eq!(resp.into_body().collect().await.unwrap().to_bytes(), gz);
 
     // A broken bundle: an error page naming file, row and column.

@@ -113,8 +113,12 @@ impl ResponseCache {
     }
 }
 
-/// Paths whose GET answers depend only on stored data and the query.
+/// Paths whose GET answers depend only on stored data and the query
+/// (downloads of the original uploads are served straight, not cached).
 fn cacheable(path: &str) -> bool {
+    if path.ends_with(".tar.gz") || path.ends_with(".sig") {
+        return false;
+    }
     matches!(
         path,
         "/" | "/leaderboard"
@@ -225,7 +229,7 @@ pub async fn layer(State(s): State<AppState>, req: Request, next: Next) -> Respo
             .into_response();
     };
     let etag = etag_of(&body);
-    let gzip = if s.cache.enabled {
+    let gzip = if s.cache.enabled && body.len() <= MAX_CACHED {
         gzipped(&body, &etag)
     } else {
         None

@@ -18,6 +18,7 @@ use std::sync::Arc;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 use axum::Router;
+use tower_http::compression::predicate::{DefaultPredicate, NotForContentType, Predicate};
 use tower_http::compression::CompressionLayer;
 use tower_http::trace::TraceLayer;
 
@@ -104,7 +105,10 @@ pub fn app(state: AppState) -> Router {
             state.clone(),
             cache::layer,
         ))
-        .layer(CompressionLayer::new())
+        // Bundles are gzip already; compressing them again wastes CPU.
+        .layer(CompressionLayer::new().compress_when(
+            DefaultPredicate::new().and(NotForContentType::const_new("application/gzip")),
+        ))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }
