@@ -85,7 +85,7 @@ async fn database_outage_is_a_quick_503_and_heals() {
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
     assert_eq!(body["error"]["code"], "unavailable");
     assert!(
-        waited < Duration::from_millis(2500),
+        waited < Duration::from_millis(3000),
         "answered after {waited:?}"
     );
 
@@ -95,7 +95,7 @@ async fn database_outage_is_a_quick_503_and_heals() {
     let (status, _) = app.submit(&retried, &sig).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     assert!(
-        t.elapsed() < Duration::from_millis(2500),
+        t.elapsed() < Duration::from_millis(3000),
         "{:?}",
         t.elapsed()
     );
