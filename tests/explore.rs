@@ -52,6 +52,13 @@ async fn gpu_pages_list_and_chart() {
         2,
         "one bar per model"
     );
+    assert_eq!(
+        texts(&doc, "table.submissions tbody tr").len(),
+        1,
+        "the L4's one submission is listed"
+    );
+    let (_, json) = app.get("/api/v1/gpus/l4").await;
+    assert_eq!(json["submissions"].as_array().unwrap().len(), 1);
     let (_, json) = app.get("/api/v1/gpus/l4?scenario=batch").await;
     let first_model = texts(&doc, "tbody td:first-child")[0].clone();
     assert_eq!(json["entries"][0]["model"], first_model.as_str());

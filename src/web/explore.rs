@@ -151,24 +151,37 @@ struct GpuPage {
     scenario_label: String,
     chart: String,
     rows: Vec<GpuRow>,
+    submissions: Vec<GpuSubmission>,
     json_link: String,
     demo: bool,
     version: &'static str,
+}
+
+/// An accepted submission measured on the GPU.
+#[derive(Serialize)]
+struct GpuSubmission {
+    submission_id: String,
+    submitter: String,
+    received_at: String,
+    demo: bool,
+}
+
+/// How many of the newest accepted submissions a GPU page lists.
+const GPU_SUBMISSIONS_LISTED: u32 = 500;
+
+struct GpuView {
+    gpu: GpuSummary,
+    present: Vec<ScenarioKey>,
+    scenario: Option<ScenarioKey>,
+    rows: Vec<Entry>,
+    submissions: Vec<GpuSubmission>,
 }
 
 async fn gpu_data(
     s: &AppState,
     id: &str,
     params: &HashMap<String, String>,
-) -> Result<
-    (
-        GpuSummary,
-        Vec<ScenarioKey>,
-        Option<ScenarioKey>,
-        Vec<Entry>,
-    ),
-    ApiError,
-> {
+) -> Result<GpuView, ApiError> {
     only_params(params, &["scenario"])?;
     let all = entries(s).await?;
     let gpu = summaries(&all)
@@ -183,7 +196,27 @@ async fn gpu_data(
         .filter(|e| scenario.is_some_and(|k| ScenarioKey::of(e) == k))
         .collect();
     rows.sort_by(|a, b| a.energy_per_token_j.total_cmp(&b.energy_per_token_j));
-    Ok((gpu, present, scenario, rows))
+    let submissions = s
+        .ingestor
+        .store
+        .latest_submissions(GPU_SUBMISSIONS_LISTED)
+        .await?
+        .into_iter()
+        .filter(|r| r.gpu_id.as_deref() == Some(id))
+        .map(|r| GpuSubmission {
+            submission_id: r.id.to_string(),
+            submitter: r.handle,
+            received_at: crate::store::ts(&r.received_at),
+            demo: r.is_demo,
+        })
+        .collect();
+    Ok(GpuView {
+        gpu,
+        present,
+        scenario,
+        rows,
+        submissions,
+    })
 }
 
 pub async fn gpu_page(
@@ -191,7 +224,13 @@ pub async fn gpu_page(
     Path(id): Path<String>,
     Query(params): Query<HashMap<String, String>>,
 ) -> Result<Response, PageError> {
-    let (gpu, present, scenario, rows) = gpu_data(&s, &id, &params).await?;
+    let GpuView {
+        gpu,
+        present,
+        scenario,
+        rows,
+        submissions,
+    } = gpu_data(&s, &id, &params).await?;
     let label = scenario.map(|k| k.label()).unwrap_or_default();
     let chart = charts::bars(
         &format!("Energy per token on the {}, {label}", gpu.name),
@@ -237,6 +276,7 @@ pub async fn gpu_page(
         ),
         demo: rows.iter().any(|e| e.demo),
         gpu,
+        submissions,
         version: VERSION,
     };
     Ok(render(StatusCode::OK, &page))
@@ -247,12 +287,13 @@ pub async fn gpu_json(
     Path(id): Path<String>,
     Query(params): Query<HashMap<String, String>>,
 ) -> Result<Response, ApiError> {
-    let (gpu, present, scenario, rows) = gpu_data(&s, &id, &params).await?;
+    let v = gpu_data(&s, &id, &params).await?;
     Ok(Json(json!({
-        "gpu": gpu,
-        "scenarios": present.iter().map(|k| k.param()).collect::<Vec<_>>(),
-        "scenario": scenario,
-        "entries": rows,
+        "gpu": v.gpu,
+        "scenarios": v.present.iter().map(|k| k.param()).collect::<Vec<_>>(),
+        "scenario": v.scenario,
+        "entries": v.rows,
+        "submissions": v.submissions,
     }))
     .into_response())
 }
