@@ -106,6 +106,8 @@ pub struct Analysis {
     pub configurations: Vec<ConfigurationMetrics>,
     /// Every check that needs only the bundle.
     pub checks: Vec<CheckResult>,
+    /// The catalogue GPU the manifest names, if the catalogue has it.
+    pub gpu: Option<&'static crate::catalog::GpuSpec>,
 }
 
 pub struct Ingestor {
@@ -329,7 +331,7 @@ impl Ingestor {
 
         // Consistency needs the accepted results already stored.
         let start = Instant::now();
-        let gpu_id = crate::catalog::gpu_by_nvml_name(&m.system.gpu.name).map(|g| g.id.clone());
+        let gpu_id = analysis.gpu.map(|g| g.id.clone());
         let is_demo = key.handle == DEMO_HANDLE;
         let mut check_results = analysis.checks;
         let peers = match &gpu_id {
@@ -503,6 +505,7 @@ pub fn analyse(
         runs,
         configurations,
         checks,
+        gpu,
     })
 }
 

@@ -42,15 +42,10 @@ pub fn checks(input: &CheckInput, _t: &Thresholds) -> Vec<CheckResult> {
 }
 
 fn verdict(rule: Rule, ok: bool, message: String, location: Location) -> CheckResult {
-    let outcome = match (ok, rule.severity) {
-        (true, _) => Outcome::Pass,
-        (false, Severity::Hard) => Outcome::Fail,
-        (false, Severity::Soft) => Outcome::Warn,
-    };
     CheckResult {
         id: rule.id.to_string(),
         severity: rule.severity,
-        outcome,
+        outcome: rule.outcome(!ok),
         figure: None,
         threshold: None,
         unit: rule.unit.to_string(),

@@ -202,6 +202,17 @@ pub struct Rule {
     pub unit: &'static str,
 }
 
+impl Rule {
+    /// A broken rule fails (hard) or warns (soft); a kept one passes.
+    pub fn outcome(&self, broken: bool) -> Outcome {
+        match (broken, self.severity) {
+            (false, _) => Outcome::Pass,
+            (true, Severity::Hard) => Outcome::Fail,
+            (true, Severity::Soft) => Outcome::Warn,
+        }
+    }
+}
+
 /// Collects one rule's instances and keeps the worst.
 pub(crate) struct Tally {
     rule: Rule,
@@ -274,11 +285,7 @@ impl Tally {
         let Some((_, figure, location, failed)) = self.worst else {
             return skip(self.rule, self.empty);
         };
-        let outcome = match (failed, self.rule.severity) {
-            (false, _) => Outcome::Pass,
-            (true, Severity::Hard) => Outcome::Fail,
-            (true, Severity::Soft) => Outcome::Warn,
-        };
+        let outcome = self.rule.outcome(failed);
         let limit = self
             .threshold
             .map(|t| format!("; limit {}", fmt_figure(t, self.rule.unit)))

@@ -204,8 +204,8 @@ pub async fn layer(State(s): State<AppState>, req: Request, next: Next) -> Respo
     if let Some(entry) = s.cache.get(&key, generation) {
         return answer(&entry, &request_headers, true);
     }
-    let flight = s.cache.flight(&key);
-    let _computing = if s.cache.enabled {
+    let flight = s.cache.enabled.then(|| s.cache.flight(&key));
+    let _computing = if let Some(flight) = &flight {
         let guard = flight.lock().await;
         // Whoever held the lock before may have just stored it.
         if let Some(entry) = s.cache.get(&key, s.ingestor.data_version()) {
