@@ -238,6 +238,9 @@ async fn leaderboard_timings(ingestor: Arc<Ingestor>) -> anyhow::Result<()> {
         maintainers: Default::default(),
         // Cold answers: nothing is cached.
         cache: Arc::new(wattcounts::web::cache::ResponseCache::new(false)),
+        snapshots: Arc::new(wattcounts::web::snapshots::Shelf::new(
+            std::env::temp_dir().join("wattcounts-bench-snapshots"),
+        )?),
     });
     for path in [
         "/leaderboard?per_page=100",

@@ -20,6 +20,8 @@ pub mod pack;
 pub mod receipt;
 pub mod rejection;
 pub mod signing;
+pub mod snapshot;
+pub mod spreadsheet;
 pub mod store;
 pub mod synth;
 pub mod web;

@@ -76,6 +76,17 @@ async fn every_page_in_headless_chromium() {
     let gz = bundle_with(hostile, "alice", &key);
     let (_, r) = ingestor.submit(gz.clone(), sign(&key, &gz)).await.unwrap();
     assert_eq!(r.status, wattcounts::store::Status::NeedsReview);
+    // A published snapshot for the snapshot pages.
+    let created = wattcounts::snapshot::create(
+        store.as_ref(),
+        &ingestor.blobs,
+        &wattcounts::snapshot::Library::new(data.path().join("snapshots")).unwrap(),
+        &Default::default(),
+        |_| {},
+    )
+    .await
+    .unwrap();
+    let snapshot_id = created.published.manifest.snapshot_id;
     drop(ingestor);
     drop(store);
 
@@ -98,6 +109,8 @@ async fn every_page_in_headless_chromium() {
         {"path": "/submit", "expect": "form[action='/submit'] input[type=file]"},
         {"path": "/checks", "expect": "table tbody tr"},
         {"path": "/admin", "expect": "form[action='/admin/login']"},
+        {"path": "/snapshots", "expect": "table tbody tr code.digest"},
+        {"path": format!("/snapshots/{snapshot_id}"), "expect": "pre.card"},
     ]);
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out = root.join("target/browser-screenshots");
@@ -113,5 +126,5 @@ async fn every_page_in_headless_chromium() {
         "the browser check failed (see its output above)"
     );
     let shots = std::fs::read_dir(&out).unwrap().count();
-    assert!(shots >= 24, "{shots} screenshots in {}", out.display());
+    assert!(shots >= 28, "{shots} screenshots in {}", out.display());
 }

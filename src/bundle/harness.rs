@@ -320,6 +320,18 @@ impl<'a> Columns<'a> {
         Ok(v as u64)
     }
 
+    fn iteration(&self, rec: &csv::ByteRecord, line: u64) -> Result<u32, Rejection> {
+        let n = self.count(rec, line, "iteration")?;
+        u32::try_from(n).map_err(|_| {
+            self.err(
+                "csv_bad_number",
+                line,
+                "iteration",
+                format!("iteration {n} is too large"),
+            )
+        })
+    }
+
     fn stats(
         &self,
         rec: &csv::ByteRecord,
@@ -413,15 +425,16 @@ fn csv_error(file: &str, e: csv::Error) -> Rejection {
     Rejection::invalid("csv_unreadable", format!("{file} is not readable CSV")).with(d)
 }
 
-pub fn parse_results(
-    file: &str,
+/// Reads a CSV that must have the `wanted` columns, handing each record and
+/// its line number to `row`; stops at the first error.
+fn each_row<'f>(
+    file: &'f str,
     data: &[u8],
-    scenario: Scenario,
-) -> Result<Vec<IterationRow>, Rejection> {
+    wanted: &[&'static str],
+    mut row: impl FnMut(&Columns<'f>, &csv::ByteRecord, u64) -> Result<(), Rejection>,
+) -> Result<(), Rejection> {
     let mut rdr = reader(data);
-    let wanted = result_columns(scenario);
-    let cols = Columns::new(file, &headers(file, &mut rdr)?, &wanted)?;
-    let mut rows = Vec::new();
+    let cols = Columns::new(file, &headers(file, &mut rdr)?, wanted)?;
     let mut rec = csv::ByteRecord::new();
     loop {
         match rdr.read_byte_record(&mut rec) {
@@ -430,11 +443,23 @@ pub fn parse_results(
             Err(e) => return Err(csv_error(file, e)),
         }
         let line = rec.position().map_or(0, |p| p.line());
-        let c = &cols;
+        row(&cols, &rec, line)?;
+    }
+    Ok(())
+}
+
+pub fn parse_results(
+    file: &str,
+    data: &[u8],
+    scenario: Scenario,
+) -> Result<Vec<IterationRow>, Rejection> {
+    let wanted = result_columns(scenario);
+    let mut rows = Vec::new();
+    each_row(file, data, &wanted, |c, rec, line| {
         let lambda_qps = match scenario {
             Scenario::Batch => None,
             Scenario::Server => {
-                let l = c.number(&rec, line, "lambda_qps")?;
+                let l = c.number(rec, line, "lambda_qps")?;
                 if l <= 0.0 {
                     return Err(c.err(
                         "csv_bad_number",
@@ -446,49 +471,43 @@ pub fn parse_results(
                 Some(l)
             }
         };
-        let iteration = c.count(&rec, line, "iteration")?;
+        let iteration = c.iteration(rec, line)?;
         rows.push(IterationRow {
             file: file.to_string(),
             line,
             scenario,
-            model: c.text(&rec, line, "model")?,
+            model: c.text(rec, line, "model")?,
             lambda_qps,
-            iteration: u32::try_from(iteration).map_err(|_| {
-                c.err(
-                    "csv_bad_number",
-                    line,
-                    "iteration",
-                    format!("iteration {iteration} is too large"),
-                )
-            })?,
-            duration_s: c.number(&rec, line, "measurement_duration")?,
-            started_at_unix: c.number(&rec, line, "measurement_timestamp")?,
-            started_at: c.text(&rec, line, "measurement_datetime")?,
-            power_w: c.stats(&rec, line, "gpu_0_power_draw_watts")?,
-            temperature_c: c.stats(&rec, line, "gpu_0_temp")?,
-            gpu_memory_mb: c.stats(&rec, line, "gpu_0_memory_used_mb")?,
-            gpu_utilization_pct: c.stats(&rec, line, "gpu_0_utilization_percent")?,
-            sm_clock_mhz: c.stats(&rec, line, "gpu_0_clock")?,
-            cpu_memory_mb: c.stats(&rec, line, "cpu_memory_used_mb")?,
-            cpu_utilization_pct: c.stats(&rec, line, "cpu_utilization_percent")?,
-            cpu_energy_j: c.number(&rec, line, "cpu_energy")?,
-            dram_energy_j: c.number(&rec, line, "dram_energy")?,
-            reported_gpu_energy_j: c.number(&rec, line, "gpu_energy")?,
-            disk_energy_j: c.number(&rec, line, "disk_energy")?,
-            ttft_s: c.list(&rec, line, "time_to_first_token_seconds_events")?,
-            e2e_s: c.list(&rec, line, "e2e_request_latency_seconds_events")?,
-            tokens_per_s: c.list(&rec, line, "tokens_per_second_events")?,
-            requests_ok: c.count(&rec, line, "request_success_total")?,
-            requests_failed: c.count(&rec, line, "request_failure_total")?,
-            prompt_tokens_total: c.count(&rec, line, "prompt_tokens_total")?,
-            generation_tokens_total: c.count(&rec, line, "generation_tokens_total")?,
-            request_prompt_tokens: c.list(&rec, line, "request_prompt_tokens")?,
-            request_generation_tokens: c.list(&rec, line, "request_generation_tokens")?,
-            sampling_params: c.text(&rec, line, "sampling_params")?,
-            queries_submitted: c.count(&rec, line, "queries_submitted")?,
-            processed_queries: c.count(&rec, line, "processed_queries")?,
+            iteration,
+            duration_s: c.number(rec, line, "measurement_duration")?,
+            started_at_unix: c.number(rec, line, "measurement_timestamp")?,
+            started_at: c.text(rec, line, "measurement_datetime")?,
+            power_w: c.stats(rec, line, "gpu_0_power_draw_watts")?,
+            temperature_c: c.stats(rec, line, "gpu_0_temp")?,
+            gpu_memory_mb: c.stats(rec, line, "gpu_0_memory_used_mb")?,
+            gpu_utilization_pct: c.stats(rec, line, "gpu_0_utilization_percent")?,
+            sm_clock_mhz: c.stats(rec, line, "gpu_0_clock")?,
+            cpu_memory_mb: c.stats(rec, line, "cpu_memory_used_mb")?,
+            cpu_utilization_pct: c.stats(rec, line, "cpu_utilization_percent")?,
+            cpu_energy_j: c.number(rec, line, "cpu_energy")?,
+            dram_energy_j: c.number(rec, line, "dram_energy")?,
+            reported_gpu_energy_j: c.number(rec, line, "gpu_energy")?,
+            disk_energy_j: c.number(rec, line, "disk_energy")?,
+            ttft_s: c.list(rec, line, "time_to_first_token_seconds_events")?,
+            e2e_s: c.list(rec, line, "e2e_request_latency_seconds_events")?,
+            tokens_per_s: c.list(rec, line, "tokens_per_second_events")?,
+            requests_ok: c.count(rec, line, "request_success_total")?,
+            requests_failed: c.count(rec, line, "request_failure_total")?,
+            prompt_tokens_total: c.count(rec, line, "prompt_tokens_total")?,
+            generation_tokens_total: c.count(rec, line, "generation_tokens_total")?,
+            request_prompt_tokens: c.list(rec, line, "request_prompt_tokens")?,
+            request_generation_tokens: c.list(rec, line, "request_generation_tokens")?,
+            sampling_params: c.text(rec, line, "sampling_params")?,
+            queries_submitted: c.count(rec, line, "queries_submitted")?,
+            processed_queries: c.count(rec, line, "processed_queries")?,
         });
-    }
+        Ok(())
+    })?;
     if rows.is_empty() {
         return Err(
             Rejection::invalid("csv_empty", format!("{file} has a header but no rows"))
@@ -498,26 +517,56 @@ pub fn parse_results(
     Ok(rows)
 }
 
+/// One iteration's GPU power trace (10 Hz samples), as dataset snapshots
+/// publish it; ingest keeps only running statistics of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PowerTrace {
+    pub model: String,
+    pub lambda_qps: Option<f64>,
+    pub iteration: u32,
+    pub watts: Vec<f64>,
+}
+
+/// Seconds between two power samples (the harness samples NVML at 10 Hz).
+pub const POWER_SAMPLE_INTERVAL_S: f64 = 0.1;
+
+/// The power trace of every row of a results CSV, in file order.
+pub fn parse_power_traces(
+    file: &str,
+    data: &[u8],
+    scenario: Scenario,
+) -> Result<Vec<PowerTrace>, Rejection> {
+    let mut wanted = vec!["model", "iteration", "gpu_0_power_draw_watts"];
+    if scenario == Scenario::Server {
+        wanted.push("lambda_qps");
+    }
+    let mut traces = Vec::new();
+    each_row(file, data, &wanted, |c, rec, line| {
+        let iteration = c.iteration(rec, line)?;
+        traces.push(PowerTrace {
+            model: c.text(rec, line, "model")?,
+            lambda_qps: match scenario {
+                Scenario::Batch => None,
+                Scenario::Server => Some(c.number(rec, line, "lambda_qps")?),
+            },
+            iteration,
+            watts: c.list(rec, line, "gpu_0_power_draw_watts")?,
+        });
+        Ok(())
+    })?;
+    Ok(traces)
+}
+
 pub fn parse_details(
     file: &str,
     data: &[u8],
     scenario: Scenario,
 ) -> Result<DetailCounts, Rejection> {
-    let mut rdr = reader(data);
     let wanted = detail_columns(scenario);
-    let cols = Columns::new(file, &headers(file, &mut rdr)?, wanted)?;
     let mut out = DetailCounts::default();
-    let mut rec = csv::ByteRecord::new();
-    loop {
-        match rdr.read_byte_record(&mut rec) {
-            Ok(false) => break,
-            Ok(true) => {}
-            Err(e) => return Err(csv_error(file, e)),
-        }
-        let line = rec.position().map_or(0, |p| p.line());
-        let c = &cols;
-        let iteration = c.count(&rec, line, "iteration")? as u32;
-        let model = c.cell(&rec, line, "model")?;
+    each_row(file, data, wanted, |c, rec, line| {
+        let iteration = c.iteration(rec, line)?;
+        let model = c.cell(rec, line, "model")?;
         match &out.model {
             Some(m) if m.as_bytes() == model => {}
             Some(m) => {
@@ -531,7 +580,7 @@ pub fn parse_details(
                     ),
                 ))
             }
-            None => out.model = Some(c.text(&rec, line, "model")?),
+            None => out.model = Some(c.text(rec, line, "model")?),
         }
         let lambda = match scenario {
             Scenario::Batch => None,
@@ -543,15 +592,16 @@ pub fn parse_details(
                     "ttft_seconds",
                     "e2e_latency_seconds",
                 ] {
-                    c.number(&rec, line, col)?;
+                    c.number(rec, line, col)?;
                 }
-                Some(c.number(&rec, line, "lambda_qps")?)
+                Some(c.number(rec, line, "lambda_qps")?)
             }
         };
         *out.requests
             .entry(iteration_key(iteration, lambda))
             .or_default() += 1;
-    }
+        Ok(())
+    })?;
     Ok(out)
 }
 

@@ -8,6 +8,7 @@ pub mod demo;
 pub mod keys;
 pub mod pack_cmd;
 pub mod serve;
+pub mod snapshot;
 
 use std::process::ExitCode;
 
@@ -58,6 +59,12 @@ pub enum Command {
     /// Database tools (moving from SQLite to PostgreSQL).
     #[command(subcommand)]
     Db(db::DbCommand),
+    /// Dataset snapshots: publish (maintainers) and list.
+    #[command(subcommand)]
+    Snapshot(snapshot::SnapshotCommand),
+    /// Check a downloaded or served snapshot against its manifest.
+    #[command(subcommand)]
+    Verify(snapshot::VerifyCommand),
 }
 
 /// Exit codes of `submit`: 0 stored (accepted or needs_review), 1 rejected,
@@ -89,6 +96,8 @@ pub fn main() -> ExitCode {
             Command::Admin(c) => admin::run(c).map(|_| ExitCode::SUCCESS),
             Command::Checks(a) => admin::list(&a).map(|_| ExitCode::SUCCESS),
             Command::Db(c) => db::run(c).await.map(|_| ExitCode::SUCCESS),
+            Command::Snapshot(c) => snapshot::run(c).await.map(|_| ExitCode::SUCCESS),
+            Command::Verify(c) => snapshot::verify(c).await,
         }
     });
     match result {

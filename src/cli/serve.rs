@@ -31,6 +31,7 @@ pub async fn build_state(cfg: &ServeConfig, public_url: String) -> anyhow::Resul
         max_body_bytes: cfg.max_body_bytes,
         maintainers: Arc::new(cfg.maintainers()?),
         cache: Arc::new(web::cache::ResponseCache::new(!cfg.no_response_cache)),
+        snapshots: Arc::new(web::snapshots::Shelf::new(cfg.data_dir.join("snapshots"))?),
     })
 }
 

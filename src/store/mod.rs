@@ -162,6 +162,21 @@ pub trait Store: Send + Sync {
     async fn dataset_counts(&self) -> Result<DatasetCounts, StoreError>;
     /// Most recent accepted submissions, newest first.
     async fn latest_submissions(&self, limit: u32) -> Result<Vec<SubmissionRecord>, StoreError>;
+    /// Everything a dataset snapshot publishes (accepted submissions only),
+    /// read in one transaction so the parts agree with each other.
+    async fn snapshot_source(&self) -> Result<SnapshotSource, StoreError>;
+}
+
+/// The accepted data at one moment, as a snapshot publishes it.
+#[derive(Debug, Clone, Default)]
+pub struct SnapshotSource {
+    /// Oldest first.
+    pub submissions: Vec<SubmissionRecord>,
+    /// Every iteration, with the submission it belongs to, in submission
+    /// order then harness order.
+    pub runs: Vec<(Uuid, IterationMetrics)>,
+    /// Per-submission configuration aggregates (the leaderboard's input).
+    pub configurations: Vec<crate::leaderboard::SourceRow>,
 }
 
 /// Who decided, when and why.

@@ -13,7 +13,8 @@ use sqlx::Row;
 use uuid::Uuid;
 
 use super::sql::{
-    db_err, json_err, opt_ts, sql_store, status_of, unique_violation, EventRow, SUBMISSION_SELECT,
+    db_err, json_err, opt_ts, sql_store, status_of, unique_violation, EventRow, RUN_COLUMNS,
+    SUBMISSION_SELECT,
 };
 use super::{
     parse_ts, ts, Actor, DatasetCounts, Decided, InsertOutcome, KeyRecord, ModerationEvent,
@@ -68,6 +69,12 @@ impl PgStore {
     async fn write_lock(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
         None
     }
+}
+
+impl PgStore {
+    /// Run first in a transaction that reads a snapshot: PostgreSQL's default (READ COMMITTED) lets each statement see newer commits.
+    const READ_SNAPSHOT: Option<&'static str> =
+        Some("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
 }
 
 sql_store!(

@@ -64,6 +64,13 @@ pub(super) fn json_err(e: serde_json::Error) -> StoreError {
     StoreError::Other(e.into())
 }
 
+/// The stored columns of one iteration, in `IterationMetrics` order.
+pub(super) const RUN_COLUMNS: &str = "r.model, r.scenario, r.lambda_qps, r.iteration, r.started_at, r.duration_s,
+    r.requests_ok, r.requests_failed, r.prompt_tokens, r.generation_tokens, r.gpu_energy_j, r.reported_gpu_energy_j,
+    r.cpu_energy_j, r.dram_energy_j, r.power_mean_w, r.power_max_w, r.power_min_w, r.power_samples, r.temp_first_c,
+    r.temp_max_c, r.energy_per_token_j, r.energy_per_request_j, r.throughput_tok_s, r.itl_s, r.ttft_p50_s, r.ttft_p90_s,
+    r.e2e_p50_s, r.e2e_p90_s";
+
 /// What one moderation event row holds.
 pub(super) struct EventRow<'a> {
     pub(super) action: &'a str,
@@ -99,6 +106,62 @@ macro_rules! sql_store {
                 iterations: r.get::<i64, _>(11) as u64,
                 power_samples: r.get::<i64, _>(12) as u64,
             })
+        }
+
+        /// `s.id, s.status, s.is_demo, s.gpu_id, s.gpu_name, c.metrics`.
+        fn source_row(r: &$row) -> Result<crate::leaderboard::SourceRow, StoreError> {
+            let id: String = r.get(0);
+            let status: String = r.get(1);
+            let metrics: String = r.get(5);
+            Ok(crate::leaderboard::SourceRow {
+                submission_id: Uuid::parse_str(&id).map_err(|e| StoreError::Other(e.into()))?,
+                status: status_of(&status)?,
+                is_demo: r.get(2),
+                gpu_id: r.get(3),
+                gpu_name: r.get(4),
+                config: serde_json::from_str(&metrics).map_err(json_err)?,
+            })
+        }
+
+        /// `r.submission_id` followed by [`RUN_COLUMNS`].
+        fn run_row(r: &$row) -> Result<(Uuid, $crate::metrics::IterationMetrics), StoreError> {
+            let id: String = r.get(0);
+            let scenario: String = r.get(2);
+            let count = |i: usize| r.get::<i64, _>(i) as u64;
+            Ok((
+                Uuid::parse_str(&id).map_err(|e| StoreError::Other(e.into()))?,
+                $crate::metrics::IterationMetrics {
+                    model: r.get(1),
+                    scenario: Scenario::parse(&scenario)
+                        .ok_or_else(|| StoreError::Other(anyhow::anyhow!("bad scenario {scenario}")))?,
+                    lambda_qps: r.get(3),
+                    iteration: r.get::<i64, _>(4) as u32,
+                    started_at: r.get(5),
+                    duration_s: r.get(6),
+                    requests_ok: count(7),
+                    requests_failed: count(8),
+                    prompt_tokens: count(9),
+                    generation_tokens: count(10),
+                    gpu_energy_j: r.get(11),
+                    reported_gpu_energy_j: r.get(12),
+                    cpu_energy_j: r.get(13),
+                    dram_energy_j: r.get(14),
+                    power_mean_w: r.get(15),
+                    power_max_w: r.get(16),
+                    power_min_w: r.get(17),
+                    power_samples: count(18),
+                    temp_first_c: r.get(19),
+                    temp_max_c: r.get(20),
+                    energy_per_token_j: r.get(21),
+                    energy_per_request_j: r.get(22),
+                    throughput_tok_s: r.get(23),
+                    itl_s: r.get(24),
+                    ttft_p50_s: r.get(25),
+                    ttft_p90_s: r.get(26),
+                    e2e_p50_s: r.get(27),
+                    e2e_p90_s: r.get(28),
+                },
+            ))
         }
 
         async fn insert_event(
@@ -681,23 +744,51 @@ macro_rules! sql_store {
                     query = query.bind(st.as_str());
                 }
                 let rows = query.fetch_all(&self.pool).await.map_err(db_err)?;
-                let mut out = Vec::with_capacity(rows.len());
-                for r in rows {
-                    let status_text: String = r.get(1);
-                    let status = Status::parse(&status_text)
-                        .ok_or_else(|| StoreError::Other(anyhow::anyhow!("bad status {status_text}")))?;
-                    let id: String = r.get(0);
-                    let metrics: String = r.get(5);
-                    out.push(crate::leaderboard::SourceRow {
-                        submission_id: Uuid::parse_str(&id).map_err(|e| StoreError::Other(e.into()))?,
-                        status,
-                        is_demo: r.get(2),
-                        gpu_id: r.get(3),
-                        gpu_name: r.get(4),
-                        config: serde_json::from_str(&metrics).map_err(|e| StoreError::Other(e.into()))?,
-                    });
+                rows.iter().map(source_row).collect()
+            }
+
+            async fn snapshot_source(&self) -> Result<$crate::store::SnapshotSource, StoreError> {
+                let mut tx = self.pool.begin().await.map_err(db_err)?;
+                if let Some(sql) = <$store>::READ_SNAPSHOT {
+                    sqlx::query(sql).execute(&mut *tx).await.map_err(db_err)?;
                 }
-                Ok(out)
+                let submissions = sqlx::query(&format!(
+                    "{SUBMISSION_SELECT} WHERE s.status = 'accepted' ORDER BY s.received_at, s.id"
+                ))
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(db_err)?
+                .iter()
+                .map(submission_record)
+                .collect::<Result<Vec<_>, _>>()?;
+                let runs = sqlx::query(&format!(
+                    "SELECT r.submission_id, {RUN_COLUMNS} FROM runs r JOIN submissions s ON s.id = r.submission_id
+                     WHERE s.status = 'accepted' ORDER BY s.received_at, s.id, r.id"
+                ))
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(db_err)?
+                .iter()
+                .map(run_row)
+                .collect::<Result<Vec<_>, _>>()?;
+                let configurations = sqlx::query(
+                    "SELECT s.id, s.status, s.is_demo, s.gpu_id, s.gpu_name, c.metrics
+                     FROM configurations c JOIN submissions s ON s.id = c.submission_id
+                     WHERE s.status = 'accepted'
+                     ORDER BY s.received_at, s.id, c.position",
+                )
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(db_err)?
+                .iter()
+                .map(source_row)
+                .collect::<Result<Vec<_>, _>>()?;
+                tx.commit().await.map_err(db_err)?;
+                Ok($crate::store::SnapshotSource {
+                    submissions,
+                    runs,
+                    configurations,
+                })
             }
 
             async fn dataset_counts(&self) -> Result<DatasetCounts, StoreError> {

@@ -12,7 +12,8 @@ use sqlx::{Row, SqlitePool};
 use uuid::Uuid;
 
 use super::sql::{
-    db_err, json_err, opt_ts, sql_store, status_of, unique_violation, EventRow, SUBMISSION_SELECT,
+    db_err, json_err, opt_ts, sql_store, status_of, unique_violation, EventRow, RUN_COLUMNS,
+    SUBMISSION_SELECT,
 };
 use super::{
     parse_ts, ts, Actor, DatasetCounts, Decided, InsertOutcome, KeyRecord, ModerationEvent,
@@ -57,6 +58,11 @@ impl SqliteStore {
     async fn write_lock(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
         Some(self.writer.lock().await)
     }
+}
+
+impl SqliteStore {
+    /// Run first in a transaction that reads a snapshot: SQLite's read transaction already sees one state of the database.
+    const READ_SNAPSHOT: Option<&'static str> = None;
 }
 
 sql_store!(

@@ -137,7 +137,7 @@ pub async fn login(State(s): State<AppState>, Form(f): Form<HashMap<String, Stri
 }
 
 /// The session behind a form post, with its CSRF token checked.
-fn form_session(
+pub(crate) fn form_session(
     headers: &HeaderMap,
     s: &AppState,
     form: &HashMap<String, String>,

@@ -12,14 +12,7 @@ use super::error::ApiError;
 use super::pages::{load, parse_query};
 use super::AppState;
 use crate::leaderboard::Entry;
-
-/// A text cell made safe for spreadsheets.
-pub fn text_cell(s: &str) -> String {
-    match s.chars().next() {
-        Some('=' | '+' | '-' | '@' | '\t' | '\r') => format!("'{s}"),
-        _ => s.to_string(),
-    }
-}
+use crate::spreadsheet::text_cell;
 
 fn num(v: f64) -> String {
     format!("{v}")
@@ -96,21 +89,4 @@ pub async fn leaderboard_csv(
         to_csv(&entries, (q.page - 1) * q.per_page + 1),
     )
         .into_response())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn formula_cells_are_defused() {
-        for s in ["=1+1", "+x", "-2", "@SUM(A1)", "\tx", "\rx"] {
-            assert_eq!(text_cell(s), format!("'{s}"));
-        }
-        assert_eq!(
-            text_cell("meta-llama/Llama-3.1-8B"),
-            "meta-llama/Llama-3.1-8B"
-        );
-        assert_eq!(text_cell(""), "");
-    }
 }

@@ -10,12 +10,14 @@ pub mod csv_export;
 pub mod error;
 pub mod explore;
 pub mod pages;
+pub mod snapshots;
 pub mod submission_page;
 pub mod submit_page;
 
 use std::sync::Arc;
 
 use axum::extract::DefaultBodyLimit;
+use axum::http::{header, Extensions, HeaderMap};
 use axum::routing::{get, post};
 use axum::Router;
 use tower_http::compression::predicate::{DefaultPredicate, NotForContentType, Predicate};
@@ -32,6 +34,8 @@ pub struct AppState {
     /// Maintainer tokens (hashes only).
     pub maintainers: Arc<auth::Maintainers>,
     pub cache: Arc<cache::ResponseCache>,
+    /// Published dataset snapshots (`<data-dir>/snapshots`).
+    pub snapshots: Arc<snapshots::Shelf>,
 }
 
 pub fn app(state: AppState) -> Router {
@@ -91,6 +95,13 @@ pub fn app(state: AppState) -> Router {
             post(admin_api::suspend),
         )
         .route("/api/v1/admin/keys/revoke", post(admin_api::revoke))
+        .route("/snapshots", get(snapshots::list_page))
+        .route("/snapshots/{id}", get(snapshots::snapshot_page))
+        .route("/snapshots/{id}/{file}", get(snapshots::download))
+        .route("/api/v1/snapshots", get(snapshots::list_json))
+        .route("/api/v1/snapshots/{id}", get(snapshots::snapshot_json))
+        .route("/api/v1/admin/snapshots", post(snapshots::create_api))
+        .route("/admin/snapshots", post(snapshots::create_form))
         .route("/admin", get(admin_pages::admin_home))
         .route("/admin/login", post(admin_pages::login))
         .route("/admin/logout", post(admin_pages::logout))
@@ -106,9 +117,17 @@ pub fn app(state: AppState) -> Router {
             cache::layer,
         ))
         // Bundles are gzip already; compressing them again wastes CPU.
-        .layer(CompressionLayer::new().compress_when(
-            DefaultPredicate::new().and(NotForContentType::const_new("application/gzip")),
-        ))
+        // Snapshot files (they accept ranges) are sent as stored, so their
+        // bytes, length and ETag are the manifest's and downloads resume.
+        .layer(
+            CompressionLayer::new().compress_when(
+                DefaultPredicate::new()
+                    .and(NotForContentType::const_new("application/gzip"))
+                    .and(|_, _, h: &HeaderMap, _: &Extensions| {
+                        !h.contains_key(header::ACCEPT_RANGES)
+                    }),
+            ),
+        )
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }

@@ -101,6 +101,7 @@ impl TestApp {
                 .unwrap(),
             ),
             cache: Arc::new(web::cache::ResponseCache::new(true)),
+            snapshots: Arc::new(web::snapshots::Shelf::new(dir.path().join("snapshots")).unwrap()),
         });
         TestApp {
             router,

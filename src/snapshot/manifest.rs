@@ -1,0 +1,102 @@
+//! `manifest.json`: what a snapshot holds, with a digest and row count per
+//! file. The manifest's own SHA-256 is the snapshot's fingerprint: cite it,
+//! and `wattcounts verify snapshot` proves a copy matches it.
+
+use serde::{Deserialize, Serialize};
+
+pub const FORMAT: &str = "wattcounts-snapshot/1";
+pub const FILE_NAME: &str = "manifest.json";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub format: String,
+    pub snapshot_id: String,
+    /// RFC 3339, UTC.
+    pub created_at: String,
+    pub created_by: String,
+    pub service_version: String,
+    pub includes_power_traces: bool,
+    pub coverage: Coverage,
+    pub files: Vec<FileEntry>,
+}
+
+/// The accepted data the snapshot holds, counted when it was read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Coverage {
+    pub submissions: u64,
+    pub demo_submissions: u64,
+    pub gpus: u64,
+    pub models: u64,
+    pub iterations: u64,
+    pub configurations: u64,
+    pub power_samples: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FileEntry {
+    pub path: String,
+    pub media_type: String,
+    pub bytes: u64,
+    pub sha256: String,
+    /// Data rows (header excluded); absent for the card and citation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows: Option<u64>,
+    /// Columns, for the data files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub columns: Vec<ColumnEntry>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ColumnEntry {
+    pub name: String,
+    /// Arrow type name, as pyarrow prints it.
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub unit: String,
+}
+
+impl Manifest {
+    pub fn file(&self, path: &str) -> Option<&FileEntry> {
+        self.files.iter().find(|f| f.path == path)
+    }
+    pub fn total_bytes(&self) -> u64 {
+        self.files.iter().map(|f| f.bytes).sum()
+    }
+}
+
+/// Media type of a snapshot file, by its extension.
+pub fn media_type(path: &str) -> &'static str {
+    match path.rsplit('.').next() {
+        Some("parquet") => "application/vnd.apache.parquet",
+        Some("csv") => "text/csv; charset=utf-8",
+        Some("md") => "text/markdown; charset=utf-8",
+        Some("cff") => "text/plain; charset=utf-8",
+        Some("json") => "application/json",
+        _ => "application/octet-stream",
+    }
+}
+
+/// Snapshot ids are made by the service (`wc-YYYYMMDDTHHMMSSZ`, maybe with
+/// a `-N` suffix); anything else is refused before it reaches a path.
+pub fn valid_id(id: &str) -> bool {
+    id.starts_with("wc-")
+        && (4..=40).contains(&id.len())
+        && id[3..]
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_cannot_name_other_paths() {
+        assert!(valid_id("wc-20261201T041233Z"));
+        assert!(valid_id("wc-20261201T041233Z-2"));
+        for bad in ["", "wc-", "../etc", "wc-../x", "wc-a/b", "wc-a.b", "latest"] {
+            assert!(!valid_id(bad), "{bad}");
+        }
+    }
+}

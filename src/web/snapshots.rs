@@ -1,0 +1,387 @@
+//! Snapshots over HTTP: the list (page and JSON), one snapshot's page and
+//! JSON, file downloads (Range, ETag = the file's SHA-256, immutable
+//! caching), `latest` redirects, and creation by a maintainer.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use askama::Template;
+use axum::body::Body;
+use axum::extract::{Path, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::{Form, Json};
+use serde::{Deserialize, Serialize};
+use tower::ServiceExt;
+use tower_http::services::ServeFile;
+
+use super::auth::Maintainer;
+use super::error::ApiError;
+use super::pages::{render, PageError};
+use super::AppState;
+use crate::snapshot::{self, Library, Published};
+
+/// The published snapshots and the lock that lets one creation run at a
+/// time on this instance.
+pub struct Shelf {
+    pub library: Library,
+    creating: tokio::sync::Mutex<()>,
+}
+
+impl Shelf {
+    pub fn new(root: impl Into<PathBuf>) -> std::io::Result<Self> {
+        Ok(Shelf {
+            library: Library::new(root)?,
+            creating: tokio::sync::Mutex::new(()),
+        })
+    }
+}
+
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+fn io_error(e: impl std::fmt::Display) -> ApiError {
+    tracing::error!(error = %e, "snapshot folder unreadable");
+    ApiError::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "internal",
+        "internal error; it has been logged",
+    )
+}
+
+/// One file as the list and page show it.
+#[derive(Serialize)]
+pub struct FileView {
+    pub path: String,
+    pub url: String,
+    pub media_type: String,
+    pub bytes: u64,
+    pub size: String,
+    pub sha256: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rows: Option<u64>,
+}
+
+#[derive(Serialize)]
+pub struct SnapshotView {
+    pub snapshot_id: String,
+    pub url: String,
+    pub created_at: String,
+    pub created_by: String,
+    pub includes_power_traces: bool,
+    pub coverage: snapshot::manifest::Coverage,
+    /// SHA-256 of manifest.json: cite it, verify against it.
+    pub manifest_sha256: String,
+    pub total_bytes: u64,
+    pub total_size: String,
+    pub files: Vec<FileView>,
+}
+
+fn human(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 30 => format!("{:.2} GB", b as f64 / (1u64 << 30) as f64),
+        b if b >= 1 << 20 => format!("{:.1} MB", b as f64 / (1u64 << 20) as f64),
+        b if b >= 1 << 10 => format!("{:.1} kB", b as f64 / 1024.0),
+        b => format!("{b} B"),
+    }
+}
+
+impl From<&Published> for SnapshotView {
+    fn from(p: &Published) -> Self {
+        let m = &p.manifest;
+        let url = format!("/snapshots/{}", m.snapshot_id);
+        let mut files: Vec<FileView> = m
+            .files
+            .iter()
+            .map(|f| FileView {
+                path: f.path.clone(),
+                url: format!("{url}/{}", f.path),
+                media_type: f.media_type.clone(),
+                bytes: f.bytes,
+                size: human(f.bytes),
+                sha256: f.sha256.clone(),
+                rows: f.rows,
+            })
+            .collect();
+        files.push(FileView {
+            path: snapshot::manifest::FILE_NAME.into(),
+            url: format!("{url}/{}", snapshot::manifest::FILE_NAME),
+            media_type: "application/json".into(),
+            bytes: p.manifest_bytes,
+            size: human(p.manifest_bytes),
+            sha256: p.manifest_sha256.clone(),
+            rows: None,
+        });
+        let total = m.total_bytes() + p.manifest_bytes;
+        SnapshotView {
+            snapshot_id: m.snapshot_id.clone(),
+            created_at: m.created_at.clone(),
+            created_by: m.created_by.clone(),
+            includes_power_traces: m.includes_power_traces,
+            coverage: m.coverage,
+            manifest_sha256: p.manifest_sha256.clone(),
+            total_bytes: total,
+            total_size: human(total),
+            files,
+            url,
+        }
+    }
+}
+
+/// Reads the folder on a blocking thread (a handful of small files).
+async fn list(s: &AppState) -> Result<Vec<Published>, ApiError> {
+    let shelf = s.snapshots.clone();
+    tokio::task::spawn_blocking(move || shelf.library.list())
+        .await
+        .map_err(io_error)?
+        .map_err(io_error)
+}
+
+/// A snapshot by id, or the newest for `latest`.
+async fn find(s: &AppState, id: &str) -> Result<Published, ApiError> {
+    let shelf = s.snapshots.clone();
+    let id = id.to_string();
+    let found = tokio::task::spawn_blocking(move || {
+        if id == "latest" {
+            shelf.library.latest().map_err(anyhow::Error::from)
+        } else {
+            shelf.library.get(&id)
+        }
+    })
+    .await
+    .map_err(io_error)?
+    .map_err(io_error)?;
+    found.ok_or_else(|| ApiError::not_found("no such snapshot; /api/v1/snapshots lists them"))
+}
+
+/// Answers that name `latest` must not be kept: it moves.
+fn no_store(mut r: Response) -> Response {
+    r.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    r
+}
+
+#[derive(Template)]
+#[template(path = "snapshots.html")]
+struct ListPage {
+    snapshots: Vec<SnapshotView>,
+    demo: bool,
+    version: &'static str,
+}
+
+pub async fn list_page(State(s): State<AppState>) -> Result<Response, PageError> {
+    let snapshots: Vec<SnapshotView> = list(&s).await?.iter().map(SnapshotView::from).collect();
+    Ok(no_store(render(
+        StatusCode::OK,
+        &ListPage {
+            demo: snapshots.iter().any(|v| v.coverage.demo_submissions > 0),
+            snapshots,
+            version: VERSION,
+        },
+    )))
+}
+
+pub async fn list_json(State(s): State<AppState>) -> Result<Response, ApiError> {
+    let snapshots: Vec<SnapshotView> = list(&s).await?.iter().map(SnapshotView::from).collect();
+    let latest = snapshots.first().map(|v| v.snapshot_id.clone());
+    Ok(no_store(
+        Json(serde_json::json!({ "latest": latest, "snapshots": snapshots })).into_response(),
+    ))
+}
+
+#[derive(Template)]
+#[template(path = "snapshot.html")]
+struct DetailPage {
+    s: SnapshotView,
+    /// The card's text, shown as it is in the file.
+    card: String,
+    public_url: String,
+    demo: bool,
+    version: &'static str,
+}
+
+pub async fn snapshot_page(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, PageError> {
+    let p = find(&s, &id).await?;
+    if id == "latest" {
+        return Ok(no_store(
+            Redirect::to(&format!("/snapshots/{}", p.manifest.snapshot_id)).into_response(),
+        ));
+    }
+    let card = s
+        .snapshots
+        .library
+        .file(&p, "README.md")
+        .and_then(|path| std::fs::read_to_string(path).ok())
+        .unwrap_or_default();
+    let view = SnapshotView::from(&p);
+    Ok(render(
+        StatusCode::OK,
+        &DetailPage {
+            demo: view.coverage.demo_submissions > 0,
+            s: view,
+            card,
+            public_url: s.ingestor.config.public_url.clone(),
+            version: VERSION,
+        },
+    ))
+}
+
+pub async fn snapshot_json(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let p = find(&s, &id).await?;
+    let r = Json(SnapshotView::from(&p)).into_response();
+    Ok(if id == "latest" { no_store(r) } else { r })
+}
+
+/// A file of a snapshot. Files never change, so the ETag is the SHA-256
+/// from the manifest and the answer may be cached for a year; Range
+/// requests resume or split downloads.
+pub async fn download(
+    State(s): State<AppState>,
+    Path((id, name)): Path<(String, String)>,
+    req: Request,
+) -> Result<Response, ApiError> {
+    let p = find(&s, &id).await?;
+    if id == "latest" {
+        return Ok(no_store(
+            Redirect::to(&format!("/snapshots/{}/{name}", p.manifest.snapshot_id)).into_response(),
+        ));
+    }
+    let path = s.snapshots.library.file(&p, &name).ok_or_else(|| {
+        ApiError::not_found(format!(
+            "snapshot {id} has no file '{name}'; its manifest.json lists the files"
+        ))
+    })?;
+    let sha256 = if name == snapshot::manifest::FILE_NAME {
+        p.manifest_sha256.clone()
+    } else {
+        p.manifest
+            .file(&name)
+            .map(|f| f.sha256.clone())
+            .unwrap_or_default()
+    };
+    let etag = format!("\"{sha256}\"");
+    let headers = req.headers().clone();
+    let matches = |h: &HeaderMap, key| {
+        h.get(key)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.split(',').any(|t| t.trim() == etag || t.trim() == "*"))
+    };
+    let mut req = req;
+    if matches(&headers, header::IF_NONE_MATCH) {
+        let mut r = StatusCode::NOT_MODIFIED.into_response();
+        set_file_headers(r.headers_mut(), &etag, &name);
+        return Ok(r);
+    }
+    // If-Range with another validator: send the whole file, not a range of
+    // something the client no longer has.
+    if headers.contains_key(header::IF_RANGE) && !matches(&headers, header::IF_RANGE) {
+        req.headers_mut().remove(header::RANGE);
+    }
+    req.headers_mut().remove(header::IF_RANGE);
+    let media_type = snapshot::manifest::media_type(&name);
+    let mime: mime::Mime = media_type.parse().unwrap_or(mime::APPLICATION_OCTET_STREAM);
+    let served = ServeFile::new_with_mime(path, &mime)
+        .oneshot(req)
+        .await
+        .map_err(io_error)?;
+    let mut r = served.map(Body::new);
+    if r.status().is_success() || r.status() == StatusCode::RANGE_NOT_SATISFIABLE {
+        set_file_headers(r.headers_mut(), &etag, &name);
+    }
+    Ok(r)
+}
+
+fn set_file_headers(h: &mut HeaderMap, etag: &str, name: &str) {
+    if let Ok(v) = HeaderValue::from_str(etag) {
+        h.insert(header::ETAG, v);
+    }
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=31536000, immutable"),
+    );
+    h.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+    // Data files download; the card and manifest open in the browser.
+    if name.ends_with(".parquet") || name.ends_with(".csv") {
+        if let Ok(v) = HeaderValue::from_str(&format!("attachment; filename=\"{name}\"")) {
+            h.insert(header::CONTENT_DISPOSITION, v);
+        }
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateRequest {
+    #[serde(default)]
+    pub traces: bool,
+}
+
+async fn create_as(s: &AppState, who: &str, traces: bool) -> Result<Published, ApiError> {
+    let _one_at_a_time = s.snapshots.creating.lock().await;
+    let options = snapshot::Options {
+        traces,
+        created_by: who.to_string(),
+        public_url: Some(s.ingestor.config.public_url.clone()),
+    };
+    let created = snapshot::create(
+        s.ingestor.store.as_ref(),
+        &s.ingestor.blobs,
+        &s.snapshots.library,
+        &options,
+        |line| tracing::info!("snapshot: {line}"),
+    )
+    .await
+    .map_err(|e| match e.downcast::<crate::store::StoreError>() {
+        Ok(store) => ApiError::from(store),
+        Err(other) => io_error(format!("{other:#}")),
+    })?;
+    tracing::info!(
+        snapshot = %created.published.manifest.snapshot_id,
+        by = who,
+        seconds = (created.read_time + created.write_time).as_secs_f64(),
+        "snapshot published"
+    );
+    Ok(created.published)
+}
+
+/// `POST /api/v1/admin/snapshots` with `{"traces": true}` or no body.
+pub async fn create_api(
+    State(s): State<AppState>,
+    who: Maintainer,
+    body: axum::body::Bytes,
+) -> Result<Response, ApiError> {
+    let req: CreateRequest = if body.iter().all(u8::is_ascii_whitespace) {
+        CreateRequest::default()
+    } else {
+        serde_json::from_slice(&body).map_err(|e| {
+            ApiError::bad_request(
+                "bad_json",
+                format!("expected {{\"traces\": true|false}}: {e}"),
+            )
+        })?
+    };
+    let p = create_as(&s, &who.name, req.traces).await?;
+    let view = SnapshotView::from(&p);
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, view.url.clone())],
+        Json(view),
+    )
+        .into_response())
+}
+
+/// The admin page's "Publish a snapshot" form.
+pub async fn create_form(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Form(f): Form<HashMap<String, String>>,
+) -> Result<Response, PageError> {
+    let session = super::admin_pages::form_session(&headers, &s, &f)?;
+    let traces = f.get("traces").is_some_and(|v| v == "on" || v == "true");
+    let p = create_as(&s, &session.name, traces).await?;
+    Ok(Redirect::to(&format!("/snapshots/{}", p.manifest.snapshot_id)).into_response())
+}
