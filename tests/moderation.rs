@@ -410,6 +410,38 @@ async fn html_review_with_sign_in_and_csrf() {
     .await;
     assert_eq!(status, StatusCode::OK);
     assert!(!page.contains("evil.example"), "notices are fixed texts");
+
+    // Publishing a snapshot from the page: CSRF-checked like the rest.
+    let doc = Html::parse_document(&page);
+    assert!(select_one(&doc, "form[action='/admin/snapshots'] input[name=traces]").is_some());
+    let fields = |csrf: &str| {
+        vec![
+            ("csrf".to_string(), csrf.to_string()),
+            ("traces".into(), "on".into()),
+        ]
+    };
+    let post = |f: Vec<(String, String)>| {
+        let f: Vec<(&str, &str)> = f.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        form("/admin/snapshots", Some(&cookie), &f)
+    };
+    let (status, _, _) = raw(&app, post(fields("bad"))).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (_, list) = app.get("/api/v1/snapshots").await;
+    assert_eq!(
+        list["snapshots"],
+        json!([]),
+        "a forged post publishes nothing"
+    );
+    let (status, headers, _) = raw(&app, post(fields(&csrf))).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    let (_, list) = app.get("/api/v1/snapshots").await;
+    let published = &list["snapshots"][0];
+    assert_eq!(
+        headers[header::LOCATION].to_str().unwrap(),
+        published["url"].as_str().unwrap()
+    );
+    assert_eq!(published["created_by"], "maintainer");
+    assert_eq!(published["includes_power_traces"], true);
 }
 
 #[test]
