@@ -704,3 +704,67 @@ async fn researchers_read_it_back_in_python_as_documented() {
         "{stdout}"
     );
 }
+
+/// Snapshots taken while bundles arrive each hold one state of the data:
+/// the submissions they list are exactly those their runs come from.
+async fn snapshots_during_ingest_are_consistent(app: TestApp) {
+    let key = app.register("alice").await;
+    let mut jobs = tokio::task::JoinSet::new();
+    for seed in 1..=6 {
+        let gz = bundle_of(&fault_run(Fault::None, seed), "alice", &key);
+        let sig = sign(&key, &gz);
+        let router = app.router.clone();
+        jobs.spawn(async move {
+            let resp = router
+                .oneshot(multipart(&[("bundle", &gz), ("signature", &sig)]))
+                .await
+                .unwrap();
+            assert_eq!(resp.status(), StatusCode::CREATED);
+        });
+    }
+    let mut views = Vec::new();
+    for _ in 0..4 {
+        views.push(create_snapshot(&app, true).await);
+    }
+    while let Some(done) = jobs.join_next().await {
+        done.unwrap();
+    }
+    views.push(create_snapshot(&app, true).await);
+    let ids: BTreeSet<&str> = views
+        .iter()
+        .map(|v| v["snapshot_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), views.len(), "every snapshot has its own id");
+    for view in &views {
+        let dir = snapshot_dir(&app, view);
+        let runs = read_parquet(&dir.join("runs.parquet"));
+        let in_runs: BTreeSet<String> = text_column(&runs, "submission_id").into_iter().collect();
+        let csv = std::fs::read_to_string(dir.join("submissions.csv")).unwrap();
+        let listed: BTreeSet<String> = csv
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').next().unwrap().to_string())
+            .collect();
+        assert_eq!(in_runs, listed, "{}", view["snapshot_id"]);
+        let iterations: u64 = csv
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').nth(10).unwrap().parse::<u64>().unwrap())
+            .sum();
+        assert_eq!(runs.height() as u64, iterations);
+        assert_eq!(view["coverage"]["submissions"], listed.len());
+    }
+    assert_eq!(views.last().unwrap()["coverage"]["submissions"], 6);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snapshots_during_ingest_are_consistent_on_sqlite() {
+    snapshots_during_ingest_are_consistent(TestApp::new().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snapshots_during_ingest_are_consistent_on_postgres() {
+    if let Some(app) = TestApp::postgres().await {
+        snapshots_during_ingest_are_consistent(app).await;
+    }
+}

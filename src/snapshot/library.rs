@@ -157,3 +157,40 @@ impl Library {
         Ok(removed)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_reserved_once_and_crash_leftovers_go_after_an_hour() {
+        let root = tempfile::tempdir().unwrap();
+        let lib = Library::new(root.path()).unwrap();
+        let (a, tmp_a) = lib.reserve("wc-20261201T000000Z").unwrap();
+        let (b, _) = lib.reserve("wc-20261201T000000Z").unwrap();
+        assert_eq!(a, "wc-20261201T000000Z");
+        assert_eq!(
+            b, "wc-20261201T000000Z-2",
+            "the first is still being written"
+        );
+        // A finished snapshot keeps its id taken after its folder is renamed.
+        std::fs::rename(&tmp_a, root.path().join(&a)).unwrap();
+        let (c, _) = lib.reserve("wc-20261201T000000Z").unwrap();
+        assert_eq!(c, "wc-20261201T000000Z-3");
+        // Unfinished folders are not listed; young ones survive a cleanup.
+        assert!(
+            lib.list().unwrap().is_empty(),
+            "no manifest, nothing listed"
+        );
+        assert_eq!(lib.remove_stale().unwrap(), 0);
+        let old = std::time::SystemTime::now() - Duration::from_secs(2 * 3600);
+        let leftover = root.path().join(format!("{TMP_PREFIX}{b}"));
+        std::fs::File::open(&leftover)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        assert_eq!(lib.remove_stale().unwrap(), 1);
+        assert!(!leftover.exists());
+        assert!(root.path().join(format!("{TMP_PREFIX}{c}")).exists());
+    }
+}

@@ -76,12 +76,14 @@ pub struct SnapshotView {
     pub files: Vec<FileView>,
 }
 
+/// Decimal units, as the command line and the README print sizes.
 fn human(bytes: u64) -> String {
+    let b = bytes as f64;
     match bytes {
-        b if b >= 1 << 30 => format!("{:.2} GB", b as f64 / (1u64 << 30) as f64),
-        b if b >= 1 << 20 => format!("{:.1} MB", b as f64 / (1u64 << 20) as f64),
-        b if b >= 1 << 10 => format!("{:.1} kB", b as f64 / 1024.0),
-        b => format!("{b} B"),
+        n if n >= 1_000_000_000 => format!("{:.2} GB", b / 1e9),
+        n if n >= 1_000_000 => format!("{:.1} MB", b / 1e6),
+        n if n >= 1_000 => format!("{:.1} kB", b / 1e3),
+        n => format!("{n} B"),
     }
 }
 
