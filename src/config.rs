@@ -2,7 +2,7 @@
 //! environment variables.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 
@@ -65,11 +65,16 @@ pub struct ServeConfig {
     pub no_response_cache: bool,
 }
 
+/// The embedded database of a data dir.
+pub fn sqlite_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("wattcounts.db")
+}
+
 impl ServeConfig {
     pub fn database_url(&self) -> String {
         self.database_url
             .clone()
-            .unwrap_or_else(|| format!("sqlite:{}", self.data_dir.join("wattcounts.db").display()))
+            .unwrap_or_else(|| format!("sqlite:{}", sqlite_path(&self.data_dir).display()))
     }
     /// The public URL, defaulting to the address actually bound (which
     /// differs from `bind` when it asks for port 0).

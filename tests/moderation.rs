@@ -7,10 +7,8 @@ mod common;
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use common::*;
-use http_body_util::BodyExt;
 use scraper::{Html, Selector};
 use serde_json::json;
-use tower::ServiceExt;
 use wattcounts::synth::Fault;
 
 /// An app with one needs_review submission by alice; returns its id.
@@ -26,10 +24,7 @@ async fn app_with_flagged() -> (TestApp, ssh_key::PrivateKey, String) {
 }
 
 async fn raw(app: &TestApp, req: Request<Body>) -> (StatusCode, axum::http::HeaderMap, String) {
-    let resp = app.router.clone().oneshot(req).await.unwrap();
-    let status = resp.status();
-    let headers = resp.headers().clone();
-    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    let (status, headers, bytes) = app.raw(req).await;
     (
         status,
         headers,

@@ -6,9 +6,8 @@ mod common;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use axum::body::{Body, Bytes};
-use axum::http::{header, HeaderMap, Request, StatusCode};
-use http_body_util::BodyExt;
+use axum::body::Body;
+use axum::http::{header, Request, StatusCode};
 use polars::prelude::*;
 use serde_json::{json, Value};
 use sha2::Digest;
@@ -85,14 +84,6 @@ async fn populate(app: &TestApp, b: &Bundles) -> Stored {
         pending,
         rejected,
     }
-}
-
-async fn raw(app: &TestApp, req: Request<Body>) -> (StatusCode, HeaderMap, Bytes) {
-    let resp = app.router.clone().oneshot(req).await.unwrap();
-    let status = resp.status();
-    let headers = resp.headers().clone();
-    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
-    (status, headers, bytes)
 }
 
 async fn create_snapshot(app: &TestApp, traces: bool) -> Value {
@@ -323,7 +314,7 @@ async fn downloads_carry_etag_and_ranges_and_latest_moves() {
         }
         b.body(Body::empty()).unwrap()
     };
-    let (status, h, body) = raw(&app, get(None, &[])).await;
+    let (status, h, body) = app.raw(get(None, &[])).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(
         body.as_ref(),
@@ -347,33 +338,32 @@ async fn downloads_carry_etag_and_ranges_and_latest_moves() {
         .unwrap()
         .starts_with("text/csv"));
 
-    let (status, _, body) = raw(&app, get(None, &[("if-none-match", &etag)])).await;
+    let (status, _, body) = app.raw(get(None, &[("if-none-match", &etag)])).await;
     assert_eq!(status, StatusCode::NOT_MODIFIED);
     assert!(body.is_empty());
 
-    let (status, h, body) = raw(&app, get(Some("bytes=10-19"), &[])).await;
+    let (status, h, body) = app.raw(get(Some("bytes=10-19"), &[])).await;
     assert_eq!(status, StatusCode::PARTIAL_CONTENT);
     assert_eq!(body.as_ref(), &on_disk[10..20]);
     assert_eq!(
         h[header::CONTENT_RANGE],
         format!("bytes 10-19/{}", on_disk.len()).as_str()
     );
-    let (status, _, body) = raw(&app, get(Some("bytes=-5"), &[])).await;
+    let (status, _, body) = app.raw(get(Some("bytes=-5"), &[])).await;
     assert_eq!(status, StatusCode::PARTIAL_CONTENT);
     assert_eq!(body.as_ref(), &on_disk[on_disk.len() - 5..]);
     // A range of another version of the file: the whole file instead.
-    let (status, _, body) = raw(
-        &app,
-        get(Some("bytes=0-9"), &[("if-range", "\"someotherdigest\"")]),
-    )
-    .await;
+    let (status, _, body) = app
+        .raw(get(
+            Some("bytes=0-9"),
+            &[("if-range", "\"someotherdigest\"")],
+        ))
+        .await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(body.len(), on_disk.len());
-    let (status, _, _) = raw(
-        &app,
-        get(Some(&format!("bytes={}-", on_disk.len() + 10)), &[]),
-    )
-    .await;
+    let (status, _, _) = app
+        .raw(get(Some(&format!("bytes={}-", on_disk.len() + 10)), &[]))
+        .await;
     assert_eq!(status, StatusCode::RANGE_NOT_SATISFIABLE);
 
     // Only the listed files, only snapshot ids.
@@ -384,7 +374,9 @@ async fn downloads_carry_etag_and_ranges_and_latest_moves() {
         "/snapshots/wc-nothere/runs.csv".to_string(),
         "/api/v1/snapshots/wc-nothere".to_string(),
     ] {
-        let (status, _, _) = raw(&app, Request::get(&bad).body(Body::empty()).unwrap()).await;
+        let (status, _, _) = app
+            .raw(Request::get(&bad).body(Body::empty()).unwrap())
+            .await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{bad}");
     }
 
@@ -397,13 +389,13 @@ async fn downloads_carry_etag_and_ranges_and_latest_moves() {
     let (_, list) = app.get("/api/v1/snapshots").await;
     assert_eq!(list["latest"], second_id);
     assert_eq!(list["snapshots"].as_array().unwrap().len(), 2);
-    let (status, h, _) = raw(
-        &app,
-        Request::get("/snapshots/latest/runs.parquet")
-            .body(Body::empty())
-            .unwrap(),
-    )
-    .await;
+    let (status, h, _) = app
+        .raw(
+            Request::get("/snapshots/latest/runs.parquet")
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
     assert!(status.is_redirection(), "{status}");
     assert_eq!(
         h[header::LOCATION],

@@ -527,8 +527,8 @@ pub struct PowerTrace {
     pub watts: Vec<f64>,
 }
 
-/// Seconds between two power samples (the harness samples NVML at 10 Hz).
-pub const POWER_SAMPLE_INTERVAL_S: f64 = 0.1;
+/// The harness samples NVML power at 10 Hz.
+pub const POWER_SAMPLES_PER_S: f64 = 10.0;
 
 /// The power trace of every row of a results CSV, in file order.
 pub fn parse_power_traces(

@@ -13,7 +13,6 @@ use super::columns::{self, ColumnDoc, RunRow};
 use super::library::{Library, Published};
 use super::manifest::{self, ColumnEntry, Coverage, FileEntry, Manifest};
 use super::tables::{self, Target, Written};
-use crate::ingest::sha256_hex;
 use crate::leaderboard::{self, Entry};
 use crate::store::blobs::BlobStore;
 use crate::store::{SnapshotSource, Store};
@@ -116,19 +115,13 @@ fn coverage(source: &SnapshotSource, configurations: usize) -> Coverage {
     }
 }
 
-fn entry(
-    dir: &Path,
-    name: &str,
-    written: Option<Written>,
-    docs: &[ColumnDoc],
-) -> anyhow::Result<FileEntry> {
-    let bytes = std::fs::read(dir.join(name))?;
-    Ok(FileEntry {
+fn entry(name: &str, written: Written, docs: &[ColumnDoc]) -> FileEntry {
+    FileEntry {
         path: name.to_string(),
         media_type: manifest::media_type(name).to_string(),
-        bytes: bytes.len() as u64,
-        sha256: sha256_hex(&bytes),
-        rows: written.map(|w| w.rows),
+        bytes: written.bytes,
+        sha256: written.sha256,
+        rows: written.rows,
         columns: docs
             .iter()
             .map(|c| ColumnEntry {
@@ -137,7 +130,7 @@ fn entry(
                 unit: c.unit.to_string(),
             })
             .collect(),
-    })
+    }
 }
 
 /// The data files written so far, with what each holds and its columns.
@@ -162,17 +155,9 @@ impl<'a> Files<'a> {
         } else {
             tables::write_csv(&mut tables::frame(fields, rows, Target::Csv)?, &path)?
         };
-        self.files
-            .push((entry(self.dir, name, Some(written), docs)?, what, docs));
+        self.files.push((entry(name, written, docs), what, docs));
         Ok(())
     }
-}
-
-fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut f = std::fs::File::create(path)?;
-    f.write_all(bytes)?;
-    f.sync_all()
 }
 
 fn make_read_only(path: &Path) -> std::io::Result<()> {
@@ -306,18 +291,13 @@ fn write_into(
             |done| progress(&format!("power traces: {done}/{total} submissions")),
         )?;
         anyhow::ensure!(
-            written.rows == coverage.power_samples,
-            "the stored bundles hold {} power samples, the database {}",
+            written.rows == Some(coverage.power_samples),
+            "the stored bundles hold {:?} power samples, the database {}",
             written.rows,
             coverage.power_samples
         );
         files.push((
-            entry(
-                tmp,
-                "power_traces.parquet",
-                Some(written),
-                columns::POWER_TRACES,
-            )?,
+            entry("power_traces.parquet", written, columns::POWER_TRACES),
             "Every 10 Hz GPU power sample, long format.",
             columns::POWER_TRACES,
         ));
@@ -343,15 +323,15 @@ fn write_into(
             .map(|(f, what, docs)| (f, *what, *docs))
             .collect(),
     };
-    write_synced(&tmp.join("README.md"), card::readme(&card_input).as_bytes())?;
-    write_synced(
+    let readme = tables::write_bytes(&tmp.join("README.md"), card::readme(&card_input).as_bytes())?;
+    let citation = tables::write_bytes(
         &tmp.join("CITATION.cff"),
         card::citation(&card_input).as_bytes(),
     )?;
     drop(card_input);
     let mut entries: Vec<FileEntry> = files.into_iter().map(|(f, _, _)| f).collect();
-    entries.push(entry(tmp, "README.md", None, &[])?);
-    entries.push(entry(tmp, "CITATION.cff", None, &[])?);
+    entries.push(entry("README.md", readme, &[]));
+    entries.push(entry("CITATION.cff", citation, &[]));
 
     let manifest = Manifest {
         format: manifest::FORMAT.to_string(),
@@ -365,7 +345,7 @@ fn write_into(
     };
     let mut json = serde_json::to_vec_pretty(&manifest)?;
     json.push(b'\n');
-    write_synced(&tmp.join(manifest::FILE_NAME), &json)?;
+    tables::write_bytes(&tmp.join(manifest::FILE_NAME), &json)?;
     for f in manifest
         .files
         .iter()

@@ -90,10 +90,60 @@ fn column(
 }
 
 /// What writing a file produced.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Written {
     pub bytes: u64,
-    pub rows: u64,
+    pub sha256: String,
+    /// Data rows; None for the card and the citation.
+    pub rows: Option<u64>,
+}
+
+/// A new file, digested as the bytes go out, so nothing is read back to
+/// fill the manifest.
+pub struct DigestFile {
+    file: std::fs::File,
+    hasher: sha2::Sha256,
+    bytes: u64,
+}
+
+impl DigestFile {
+    pub fn create(path: &Path) -> std::io::Result<Self> {
+        Ok(DigestFile {
+            file: std::fs::File::create(path)?,
+            hasher: sha2::Digest::new(),
+            bytes: 0,
+        })
+    }
+
+    /// Fsyncs the file and says what was written.
+    pub fn finish(mut self, rows: Option<u64>) -> std::io::Result<Written> {
+        self.file.flush()?;
+        self.file.sync_all()?;
+        Ok(Written {
+            bytes: self.bytes,
+            sha256: hex::encode(sha2::Digest::finalize(self.hasher)),
+            rows,
+        })
+    }
+}
+
+impl Write for DigestFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.file.write(buf)?;
+        sha2::Digest::update(&mut self.hasher, &buf[..n]);
+        self.bytes += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
+/// Writes bytes made in memory (the card, the citation).
+pub fn write_bytes(path: &Path, bytes: &[u8]) -> std::io::Result<Written> {
+    let mut f = DigestFile::create(path)?;
+    f.write_all(bytes)?;
+    f.finish(None)
 }
 
 /// A zstd Parquet writer whose Arrow schema names text `large_string`.
@@ -113,28 +163,19 @@ pub fn parquet_writer<W: Write>(out: W, schema: &Schema) -> ParquetWriter<W> {
 
 /// Writes a frame as Parquet (zstd) and fsyncs it.
 pub fn write_parquet(df: &mut DataFrame, path: &Path) -> anyhow::Result<Written> {
-    let file = std::fs::File::create(path)?;
+    let mut file = DigestFile::create(path)?;
     let schema = df.schema().clone();
-    let bytes = parquet_writer(&file, &schema).finish(df)?;
-    file.sync_all()?;
-    Ok(Written {
-        bytes,
-        rows: df.height() as u64,
-    })
+    parquet_writer(&mut file, &schema).finish(df)?;
+    Ok(file.finish(Some(df.height() as u64))?)
 }
 
 /// Writes a frame as CSV (header row, empty cell for null, `.`-decimal
 /// floats as short as round-trips) and fsyncs it.
 pub fn write_csv(df: &mut DataFrame, path: &Path) -> anyhow::Result<Written> {
-    let mut file = std::fs::File::create(path)?;
+    let mut file = DigestFile::create(path)?;
     CsvWriter::new(&mut file)
         .include_header(true)
         .with_datetime_format(Some("%Y-%m-%dT%H:%M:%S%.3fZ".into()))
         .finish(df)?;
-    file.flush()?;
-    file.sync_all()?;
-    Ok(Written {
-        bytes: std::fs::metadata(path)?.len(),
-        rows: df.height() as u64,
-    })
+    Ok(file.finish(Some(df.height() as u64))?)
 }

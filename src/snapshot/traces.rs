@@ -8,8 +8,8 @@ use std::path::Path;
 use polars::prelude::*;
 use rayon::prelude::*;
 
-use super::tables::Written;
-use crate::bundle::harness::{self, FileKind, PowerTrace, Scenario, POWER_SAMPLE_INTERVAL_S};
+use super::tables::{DigestFile, Written};
+use crate::bundle::harness::{self, FileKind, PowerTrace, Scenario, POWER_SAMPLES_PER_S};
 use crate::bundle::unpack::{self, UnpackLimits};
 use crate::ingest::sha256_hex;
 use crate::store::blobs::BlobStore;
@@ -76,8 +76,8 @@ fn frame(submission: &str, traces: &[(Scenario, PowerTrace)]) -> PolarsResult<Da
             scenario.push(sc.as_str());
             lambda.push(t.lambda_qps);
             iteration.push(i64::from(t.iteration));
-            // Rounded to the sampling grid so 0.30000000000000004 reads 0.3.
-            t_s.push((i as f64 * POWER_SAMPLE_INTERVAL_S * 10.0).round() / 10.0);
+            // Division, not i × 0.1, so sample 3 is at 0.3 s, not 0.30000000000000004.
+            t_s.push(i as f64 / POWER_SAMPLES_PER_S);
             watts.push(*w);
         }
     }
@@ -105,10 +105,10 @@ pub fn write(
     path: &Path,
     mut progress: impl FnMut(usize),
 ) -> anyhow::Result<Written> {
-    let file = std::fs::File::create(path)?;
+    let mut file = DigestFile::create(path)?;
     let empty = frame("", &[])?;
     let mut writer =
-        super::tables::parquet_writer(&file, empty.schema()).batched(empty.schema())?;
+        super::tables::parquet_writer(&mut file, empty.schema()).batched(empty.schema())?;
     let mut rows = 0u64;
     for (i, s) in submissions.iter().enumerate() {
         let traces = read_traces(blobs, s)?;
@@ -117,7 +117,7 @@ pub fn write(
         writer.write_batch(&df)?;
         progress(i + 1);
     }
-    let bytes = writer.finish()?;
-    file.sync_all()?;
-    Ok(Written { bytes, rows })
+    writer.finish()?;
+    drop(writer);
+    Ok(file.finish(Some(rows))?)
 }

@@ -40,7 +40,7 @@ impl ApiError {
             format!("the request body is larger than the limit of {limit} bytes"),
         )
     }
-    fn internal() -> Self {
+    pub(crate) fn internal() -> Self {
         Self::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "internal",

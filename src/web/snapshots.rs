@@ -41,11 +41,7 @@ const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 fn io_error(e: impl std::fmt::Display) -> ApiError {
     tracing::error!(error = %e, "snapshot folder unreadable");
-    ApiError::new(
-        StatusCode::INTERNAL_SERVER_ERROR,
-        "internal",
-        "internal error; it has been logged",
-    )
+    ApiError::internal()
 }
 
 /// One file as the list and page show it.
@@ -245,7 +241,7 @@ pub async fn snapshot_json(
 pub async fn download(
     State(s): State<AppState>,
     Path((id, name)): Path<(String, String)>,
-    req: Request,
+    mut req: Request,
 ) -> Result<Response, ApiError> {
     let p = find(&s, &id).await?;
     if id == "latest" {
@@ -267,21 +263,27 @@ pub async fn download(
             .unwrap_or_default()
     };
     let etag = format!("\"{sha256}\"");
-    let headers = req.headers().clone();
-    let matches = |h: &HeaderMap, key| {
-        h.get(key)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.split(',').any(|t| t.trim() == etag || t.trim() == "*"))
+    // Decided before the request is changed or sent on.
+    let (unchanged, stale_range) = {
+        let h = req.headers();
+        let matches = |key| {
+            h.get(key)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.split(',').any(|t| t.trim() == etag || t.trim() == "*"))
+        };
+        (
+            matches(header::IF_NONE_MATCH),
+            // If-Range with another validator: send the whole file, not a
+            // range of something the client no longer has.
+            h.contains_key(header::IF_RANGE) && !matches(header::IF_RANGE),
+        )
     };
-    let mut req = req;
-    if matches(&headers, header::IF_NONE_MATCH) {
+    if unchanged {
         let mut r = StatusCode::NOT_MODIFIED.into_response();
         set_file_headers(r.headers_mut(), &etag, &name);
         return Ok(r);
     }
-    // If-Range with another validator: send the whole file, not a range of
-    // something the client no longer has.
-    if headers.contains_key(header::IF_RANGE) && !matches(&headers, header::IF_RANGE) {
+    if stale_range {
         req.headers_mut().remove(header::RANGE);
     }
     req.headers_mut().remove(header::IF_RANGE);

@@ -120,6 +120,18 @@ impl TestApp {
         (status, json)
     }
 
+    /// The whole answer: status, headers and body bytes.
+    pub async fn raw(
+        &self,
+        req: Request<Body>,
+    ) -> (StatusCode, axum::http::HeaderMap, axum::body::Bytes) {
+        let resp = self.router.clone().oneshot(req).await.unwrap();
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+        (status, headers, bytes)
+    }
+
     /// A maintainer API call with the test token.
     pub async fn admin_post(&self, path: &str, body: Value) -> (StatusCode, Value) {
         let req = Request::post(path)
