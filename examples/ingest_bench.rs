@@ -15,12 +15,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
-use wattcounts::bundle::unpack::UnpackLimits;
 use wattcounts::catalog;
-use wattcounts::ingest::{IngestConfig, Ingestor, StageTimings};
+use wattcounts::ingest::StageTimings;
 use wattcounts::pack::{self, PackInput};
 use wattcounts::signing;
-use wattcounts::store::blobs::BlobStore;
 use wattcounts::store::NewSubmitter;
 use wattcounts::synth::{self, SynthOptions};
 
@@ -145,15 +143,11 @@ async fn main() -> anyhow::Result<()> {
                 public_key: key.public_key().to_openssh()?,
             })
             .await?;
-        let ingestor = Arc::new(Ingestor::new(
-            store,
-            BlobStore::new(dir.path().join("blobs"))?,
-            IngestConfig {
-                public_url: AUDIENCE.into(),
-                unpack: UnpackLimits::default(),
-                thresholds: Default::default(),
-            },
-        ));
+        let mut cfg = wattcounts::config::ServeConfig::defaults(dir.path());
+        // Cold answers for the leaderboard timings: nothing is cached.
+        cfg.no_response_cache = true;
+        let state = wattcounts::web::AppState::with_store(store, &cfg, AUDIENCE.into())?;
+        let ingestor = state.service.clone();
         let (mut stages, mut iterations, mut samples, mut unpacked) =
             (StageTimings::default(), 0, 0, 0);
         let t = Instant::now();
@@ -183,7 +177,7 @@ async fn main() -> anyhow::Result<()> {
         let wall = t.elapsed();
         eprintln!("  round {}: {:.3} s", round + 1, secs(wall));
         if round + 1 == rounds {
-            leaderboard_timings(ingestor.clone()).await?;
+            leaderboard_timings(state.clone()).await?;
         }
         if best.as_ref().is_none_or(|b| wall < b.0) {
             best = Some((wall, stages, iterations, samples, unpacked));
@@ -230,18 +224,9 @@ async fn main() -> anyhow::Result<()> {
 
 /// Cold leaderboard answers (nothing is cached yet) over the data just
 /// ingested: median and worst of 20, for the HTML page and its JSON twin.
-async fn leaderboard_timings(ingestor: Arc<Ingestor>) -> anyhow::Result<()> {
+async fn leaderboard_timings(state: wattcounts::web::AppState) -> anyhow::Result<()> {
     use tower::ServiceExt;
-    let router = wattcounts::web::app(wattcounts::web::AppState {
-        ingestor,
-        max_body_bytes: 1 << 20,
-        maintainers: Default::default(),
-        // Cold answers: nothing is cached.
-        cache: Arc::new(wattcounts::web::cache::ResponseCache::new(false)),
-        snapshots: Arc::new(wattcounts::web::snapshots::Shelf::new(
-            std::env::temp_dir().join("wattcounts-bench-snapshots"),
-        )?),
-    });
+    let router = wattcounts::web::app(state);
     for path in [
         "/leaderboard?per_page=100",
         "/api/v1/leaderboard?per_page=100",

@@ -9,9 +9,7 @@
 
 use std::time::Duration;
 
-use wattcounts::ingest::{IngestConfig, Ingestor};
 use wattcounts::snapshot::{self, Library};
-use wattcounts::store::blobs::BlobStore;
 use wattcounts::synth::SynthOptions;
 
 fn mb(b: u64) -> String {
@@ -33,17 +31,17 @@ async fn main() -> anyhow::Result<()> {
     let store =
         wattcounts::store::open(&format!("sqlite:{}", data.join("wattcounts.db").display()))
             .await?;
-    let ingestor = Ingestor::new(
+    let state = wattcounts::web::AppState::with_store(
         store.clone(),
-        BlobStore::new(data.join("blobs"))?,
-        IngestConfig {
-            public_url: "https://bench.wattcounts.test".into(),
-            unpack: Default::default(),
-            thresholds: Default::default(),
-        },
-    );
+        &wattcounts::config::ServeConfig::defaults(&data),
+        "https://bench.wattcounts.test".into(),
+    )?;
+    let service = state.service.clone();
+    if service.needs_rebuild().await? {
+        service.rebuild(|l| eprintln!("{l}")).await?;
+    }
     if let Some(s) =
-        wattcounts::demo::load_if_empty(&ingestor, &data, &SynthOptions::default()).await?
+        wattcounts::demo::load_if_empty(&service, &data, &SynthOptions::default()).await?
     {
         eprintln!("demo loaded: {s:?}");
     }
@@ -57,18 +55,17 @@ async fn main() -> anyhow::Result<()> {
         let mut times: Vec<(Duration, Duration)> = Vec::new();
         let mut last = None;
         for _ in 0..runs {
-            let created = snapshot::create(
-                store.as_ref(),
-                &ingestor.blobs,
-                &library,
-                &snapshot::Options {
-                    traces,
-                    created_by: "bench".into(),
-                    public_url: None,
-                },
-                |_| {},
-            )
-            .await?;
+            let created = service
+                .create_snapshot(
+                    &library,
+                    &snapshot::Options {
+                        traces,
+                        created_by: "bench".into(),
+                        public_url: None,
+                    },
+                    |_| {},
+                )
+                .await?;
             times.push((created.read_time, created.write_time));
             let dir = library.root().join(&created.published.manifest.snapshot_id);
             last = Some(created.published);

@@ -7,40 +7,13 @@ use serde::Serialize;
 use crate::bundle::harness::Scenario;
 use crate::leaderboard::Entry;
 
-/// A scenario as readers pick it: batch, or server at one arrival rate.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct ScenarioKey {
-    pub scenario: Scenario,
-    pub lambda_qps: Option<f64>,
-}
+pub use crate::domain::ScenarioKey;
 
-impl ScenarioKey {
-    pub fn of(e: &Entry) -> Self {
-        ScenarioKey {
-            scenario: e.scenario,
-            lambda_qps: e.lambda_qps,
-        }
-    }
-    /// `batch` or `server@0.33`, as the `scenario` query parameter takes it.
-    pub fn param(&self) -> String {
-        match self.lambda_qps {
-            Some(l) => format!("server@{l}"),
-            None => self.scenario.as_str().to_string(),
-        }
-    }
-    pub fn label(&self) -> String {
-        match self.lambda_qps {
-            Some(l) => format!("server at {l} req/s"),
-            None => self.scenario.as_str().to_string(),
-        }
-    }
-    fn matches(&self, e: &Entry) -> bool {
-        e.scenario == self.scenario
-            && match (self.lambda_qps, e.lambda_qps) {
-                (Some(a), Some(b)) => (a - b).abs() < 1e-9,
-                (None, None) => true,
-                _ => false,
-            }
+/// The scenario of a leaderboard entry.
+pub fn key_of(e: &Entry) -> ScenarioKey {
+    ScenarioKey {
+        scenario: e.scenario,
+        lambda_qps: e.lambda_qps,
     }
 }
 
@@ -48,7 +21,7 @@ impl ScenarioKey {
 pub fn scenarios(entries: &[Entry]) -> Vec<ScenarioKey> {
     let mut out: Vec<ScenarioKey> = Vec::new();
     for e in entries {
-        let k = ScenarioKey::of(e);
+        let k = key_of(e);
         if !out.contains(&k) {
             out.push(k);
         }
@@ -115,7 +88,7 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
 pub fn compare(entries: &[Entry], gpus: &[String], scenario: ScenarioKey) -> Comparison {
     let mut models: Vec<&str> = entries
         .iter()
-        .filter(|e| scenario.matches(e) && gpus.contains(&e.gpu_id))
+        .filter(|e| scenario.same(&key_of(e)) && gpus.contains(&e.gpu_id))
         .map(|e| e.model.as_str())
         .collect();
     models.sort_unstable();
@@ -123,7 +96,7 @@ pub fn compare(entries: &[Entry], gpus: &[String], scenario: ScenarioKey) -> Com
     let value = |gpu: &str, model: &str| {
         entries
             .iter()
-            .find(|e| e.gpu_id == gpu && e.model == model && scenario.matches(e))
+            .find(|e| e.gpu_id == gpu && e.model == model && scenario.same(&key_of(e)))
             .map(|e| e.energy_per_token_j)
     };
     let rows: Vec<ModelRow> = models
@@ -232,7 +205,7 @@ pub fn model_summary(entries: &[Entry], model: &str) -> Vec<ModelScenario> {
             };
             let mut points: Vec<Point> = mine
                 .iter()
-                .filter(|e| k.matches(e))
+                .filter(|e| k.same(&key_of(e)))
                 .filter_map(|e| {
                     let latency = match k.scenario {
                         Scenario::Batch => e.itl_s,
@@ -281,7 +254,16 @@ mod tests {
                 Scenario::Batch
             },
             lambda_qps: lambda,
+            protocol_id: "ref".into(),
+            protocol: "reference".into(),
+            reference_protocol: true,
+            origin: crate::domain::Origin::Real,
             energy_per_token_j: ept,
+            energy_per_token_interval: crate::domain::Interval {
+                lo: ept,
+                hi: ept,
+                confidence: 0.0,
+            },
             energy_per_token_cv: 0.01,
             energy_per_request_j: None,
             throughput_tok_s: 1.0,
@@ -290,9 +272,11 @@ mod tests {
             itl_s: Some(lat),
             iterations: 5,
             submissions: 1,
+            submitters: 1,
             demo: false,
             needs_review: false,
             evidence: uuid::Uuid::nil(),
+            evidence_ids: vec![uuid::Uuid::nil()],
         }
     }
 

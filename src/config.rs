@@ -65,6 +65,28 @@ pub struct ServeConfig {
     pub no_response_cache: bool,
 }
 
+impl ServeConfig {
+    /// The defaults `serve` would run with, for a data dir (tests and
+    /// tools that build the app without a command line). Environment
+    /// variables are not read.
+    pub fn defaults(data_dir: &Path) -> ServeConfig {
+        ServeConfig {
+            bind: "127.0.0.1:0".parse().expect("valid address"),
+            database_url: None,
+            data_dir: data_dir.to_path_buf(),
+            public_url: None,
+            max_body_bytes: 256 << 20,
+            max_unpacked_bytes: UnpackLimits::default().max_unpacked_bytes,
+            max_entries: UnpackLimits::default().max_entries,
+            max_ratio: UnpackLimits::default().max_ratio,
+            demo: false,
+            thresholds: None,
+            admin_tokens: Vec::new(),
+            no_response_cache: false,
+        }
+    }
+}
+
 /// The embedded database of a data dir.
 pub fn sqlite_path(data_dir: &Path) -> PathBuf {
     data_dir.join("wattcounts.db")

@@ -11,8 +11,9 @@ use std::time::Instant;
 use anyhow::Context;
 
 use crate::catalog;
-use crate::ingest::{Ingestor, DEMO_HANDLE};
+use crate::ingest::DEMO_HANDLE;
 use crate::pack::{self, PackInput};
+use crate::service::Service;
 use crate::signing;
 use crate::store::NewSubmitter;
 use crate::synth::{self, SynthOptions};
@@ -88,14 +89,14 @@ pub fn demo_bundle(
 
 /// Loads the demo into a database that holds no real submissions.
 pub async fn load_if_empty(
-    ingestor: &Ingestor,
+    service: &Service,
     data_dir: &Path,
     opts: &SynthOptions,
 ) -> anyhow::Result<Option<DemoSummary>> {
     // Only demo data so far (or none): load the GPUs not stored yet, so a
     // load cut short by a crash finishes on the next start.
-    let all = ingestor.store.counts().await?.submissions;
-    let demo = ingestor.store.dataset_counts().await?.demo_submissions;
+    let all = service.table_counts().await?.submissions;
+    let demo = service.dataset_counts().await?.demo_submissions;
     if all > demo {
         eprintln!("demo: the database holds real submissions; not adding demo data");
         return Ok(None);
@@ -104,14 +105,11 @@ pub async fn load_if_empty(
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let key = demo_key(&dir)?;
     let fingerprint = signing::fingerprint(key.public_key());
-    if ingestor
-        .store
-        .key_by_fingerprint(&fingerprint)
-        .await?
-        .is_none()
-    {
-        ingestor
-            .store
+    // The demo's own submitter is registered directly: the service is its
+    // own witness for the key it just made.
+    let store = service.store_for_tools();
+    if store.key_by_fingerprint(&fingerprint).await?.is_none() {
+        store
             .create_submitter(&NewSubmitter {
                 handle: DEMO_HANDLE.into(),
                 display_name: "Synthetic demo data".into(),
@@ -122,8 +120,7 @@ pub async fn load_if_empty(
             .await
             .context("registering the demo handle (is another key registered as 'demo'?)")?;
     }
-    let done: std::collections::HashSet<String> = ingestor
-        .store
+    let done: std::collections::HashSet<String> = service
         .latest_submissions(10_000)
         .await?
         .into_iter()
@@ -133,7 +130,7 @@ pub async fn load_if_empty(
     if !done.is_empty() {
         eprintln!("demo: {} GPUs already loaded; adding the rest", done.len());
     }
-    let audience = ingestor.config.public_url.clone();
+    let audience = service.config().public_url.clone();
     let gpus = catalog::gpus();
     let start = Instant::now();
     let mut summary = DemoSummary::default();
@@ -155,7 +152,7 @@ pub async fn load_if_empty(
         };
         let sig = signing::sign(&key, signing::SUBMISSION_NAMESPACE, &bundle)?;
         summary.bytes += bundle.len() as u64;
-        let (_, receipt) = ingestor
+        let (_, receipt) = service
             .submit(bundle, sig.into_bytes())
             .await
             .map_err(|e| anyhow::anyhow!("demo bundle for {}: {e}", gpu.nvml_name))?;

@@ -108,16 +108,17 @@ pub struct Analysis {
     pub checks: Vec<CheckResult>,
     /// The catalogue GPU the manifest names, if the catalogue has it.
     pub gpu: Option<&'static crate::catalog::GpuSpec>,
+    /// The protocol the runs followed.
+    pub protocol: crate::domain::Protocol,
+    /// The digest of the harness files (everything but the manifest).
+    pub content_sha256: String,
 }
 
 pub struct Ingestor {
-    pub store: Arc<dyn Store>,
+    store: Arc<dyn Store>,
     pub blobs: BlobStore,
     schema: Arc<ManifestSchema>,
     pub config: IngestConfig,
-    /// Bumped whenever this instance changes what readers see (a stored
-    /// submission, a moderation decision); response caches key on it.
-    data_version: std::sync::atomic::AtomicU64,
 }
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
@@ -131,36 +132,6 @@ impl Ingestor {
             blobs,
             schema: Arc::new(ManifestSchema::new()),
             config,
-            data_version: std::sync::atomic::AtomicU64::new(0),
-        }
-    }
-
-    pub fn data_version(&self) -> u64 {
-        self.data_version.load(std::sync::atomic::Ordering::SeqCst)
-    }
-
-    /// Stored data changed: cached answers are stale.
-    pub fn data_changed(&self) {
-        self.data_version
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    }
-
-    /// Notices what other instances write to a shared database: every
-    /// `every`, compares the store's data stamp with the last one seen and
-    /// marks the data changed when it moved. Runs until the process ends.
-    pub async fn watch_other_writers(self: Arc<Self>, every: Duration) {
-        let mut last = None;
-        loop {
-            match self.store.data_stamp().await {
-                Ok(stamp) => {
-                    if last.is_some_and(|l| l != stamp) {
-                        self.data_changed();
-                    }
-                    last = Some(stamp);
-                }
-                Err(e) => tracing::warn!(error = %e, "data stamp unavailable"),
-            }
-            tokio::time::sleep(every).await;
         }
     }
 
@@ -246,7 +217,7 @@ impl Ingestor {
             )
             .into());
         }
-        let public = signing::parse_public_key(&key.public_key)?;
+        let public = signing::parse_stored_key(&key.public_key)?;
         {
             let b = bundle.clone();
             let sig = sig.clone();
@@ -329,13 +300,45 @@ impl Ingestor {
             }
         }
 
-        // Consistency needs the accepted results already stored.
+        // The same run, packed again (a new submission_id), is one submission.
+        if let Some((id, status)) = self
+            .store
+            .submission_by_content(&analysis.content_sha256)
+            .await?
+        {
+            // These very bytes, stored a moment ago by a request running
+            // beside this one: a replay, not a second run.
+            if self.store.submission_digest(id).await?.as_deref() == Some(digest.as_str()) {
+                return self.existing(id).await;
+            }
+            return Err(run_already_stored(id, status).into());
+        }
+
+        // Consistency needs the accepted results already stored, of the
+        // same groups (GPU, protocol, origin).
         let start = Instant::now();
         let gpu_id = analysis.gpu.map(|g| g.id.clone());
         let is_demo = key.handle == DEMO_HANDLE;
         let mut check_results = analysis.checks;
         let peers = match &gpu_id {
-            Some(g) => self.store.peer_medians(g, is_demo).await?,
+            Some(g) => {
+                let keys: Vec<String> = analysis
+                    .configurations
+                    .iter()
+                    .map(|c| {
+                        crate::leaderboard::group_of(
+                            Some(g),
+                            &m.system.gpu.name,
+                            is_demo,
+                            &analysis.protocol,
+                            c,
+                        )
+                        .key
+                        .canonical()
+                    })
+                    .collect();
+                self.store.peer_medians(&keys).await?
+            }
             None => Vec::new(),
         };
         check_results.push(checks::consistency(
@@ -370,6 +373,8 @@ impl Ingestor {
             signature: String::from_utf8_lossy(&signature).into_owned(),
             manifest_json: serde_json::to_string(m)
                 .map_err(|e| IngestError::Internal(e.to_string()))?,
+            protocol: analysis.protocol,
+            content_sha256: analysis.content_sha256,
             runs: analysis.runs,
             configurations: analysis.configurations,
             checks: check_results,
@@ -378,7 +383,6 @@ impl Ingestor {
         t.store = start.elapsed();
         match outcome {
             InsertOutcome::Inserted => {
-                self.data_changed();
                 let r = self
                     .receipt(new.id)
                     .await?
@@ -388,8 +392,21 @@ impl Ingestor {
             // Another request stored the same bytes first.
             InsertOutcome::SameBytes(id) => self.existing(id).await,
             InsertOutcome::IdTaken => Err(id_taken(new.id).into()),
+            // Another request stored the same run content first.
+            InsertOutcome::SameContent(id, status) => Err(run_already_stored(id, status).into()),
         }
     }
+}
+
+fn run_already_stored(id: uuid::Uuid, status: crate::domain::Status) -> Rejection {
+    Rejection::new(
+        RejectKind::Conflict,
+        "run_already_submitted",
+        format!(
+            "this run's harness files are already stored as submission {id} (status {status}); the same run counts once, whatever its submission_id"
+        ),
+    )
+    .with(Detail::new(format!("same run content as {id}")).file(MANIFEST_NAME).pointer("/files"))
 }
 
 fn id_taken(id: uuid::Uuid) -> Rejection {
@@ -413,6 +430,41 @@ async fn blocking<T: Send + 'static>(
     tokio::task::spawn_blocking(f)
         .await
         .map_err(|e| IngestError::Internal(format!("worker failed: {e}")))
+}
+
+/// The protocol and run-content digest of a bundle stored earlier (for
+/// `db rebuild`): the manifest and the results CSVs, nothing else. The
+/// bundle passed every rule when it was stored, so no rule is run again.
+pub fn derive_stored(
+    bundle: &[u8],
+    limits: &UnpackLimits,
+) -> Result<(crate::domain::Protocol, String), Rejection> {
+    let mut manifest_bytes = None;
+    let mut rows = Vec::new();
+    let mut failure = None;
+    unpack::unpack_each(bundle, limits, |e| {
+        if e.path == MANIFEST_NAME {
+            manifest_bytes = Some(e.data);
+            return;
+        }
+        let name = e.path.rsplit('/').next().unwrap_or(&e.path);
+        if let Some(FileKind::Results(s)) = harness::classify(name) {
+            match harness::parse_results(&e.path, &e.data, s) {
+                Ok(r) => rows.extend(r),
+                Err(r) => failure = Some(r),
+            }
+        }
+    })?;
+    if let Some(r) = failure {
+        return Err(r);
+    }
+    let manifest_bytes = manifest_bytes.ok_or_else(|| {
+        Rejection::invalid("manifest_missing", "the stored bundle has no manifest")
+    })?;
+    let manifest = ManifestSchema::new().parse(&manifest_bytes)?;
+    let gpu = crate::catalog::gpu_by_nvml_name(&manifest.system.gpu.name);
+    let protocol = crate::protocol::derive(&manifest, &rows, gpu)?;
+    Ok((protocol, crate::protocol::content_digest(&manifest)))
 }
 
 /// Everything between the raw bytes and the derived metrics. Pure: bytes in,
@@ -488,6 +540,8 @@ pub fn analyse(
 
     let start = Instant::now();
     let gpu = crate::catalog::gpu_by_nvml_name(&manifest.system.gpu.name);
+    let protocol = crate::protocol::derive(&manifest, &parsed.rows, gpu)?;
+    let content_sha256 = crate::protocol::content_digest(&manifest);
     let checks = checks::evaluate(
         &CheckInput {
             manifest: &manifest,
@@ -506,6 +560,8 @@ pub fn analyse(
         configurations,
         checks,
         gpu,
+        protocol,
+        content_sha256,
     })
 }
 

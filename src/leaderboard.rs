@@ -1,34 +1,162 @@
-//! The leaderboard: configurations of stored submissions, grouped by GPU,
-//! model, scenario and arrival rate, filtered and sorted. Pure: rows in,
-//! rows out.
+//! The leaderboard's groups. A group is GPU × model × scenario × arrival
+//! rate × protocol × origin ([`crate::domain::GroupKey`]); its figures are
+//! the median over its submissions of each submission's median over
+//! iterations, with an order-statistic interval. [`aggregate`] computes them
+//! from a group's members; the store keeps the result in its read model on
+//! every write, and pages read only that. Pure: members in, figures out.
 
 use serde::Serialize;
 
-use crate::bundle::harness::Scenario;
+use crate::domain::{self, GroupKey, Interval, Origin, Protocol, Scenario, ScenarioKey, Status};
 use crate::metrics::ConfigurationMetrics;
-use crate::store::Status;
 
-/// One configuration of one stored submission.
-#[derive(Debug, Clone)]
-pub struct SourceRow {
+/// One submission's configuration in a group: what the read model needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Member {
     pub submission_id: uuid::Uuid,
+    pub submitter_id: i64,
     pub status: Status,
-    pub is_demo: bool,
-    pub gpu_id: Option<String>,
-    pub gpu_name: String,
-    pub config: ConfigurationMetrics,
+    pub iterations: u32,
+    pub ept_median: f64,
+    /// The submission's own interval over its iterations.
+    pub ept_interval: Interval,
+    pub ept_cv: f64,
+    pub epr_median: Option<f64>,
+    pub throughput_median: f64,
+    pub power_median: f64,
+    pub ttft_median: Option<f64>,
+    pub itl_median: Option<f64>,
 }
 
-impl SourceRow {
-    /// The catalogue id, or one derived from the NVML name for GPUs the
-    /// catalogue does not know.
-    pub fn gpu_key(&self) -> String {
-        self.gpu_id
-            .clone()
-            .unwrap_or_else(|| crate::catalog::gpu_id(&self.gpu_name))
+/// How many submission ids a group keeps as its evidence (oldest first).
+pub const EVIDENCE_KEPT: usize = 20;
+
+/// A group's figures over its members.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Figures {
+    pub ept_median: f64,
+    pub ept_interval: Interval,
+    /// Largest coefficient of variation over iterations among the members.
+    pub ept_cv: f64,
+    pub epr_median: Option<f64>,
+    pub throughput_median: f64,
+    pub power_median: f64,
+    pub ttft_median: Option<f64>,
+    pub itl_median: Option<f64>,
+    pub iterations: u64,
+    pub submissions: u64,
+    pub submitters: u64,
+    /// Members waiting for a maintainer.
+    pub in_review: u64,
+    /// The first [`EVIDENCE_KEPT`] members, oldest first.
+    pub evidence: Vec<uuid::Uuid>,
+}
+
+fn median_of(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    Some(crate::metrics::percentile_sorted(&v, 0.5))
+}
+
+/// The figures of one group from its members (oldest first); None when it
+/// has none. With one submission the interval is that submission's over its
+/// iterations; with several, the order-statistic interval over the
+/// submissions' medians.
+pub fn aggregate(members: &[Member]) -> Option<Figures> {
+    let first = members.first()?;
+    let mut medians: Vec<f64> = members.iter().map(|m| m.ept_median).collect();
+    medians.sort_by(f64::total_cmp);
+    let ept_interval = if members.len() == 1 {
+        first.ept_interval
+    } else {
+        domain::median_interval(&medians)?
+    };
+    let mut submitters: Vec<i64> = members.iter().map(|m| m.submitter_id).collect();
+    submitters.sort_unstable();
+    submitters.dedup();
+    Some(Figures {
+        ept_median: crate::metrics::percentile_sorted(&medians, 0.5),
+        ept_interval,
+        ept_cv: members.iter().map(|m| m.ept_cv).fold(0.0, f64::max),
+        epr_median: median_of(members.iter().filter_map(|m| m.epr_median).collect()),
+        throughput_median: median_of(members.iter().map(|m| m.throughput_median).collect())?,
+        power_median: median_of(members.iter().map(|m| m.power_median).collect())?,
+        ttft_median: median_of(members.iter().filter_map(|m| m.ttft_median).collect()),
+        itl_median: median_of(members.iter().filter_map(|m| m.itl_median).collect()),
+        iterations: members.iter().map(|m| u64::from(m.iterations)).sum(),
+        submissions: members.len() as u64,
+        submitters: submitters.len() as u64,
+        in_review: members
+            .iter()
+            .filter(|m| m.status == Status::NeedsReview)
+            .count() as u64,
+        evidence: members
+            .iter()
+            .take(EVIDENCE_KEPT)
+            .map(|m| m.submission_id)
+            .collect(),
+    })
+}
+
+/// A group as first seen: its key and what the read model describes it by.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupInfo {
+    pub key: GroupKey,
+    pub gpu_name: String,
+    pub protocol_label: String,
+    pub reference: bool,
+    pub size_class: Option<SizeClass>,
+}
+
+/// The group a submission's configuration belongs to. GPUs the catalogue
+/// does not know get an id derived from their NVML name.
+pub fn group_of(
+    gpu_id: Option<&str>,
+    gpu_name: &str,
+    is_demo: bool,
+    protocol: &Protocol,
+    c: &ConfigurationMetrics,
+) -> GroupInfo {
+    GroupInfo {
+        key: GroupKey {
+            gpu_id: gpu_id
+                .map(str::to_string)
+                .unwrap_or_else(|| crate::catalog::gpu_id(gpu_name)),
+            model: c.model.clone(),
+            scenario: ScenarioKey {
+                scenario: c.scenario,
+                lambda_qps: c.lambda_qps,
+            },
+            protocol_id: protocol.id(c.scenario),
+            origin: Origin::of_demo(is_demo),
+        },
+        gpu_name: gpu_name.to_string(),
+        protocol_label: protocol.label(c.scenario),
+        reference: protocol.is_reference(c.scenario),
+        size_class: SizeClass::of_model(&c.model),
     }
 }
 
+/// A configuration's figures as the read model stores them per member.
+pub struct MemberFigures {
+    pub ept_interval: Interval,
+    pub epr_median: Option<f64>,
+    pub ttft_median: Option<f64>,
+    pub itl_median: Option<f64>,
+}
+
+pub fn member_figures(c: &ConfigurationMetrics) -> MemberFigures {
+    MemberFigures {
+        ept_interval: c.energy_per_token_j.median_interval(c.iterations),
+        epr_median: c.energy_per_request_j.map(|s| s.median),
+        ttft_median: c.ttft_p50_s.map(|s| s.median),
+        itl_median: c.itl_s.map(|s| s.median),
+    }
+}
+
+/// One leaderboard row: a group as the read model holds it.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Entry {
     pub gpu_id: String,
@@ -36,8 +164,14 @@ pub struct Entry {
     pub model: String,
     pub scenario: Scenario,
     pub lambda_qps: Option<f64>,
+    /// The protocol's id for this scenario and how it reads.
+    pub protocol_id: String,
+    pub protocol: String,
+    pub reference_protocol: bool,
+    pub origin: Origin,
     /// Median over submissions of each submission's median over iterations.
     pub energy_per_token_j: f64,
+    pub energy_per_token_interval: Interval,
     /// Largest coefficient of variation over iterations among the submissions.
     pub energy_per_token_cv: f64,
     pub energy_per_request_j: Option<f64>,
@@ -45,12 +179,16 @@ pub struct Entry {
     pub power_mean_w: f64,
     pub ttft_p50_s: Option<f64>,
     pub itl_s: Option<f64>,
-    pub iterations: u32,
-    pub submissions: u32,
+    pub iterations: u64,
+    pub submissions: u64,
+    pub submitters: u64,
+    /// Kept for links that read it: origin == demo.
     pub demo: bool,
     pub needs_review: bool,
-    /// A submission to show as evidence (the first one seen).
+    /// The oldest submission of the group.
     pub evidence: uuid::Uuid,
+    /// Up to [`EVIDENCE_KEPT`] submissions, oldest first.
+    pub evidence_ids: Vec<uuid::Uuid>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -118,6 +256,13 @@ impl SizeClass {
             .find(|(n, _, _)| *n == s)
             .map(|(_, k, _)| *k)
     }
+    pub fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(_, k, _)| *k == self)
+            .map(|(n, _, _)| *n)
+            .unwrap_or("small")
+    }
     pub fn of_model(model: &str) -> Option<SizeClass> {
         let p = crate::catalog::model_by_id(model)?.params_b;
         Some(if p < 10.0 {
@@ -130,6 +275,19 @@ impl SizeClass {
     }
 }
 
+/// Which protocol a view shows.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProtocolFilter {
+    /// The paper's protocol (the default view).
+    Reference,
+    /// One protocol id (per scenario, as rows show it).
+    Id(String),
+    /// Every protocol, each in its own rows (exports).
+    Any,
+}
+
+/// Which groups to read. `origin: None` means "decide for me": real data
+/// where the reference protocol has any, the demo otherwise.
 #[derive(Debug, Clone)]
 pub struct Query {
     pub scenario: Option<Scenario>,
@@ -139,7 +297,8 @@ pub struct Query {
     pub gpu: Option<String>,
     pub sort: SortKey,
     pub include_review: bool,
-    pub include_demo: bool,
+    pub origin: Option<Origin>,
+    pub protocol: ProtocolFilter,
     pub page: usize,
     pub per_page: usize,
 }
@@ -154,117 +313,10 @@ impl Default for Query {
             gpu: None,
             sort: SortKey::EnergyPerToken,
             include_review: false,
-            include_demo: true,
+            origin: None,
+            protocol: ProtocolFilter::Reference,
             page: 1,
             per_page: 100,
         }
     }
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    crate::metrics::percentile_sorted(&v, 0.5)
-}
-
-fn median_opt(v: Vec<Option<f64>>) -> Option<f64> {
-    let v: Vec<f64> = v.into_iter().flatten().collect();
-    (!v.is_empty()).then(|| median(v))
-}
-
-/// GPU id, model, scenario, arrival rate (as bits, to hash it).
-type GroupKey = (String, String, Scenario, Option<u64>);
-
-/// Groups, filters and sorts; returns one page and the total row count.
-pub fn build(rows: &[SourceRow], q: &Query) -> (Vec<Entry>, usize) {
-    let mut groups: Vec<(GroupKey, Vec<&SourceRow>)> = Vec::new();
-    let mut index = std::collections::HashMap::new();
-    for r in rows {
-        let visible = match r.status {
-            Status::Accepted => true,
-            Status::NeedsReview => q.include_review,
-            Status::Rejected => false,
-        };
-        let c = &r.config;
-        let gpu_id = r.gpu_key();
-        if !visible
-            || (!q.include_demo && r.is_demo)
-            || q.scenario.is_some_and(|s| s != c.scenario)
-            || q.lambda_qps
-                .is_some_and(|l| c.lambda_qps.is_none_or(|x| (x - l).abs() > 1e-9))
-            || q.model.as_ref().is_some_and(|m| *m != c.model)
-            || q.size
-                .is_some_and(|s| SizeClass::of_model(&c.model) != Some(s))
-            || q.gpu.as_ref().is_some_and(|g| *g != gpu_id)
-        {
-            continue;
-        }
-        let key = (
-            gpu_id,
-            c.model.clone(),
-            c.scenario,
-            c.lambda_qps.map(f64::to_bits),
-        );
-        let i = *index.entry(key.clone()).or_insert_with(|| {
-            groups.push((key, Vec::new()));
-            groups.len() - 1
-        });
-        groups[i].1.push(r);
-    }
-    let mut entries: Vec<Entry> = groups
-        .into_iter()
-        .map(|((gpu_id, model, scenario, lambda), g)| Entry {
-            gpu_id,
-            gpu_name: g[0].gpu_name.clone(),
-            model,
-            scenario,
-            lambda_qps: lambda.map(f64::from_bits),
-            energy_per_token_j: median(
-                g.iter()
-                    .map(|r| r.config.energy_per_token_j.median)
-                    .collect(),
-            ),
-            energy_per_token_cv: g
-                .iter()
-                .map(|r| r.config.energy_per_token_j.cv)
-                .fold(0.0, f64::max),
-            energy_per_request_j: median_opt(
-                g.iter()
-                    .map(|r| r.config.energy_per_request_j.map(|s| s.median))
-                    .collect(),
-            ),
-            throughput_tok_s: median(g.iter().map(|r| r.config.throughput_tok_s.median).collect()),
-            power_mean_w: median(g.iter().map(|r| r.config.power_mean_w.median).collect()),
-            ttft_p50_s: median_opt(
-                g.iter()
-                    .map(|r| r.config.ttft_p50_s.map(|s| s.median))
-                    .collect(),
-            ),
-            itl_s: median_opt(g.iter().map(|r| r.config.itl_s.map(|s| s.median)).collect()),
-            iterations: g.iter().map(|r| r.config.iterations).sum(),
-            submissions: g.len() as u32,
-            demo: g.iter().all(|r| r.is_demo),
-            needs_review: g.iter().any(|r| r.status == Status::NeedsReview),
-            evidence: g[0].submission_id,
-        })
-        .collect();
-    let key = |e: &Entry| -> f64 {
-        match q.sort {
-            SortKey::EnergyPerToken => e.energy_per_token_j,
-            SortKey::EnergyPerRequest => e.energy_per_request_j.unwrap_or(f64::INFINITY),
-            // Higher is better: sort descending.
-            SortKey::Throughput => -e.throughput_tok_s,
-            SortKey::Ttft => e.ttft_p50_s.unwrap_or(f64::INFINITY),
-            SortKey::Itl => e.itl_s.unwrap_or(f64::INFINITY),
-        }
-    };
-    entries.sort_by(|a, b| {
-        key(a)
-            .total_cmp(&key(b))
-            .then_with(|| a.model.cmp(&b.model))
-            .then_with(|| a.gpu_id.cmp(&b.gpu_id))
-    });
-    let total = entries.len();
-    let start = (q.page.max(1) - 1) * q.per_page;
-    let page = entries.into_iter().skip(start).take(q.per_page).collect();
-    (page, total)
 }

@@ -1,9 +1,10 @@
 //! wattcounts: the open submission service for the Watt Counts benchmark of
 //! LLM-inference energy on GPUs.
 //!
-//! Arrows point one way: `web` → `ingest` → (`bundle`, `metrics`, `signing`)
-//! and `ingest` → `store`. Nothing below `web` knows HTTP; nothing in
-//! `bundle` or `metrics` knows SQL.
+//! Arrows point one way: `web` → `service` → `ingest` → (`bundle`,
+//! `checks`, `metrics`, `protocol`, `signing`), `service` → `store`, and
+//! everything → `domain`. Handlers never name the store. Nothing below
+//! `web` knows HTTP; nothing in `bundle`, `checks` or `metrics` knows SQL.
 
 pub mod bundle;
 pub mod catalog;
@@ -12,13 +13,15 @@ pub mod cli;
 pub mod compare;
 pub mod config;
 pub mod demo;
+pub mod domain;
 pub mod ingest;
 pub mod leaderboard;
 pub mod metrics;
-pub mod moderation;
 pub mod pack;
+pub mod protocol;
 pub mod receipt;
 pub mod rejection;
+pub mod service;
 pub mod signing;
 pub mod snapshot;
 pub mod spreadsheet;

@@ -59,6 +59,26 @@ pub struct Spread {
     pub max: f64,
     /// Sample standard deviation / mean; 0 for a single value.
     pub cv: f64,
+    /// Order-statistic interval for the median over iterations, with the
+    /// confidence it achieves (absent in rows stored before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<crate::domain::Interval>,
+}
+
+impl Spread {
+    /// The interval for the median: the stored one, or min–max with the
+    /// coverage min–max has for `n` values (what older rows can say).
+    pub fn median_interval(&self, n: u32) -> crate::domain::Interval {
+        self.interval.unwrap_or(crate::domain::Interval {
+            lo: self.min,
+            hi: self.max,
+            confidence: if n > 1 {
+                crate::domain::order_statistic_coverage(n as usize, 1)
+            } else {
+                0.0
+            },
+        })
+    }
 }
 
 impl Spread {
@@ -81,6 +101,7 @@ impl Spread {
             min: v[0],
             max: v[v.len() - 1],
             cv,
+            interval: crate::domain::median_interval(&v),
         })
     }
 }

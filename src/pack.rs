@@ -131,6 +131,8 @@ pub fn build_manifest(input: &PackInput) -> anyhow::Result<Manifest> {
         },
         run: RunInfo {
             name: input.run_name.clone(),
+            protocol_version: None,
+            precision: None,
         },
         harness: Harness {
             name: "sw-energy-benchmark".into(),

@@ -19,6 +19,12 @@ pub struct Receipt {
     pub gpu: ReceiptGpu,
     pub run_name: String,
     pub bundle_bytes: u64,
+    /// What the runs followed (absent only for rows not yet rebuilt).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<ReceiptProtocol>,
+    /// Digest of the harness files: the same run counts once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content_sha256: Option<String>,
     pub counts: Counts,
     /// Every check's outcome, figure and threshold, in report order.
     pub checks: Vec<CheckResult>,
@@ -26,6 +32,30 @@ pub struct Receipt {
     /// Maintainers' decisions on this submission, oldest first.
     pub moderation: Vec<ModerationEvent>,
     pub links: Links,
+}
+
+/// The protocol and, per scenario, the group id and label it joins.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ReceiptProtocol {
+    #[serde(flatten)]
+    pub fields: crate::domain::Protocol,
+    pub batch_id: String,
+    pub batch_label: String,
+    pub server_id: String,
+    pub server_label: String,
+}
+
+impl ReceiptProtocol {
+    pub fn of(p: &crate::domain::Protocol) -> Self {
+        use crate::domain::Scenario::{Batch, Server};
+        ReceiptProtocol {
+            batch_id: p.id(Batch),
+            batch_label: p.label(Batch),
+            server_id: p.id(Server),
+            server_label: p.label(Server),
+            fields: p.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -80,6 +110,8 @@ pub fn build(stored: Stored) -> Receipt {
         },
         run_name: rec.run_name.clone(),
         bundle_bytes: rec.bundle_bytes,
+        protocol: rec.protocol.as_ref().map(ReceiptProtocol::of),
+        content_sha256: rec.content_sha256.clone(),
         counts: Counts {
             models: models.len() as u64,
             configurations: configurations.len() as u64,

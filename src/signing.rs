@@ -41,6 +41,44 @@ fn supported(alg: &Algorithm) -> bool {
     )
 }
 
+/// Why a public key is refused although it parses, if it is.
+///
+/// Ed25519: the point must be encoded canonically (y < p), and must not be
+/// of small order or carry a torsion component. A small-order key (the
+/// identity, the order-2 point, ...) has no secret behind it: with a
+/// cofactored or lenient verifier, one "signature" satisfies every message.
+/// Keys made by any real key generator are `a·B` and pass all three.
+/// ECDSA P-256 points are checked to be on the curve when parsed.
+pub fn key_weakness(key: &PublicKey) -> Option<&'static str> {
+    let Some(ed) = key.key_data().ed25519() else {
+        return None;
+    };
+    let Ok(vk) = ed25519_dalek::VerifyingKey::from_bytes(&ed.0) else {
+        return Some("its Ed25519 point does not decode");
+    };
+    let point = vk.to_edwards();
+    if point.compress().to_bytes() != ed.0 {
+        return Some("its Ed25519 point is not canonically encoded");
+    }
+    if vk.is_weak() {
+        return Some("its Ed25519 point has small order (no private key exists for it)");
+    }
+    if !point.is_torsion_free() {
+        return Some("its Ed25519 point has a small-order component");
+    }
+    None
+}
+
+fn refuse_weak(key: &PublicKey) -> Result<(), Rejection> {
+    match key_weakness(key) {
+        Some(why) => Err(Rejection::invalid(
+            "weak_public_key",
+            format!("this public key is refused: {why}; generate a new one (ssh-keygen -t ed25519 or wattcounts keygen)"),
+        )),
+        None => Ok(()),
+    }
+}
+
 pub fn parse_public_key(text: &str) -> Result<PublicKey, Rejection> {
     let key = PublicKey::from_openssh(text.trim()).map_err(|e| {
         Rejection::invalid(
@@ -57,7 +95,20 @@ pub fn parse_public_key(text: &str) -> Result<PublicKey, Rejection> {
             ),
         ));
     }
+    refuse_weak(&key)?;
     Ok(key)
+}
+
+/// A key the service stored at registration. It is not checked against the
+/// weak-key rule here: [`verify`] refuses weak keys with a 403, so a key
+/// registered before the rule existed is turned down where it is used.
+pub fn parse_stored_key(text: &str) -> Result<PublicKey, Rejection> {
+    PublicKey::from_openssh(text.trim()).map_err(|e| {
+        Rejection::invalid(
+            "bad_public_key",
+            format!("the stored key does not parse: {e}"),
+        )
+    })
 }
 
 /// Parses an armored sshsig and checks its namespace, before any key lookup.
@@ -104,6 +155,11 @@ pub fn signer_fingerprint(sig: &SshSig) -> String {
     sig.public_key().fingerprint(HashAlg::Sha256).to_string()
 }
 
+/// Checks `sig` over `message` with `key`. Ed25519 is verified strictly
+/// (`verify_strict`: no small-order key or R, no non-canonical R, the
+/// unbatched equation) over the sshsig signed data rebuilt here, because
+/// ssh-key 0.6 verifies Ed25519 leniently. The key is checked again, so a key
+/// stored before the weak-key rule is refused at submission too.
 pub fn verify(
     key: &PublicKey,
     namespace: &str,
@@ -111,13 +167,34 @@ pub fn verify(
     sig: &SshSig,
     part: &str,
 ) -> Result<(), Rejection> {
-    key.verify(namespace, message, sig).map_err(|_| {
+    let bad = || {
         Rejection::forbidden(
             "bad_signature",
             "the signature does not match these bytes: it was made over a different file or by a different key",
         )
         .with(Detail::new("signature verification failed").file(part))
-    })
+    };
+    if let Some(why) = key_weakness(key) {
+        return Err(Rejection::forbidden(
+            "weak_public_key",
+            format!("the registered key is refused: {why}; register a new key"),
+        )
+        .with(Detail::new("weak signing key").file(part)));
+    }
+    if key.key_data() != sig.public_key() || namespace != sig.namespace() {
+        return Err(bad());
+    }
+    match key.key_data().ed25519() {
+        Some(ed) => {
+            let vk = ed25519_dalek::VerifyingKey::from_bytes(&ed.0).map_err(|_| bad())?;
+            let signature =
+                ed25519_dalek::Signature::from_slice(sig.signature_bytes()).map_err(|_| bad())?;
+            let signed =
+                SshSig::signed_data(namespace, sig.hash_alg(), message).map_err(|_| bad())?;
+            vk.verify_strict(&signed, &signature).map_err(|_| bad())
+        }
+        None => key.verify(namespace, message, sig).map_err(|_| bad()),
+    }
 }
 
 pub fn load_private_key(text: &str) -> anyhow::Result<PrivateKey> {

@@ -191,10 +191,11 @@ def check_runs(snap, receipts):
 
 
 def check_traces(snap):
-    path = snap / "power_traces.parquet"
-    if not path.exists():
+    # One file per GPU: power_traces-<gpu_id>.parquet.
+    paths = sorted(snap.glob("power_traces-*.parquet"))
+    if not paths:
         return None
-    traces = pl.read_parquet(path)
+    traces = pl.concat([pl.read_parquet(p) for p in paths])
     runs = pl.read_parquet(snap / "runs.parquet")
     keys = ["submission_id", "model", "scenario", "lambda_qps", "iteration"]
     agg = traces.group_by(keys).agg(pl.col("watts").mean().alias("mean_w"), pl.len().alias("n"),
@@ -202,7 +203,7 @@ def check_traces(snap):
     joined = runs.join(agg, on=keys, how="left", nulls_equal=True)
     missing = joined.filter(pl.col("n").is_null()).height
     if missing:
-        problem(f"power_traces.parquet lacks the traces of {missing} iterations")
+        problem(f"power_traces-*.parquet lack the traces of {missing} iterations")
     for r in joined.filter(pl.col("n").is_not_null()).iter_rows(named=True):
         if r["n"] != r["power_samples"] or not same_float(r["mean_w"], r["power_mean_w"], rel=1e-9):
             problem(f"trace of {r['submission_id']} {r['model']} {r['scenario']} it {r['iteration']}: "

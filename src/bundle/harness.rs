@@ -14,26 +14,22 @@ pub const BATCH_DETAILS: &str = "llm_batch_optimized_details.csv";
 pub const SERVER_RESULTS: &str = "llm_server_optimized_results.csv";
 pub const SERVER_DETAILS: &str = "llm_server_optimized_details.csv";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Scenario {
-    Batch,
-    Server,
-}
+pub use crate::domain::Scenario;
 
-impl Scenario {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Scenario::Batch => "batch",
-            Scenario::Server => "server",
+/// The value of `key=` in vLLM's `SamplingParams(...)` repr.
+pub fn sampling_param<'a>(repr: &'a str, key: &str) -> Option<&'a str> {
+    let needle = format!("{key}=");
+    let mut search = repr;
+    loop {
+        let at = search.find(&needle)?;
+        // Match whole names only (`seed=` but not `min_seed=`).
+        let before = search[..at].chars().next_back();
+        let rest = &search[at + needle.len()..];
+        if before.is_none_or(|c| !(c.is_alphanumeric() || c == '_')) {
+            let end = rest.find([',', ')']).unwrap_or(rest.len());
+            return Some(rest[..end].trim());
         }
-    }
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "batch" => Some(Scenario::Batch),
-            "server" => Some(Scenario::Server),
-            _ => None,
-        }
+        search = rest;
     }
 }
 

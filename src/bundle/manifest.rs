@@ -39,6 +39,14 @@ pub struct Submitter {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RunInfo {
     pub name: String,
+    /// The harness protocol version, where a harness states it; absent
+    /// means the paper's protocol ("1").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<String>,
+    /// The weights' precision (bf16, fp16, ...), where it differs from the
+    /// harness's rule or the submitter states it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precision: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

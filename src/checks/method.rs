@@ -44,22 +44,7 @@ pub fn checks(input: &CheckInput, t: &Thresholds) -> Vec<CheckResult> {
     out
 }
 
-/// The value of `key=` in vLLM's `SamplingParams(...)` repr.
-fn param<'a>(repr: &'a str, key: &str) -> Option<&'a str> {
-    let needle = format!("{key}=");
-    let mut search = repr;
-    loop {
-        let at = search.find(&needle)?;
-        // Match whole names only (`seed=` but not `min_seed=`).
-        let before = search[..at].chars().next_back();
-        let rest = &search[at + needle.len()..];
-        if before.is_none_or(|c| !(c.is_alphanumeric() || c == '_')) {
-            let end = rest.find([',', ')']).unwrap_or(rest.len());
-            return Some(rest[..end].trim());
-        }
-        search = rest;
-    }
-}
+use crate::bundle::harness::sampling_param as param;
 
 /// What is wrong with a sampling_params cell, if anything.
 fn sampling_problem(repr: &str) -> Option<String> {

@@ -62,38 +62,7 @@ impl Outcome {
     }
 }
 
-/// What a submission's checks add up to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Status {
-    Accepted,
-    NeedsReview,
-    Rejected,
-}
-
-impl Status {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Accepted => "accepted",
-            Status::NeedsReview => "needs_review",
-            Status::Rejected => "rejected",
-        }
-    }
-    pub fn parse(s: &str) -> Option<Status> {
-        match s {
-            "accepted" => Some(Status::Accepted),
-            "needs_review" => Some(Status::NeedsReview),
-            "rejected" => Some(Status::Rejected),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for Status {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use crate::domain::Status;
 
 /// Where in the bundle a figure comes from.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

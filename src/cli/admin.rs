@@ -10,6 +10,26 @@ pub enum AdminCommand {
     /// (`serve --admin-token` or WATTCOUNTS_ADMIN_TOKENS). The service keeps
     /// only the hash; give the token to the maintainer and do not store it.
     Token(TokenArgs),
+    /// List registered keys that the weak-key rule refuses (small-order or
+    /// non-canonical Ed25519 points: no private key stands behind them),
+    /// with the submissions signed by each; --suspend suspends their
+    /// submitters so nothing more is accepted from them.
+    WeakKeys(WeakKeysArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct WeakKeysArgs {
+    /// sqlite:PATH or postgres://...; defaults to sqlite:<data-dir>/wattcounts.db.
+    #[arg(long, env = "WATTCOUNTS_DATABASE_URL")]
+    pub database_url: Option<String>,
+    #[arg(long, env = "WATTCOUNTS_DATA_DIR", default_value = "data")]
+    pub data_dir: std::path::PathBuf,
+    /// Suspend the submitter of every weak key (recorded as a moderation event).
+    #[arg(long)]
+    pub suspend: bool,
+    /// Who runs the audit; recorded with each suspension.
+    #[arg(long, default_value = "weak-key audit")]
+    pub actor: String,
 }
 
 #[derive(Debug, Args)]
@@ -19,8 +39,9 @@ pub struct TokenArgs {
     pub name: String,
 }
 
-pub fn run(cmd: AdminCommand) -> anyhow::Result<()> {
+pub async fn run(cmd: AdminCommand) -> anyhow::Result<()> {
     match cmd {
+        AdminCommand::WeakKeys(a) => weak_keys(&a).await,
         AdminCommand::Token(a) => {
             let name = a.name.trim();
             if name.is_empty() || name.contains([':', ',']) {
@@ -35,6 +56,52 @@ pub fn run(cmd: AdminCommand) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// Prints one block per refused key; returns how many there were.
+async fn weak_keys(a: &WeakKeysArgs) -> anyhow::Result<()> {
+    let url = a.database_url.clone().unwrap_or_else(|| {
+        format!(
+            "sqlite:{}",
+            crate::config::sqlite_path(&a.data_dir).display()
+        )
+    });
+    let store = crate::store::open(&url).await?;
+    let keys = store.keys().await?;
+    let mut weak = 0usize;
+    for k in &keys {
+        let why = match crate::signing::parse_public_key(&k.public_key) {
+            Ok(_) => continue,
+            Err(e) => e.message,
+        };
+        weak += 1;
+        let subs = store.submissions_of_key(k.key_id).await?;
+        println!("{} (submitter {}): {why}", k.fingerprint, k.handle);
+        println!("  {} submission(s) signed with it", subs.len());
+        for (id, status) in &subs {
+            println!("    {id} {}", status.as_str());
+        }
+        if a.suspend {
+            let by = crate::store::Actor {
+                name: a.actor.clone(),
+                at: chrono::Utc::now(),
+                reason: format!("key {} refused by the weak-key rule: {why}", k.fingerprint),
+            };
+            if k.submitter_suspended_at.is_some() {
+                println!("  submitter already suspended");
+            } else if store.suspend_submitter(&k.handle, &by).await? {
+                println!("  submitter {} suspended", k.handle);
+            }
+        }
+    }
+    println!(
+        "{weak} of {} registered key(s) refused by the weak-key rule",
+        keys.len()
+    );
+    if weak > 0 && !a.suspend {
+        println!("run again with --suspend to suspend their submitters");
+    }
+    Ok(())
 }
 
 #[derive(Debug, Args)]

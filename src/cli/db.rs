@@ -1,4 +1,5 @@
-//! `db copy`: move a SQLite deployment's data into PostgreSQL.
+//! `db copy` (a SQLite deployment's data into PostgreSQL) and `db rebuild`
+//! (every derived table from the stored submissions).
 
 use clap::{Args, Subcommand};
 
@@ -12,6 +13,23 @@ pub enum DbCommand {
     /// (created tables, ids kept, one transaction). Raw bundles stay in the
     /// data dir: give the new instances the same --data-dir.
     Copy(CopyArgs),
+    /// Recompute every derived table (protocols, run-content digests,
+    /// leaderboard groups, dataset counters) from the stored submissions,
+    /// in one transaction. Protocols and digests that were never recorded
+    /// are derived from the stored bundles (each checked against its
+    /// sha256). Reports submissions whose run content an older one holds;
+    /// those join no group. `serve` runs this by itself after an upgrade.
+    Rebuild(RebuildArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RebuildArgs {
+    /// The service's data dir (the bundles are under <data-dir>/blobs).
+    #[arg(long, env = "WATTCOUNTS_DATA_DIR", default_value = "data")]
+    pub data_dir: std::path::PathBuf,
+    /// sqlite:PATH or postgres://...; defaults to sqlite:<data-dir>/wattcounts.db.
+    #[arg(long, env = "WATTCOUNTS_DATABASE_URL")]
+    pub database_url: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -26,6 +44,7 @@ pub struct CopyArgs {
 
 pub async fn run(cmd: DbCommand) -> anyhow::Result<()> {
     match cmd {
+        DbCommand::Rebuild(a) => rebuild(&a).await,
         DbCommand::Copy(a) => {
             if !a.from.starts_with("sqlite:") {
                 anyhow::bail!("--from must be a sqlite: URL");
@@ -50,4 +69,48 @@ pub async fn run(cmd: DbCommand) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+async fn rebuild(a: &RebuildArgs) -> anyhow::Result<()> {
+    let db = crate::config::sqlite_path(&a.data_dir);
+    if a.database_url.is_none() && !db.exists() {
+        anyhow::bail!(
+            "no database at {}: give --data-dir of a service (or --database-url)",
+            db.display()
+        );
+    }
+    let url = a
+        .database_url
+        .clone()
+        .unwrap_or_else(|| format!("sqlite:{}", db.display()));
+    let store = crate::store::open(&url).await?;
+    let service = crate::service::Service::new(
+        store,
+        crate::store::blobs::BlobStore::new(a.data_dir.join("blobs"))?,
+        crate::ingest::IngestConfig {
+            // Rebuilding checks no audience and runs no rule again.
+            public_url: String::new(),
+            unpack: Default::default(),
+            thresholds: Default::default(),
+        },
+    );
+    let start = std::time::Instant::now();
+    let report = service
+        .rebuild(|line| eprintln!("[{:>6.1} s] {line}", start.elapsed().as_secs_f64()))
+        .await?;
+    for (dup, first) in &report.duplicates {
+        println!(
+            "duplicate: submission {dup} holds the same run content as {first}; it joins no group"
+        );
+    }
+    println!(
+        "rebuilt in {:.1} s: {} submissions ({} derived from their bundles), {} configurations, {} groups, {} duplicate(s)",
+        start.elapsed().as_secs_f64(),
+        report.submissions,
+        report.derived,
+        report.configurations,
+        report.groups,
+        report.duplicates.len()
+    );
+    Ok(())
 }

@@ -93,7 +93,7 @@ pub fn main() -> ExitCode {
             Command::Register(a) => client::register(&a).await.map(|_| ExitCode::SUCCESS),
             Command::Submit(a) => client::submit(&a).await,
             Command::Demo(d) => demo::run(d).await.map(|_| ExitCode::SUCCESS),
-            Command::Admin(c) => admin::run(c).map(|_| ExitCode::SUCCESS),
+            Command::Admin(c) => admin::run(c).await.map(|_| ExitCode::SUCCESS),
             Command::Checks(a) => admin::list(&a).map(|_| ExitCode::SUCCESS),
             Command::Db(c) => db::run(c).await.map(|_| ExitCode::SUCCESS),
             Command::Snapshot(c) => snapshot::run(c).await.map(|_| ExitCode::SUCCESS),

@@ -34,7 +34,7 @@ pub struct CreateArgs {
     /// Database URL; defaults to sqlite:<data-dir>/wattcounts.db.
     #[arg(long, env = "WATTCOUNTS_DATABASE_URL")]
     pub database_url: Option<String>,
-    /// Also write power_traces.parquet: every 10 Hz power sample, read back
+    /// Also write power_traces-<gpu>.parquet (one per GPU): every 10 Hz power sample, read back
     /// from the stored bundles (about 10× the size of the rest).
     #[arg(long)]
     pub traces: bool,

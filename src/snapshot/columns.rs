@@ -2,6 +2,7 @@
 //! lists build the tables ([`super::tables`]) and write the dataset card
 //! ([`super::card`]), so the card cannot describe a column the files lack.
 
+use crate::domain::{Origin, Scenario};
 use crate::leaderboard::Entry;
 use crate::metrics::IterationMetrics;
 use crate::store::SubmissionRecord;
@@ -96,7 +97,14 @@ fn int(v: u64) -> Value {
     Value::Int(i64::try_from(v).unwrap_or(i64::MAX))
 }
 
-fn gpu_id(s: &SubmissionRecord) -> String {
+fn protocol_id(s: &SubmissionRecord, scenario: Scenario) -> String {
+    s.protocol
+        .as_ref()
+        .map(|p| p.id(scenario))
+        .unwrap_or_default()
+}
+
+pub fn gpu_id(s: &SubmissionRecord) -> String {
     s.gpu_id
         .clone()
         .unwrap_or_else(|| crate::catalog::gpu_id(&s.gpu_name))
@@ -107,6 +115,8 @@ pub fn runs<'a>() -> Vec<Field<RunRow<'a>>> {
         field!("submission_id", Text, "", "Submission (bundle) the iteration came in; see submissions.csv.", |r| text(&r.submission.id.to_string())),
         field!("submitter", Text, "", "Handle of the registered submitter who signed the bundle.", |r| text(&r.submission.handle)),
         field!("demo", Bool, "", "True for the service's synthetic demo data, false for measured data.", |r| Value::Bool(r.submission.is_demo)),
+        field!("origin", Text, "", "real (measured) or demo (synthetic); the two are never grouped together.", |r| text(Origin::of_demo(r.submission.is_demo).as_str())),
+        field!("protocol_id", Text, "", "Id of the protocol the iteration followed, for its scenario (see configurations.protocol); rows of different protocols are not comparable.", |r| text(&protocol_id(r.submission, r.run.scenario))),
         field!("gpu_id", Text, "", "GPU catalogue id (e.g. h100-pcie).", |r| text(&gpu_id(r.submission))),
         field!("gpu_name", Text, "", "GPU name as NVML reports it (nvidia-smi).", |r| text(&r.submission.gpu_name)),
         field!("model", Text, "", "Hugging Face model id served by vLLM.", |r| text(&r.run.model)),
@@ -162,11 +172,53 @@ pub fn configurations() -> Vec<Field<Entry>> {
             |e| Value::Float(e.lambda_qps)
         ),
         field!(
+            "origin",
+            Text,
+            "",
+            "real (measured) or demo (synthetic); a row holds one origin only.",
+            |e| text(e.origin.as_str())
+        ),
+        field!(
+            "protocol_id",
+            Text,
+            "",
+            "Id of the protocol (for this scenario) every submission behind the row followed.",
+            |e| text(&e.protocol_id)
+        ),
+        field!(
+            "protocol",
+            Text,
+            "",
+            "reference (the paper's: 1,000 prompts per batch iteration, 300 s server tests, max_tokens 256, context 1024, greedy), or how the protocol differs from it.",
+            |e| text(&e.protocol)
+        ),
+        field!(
             "energy_per_token_j",
             Float,
             "J/token",
             "Median over submissions of each submission's median over iterations.",
             |e| Value::Float(Some(e.energy_per_token_j))
+        ),
+        field!(
+            "energy_per_token_lo_j",
+            Float,
+            "J/token",
+            "Lower end of the order-statistic interval for energy_per_token_j (over submissions where several exist, else over iterations).",
+            |e| Value::Float(Some(e.energy_per_token_interval.lo))
+        ),
+        field!(
+            "energy_per_token_hi_j",
+            Float,
+            "J/token",
+            "Upper end of that interval.",
+            |e| Value::Float(Some(e.energy_per_token_interval.hi))
+        ),
+        field!(
+            "energy_per_token_confidence",
+            Float,
+            "ratio",
+            "Coverage the interval achieves for the median (e.g. 0.9375 for min–max of 5 values; 0 for one value).",
+            |e| Value::Float(Some(e.energy_per_token_interval.confidence))
         ),
         field!(
             "energy_per_token_cv",
@@ -215,20 +267,27 @@ pub fn configurations() -> Vec<Field<Entry>> {
             Int,
             "iterations",
             "Iterations behind the figures, over all submissions.",
-            |e| Value::Int(i64::from(e.iterations))
+            |e| int(e.iterations)
         ),
         field!(
             "submissions",
             Int,
             "submissions",
             "Accepted submissions behind the figures.",
-            |e| Value::Int(i64::from(e.submissions))
+            |e| int(e.submissions)
+        ),
+        field!(
+            "submitters",
+            Int,
+            "submitters",
+            "Distinct submitters behind the figures.",
+            |e| int(e.submitters)
         ),
         field!(
             "demo",
             Bool,
             "",
-            "True when every submission behind the row is synthetic demo data.",
+            "True when the row is synthetic demo data (origin = demo).",
             |e| Value::Bool(e.demo)
         ),
         field!(
@@ -254,6 +313,8 @@ pub fn submissions() -> Vec<Field<SubmissionRecord>> {
         field!("gpu_name", Text, "", "GPU name as NVML reports it.", |s| text(&s.gpu_name)),
         field!("run_name", Text, "", "Name of the harness result folder.", |s| text(&s.run_name)),
         field!("iterations", Int, "iterations", "Iterations the submission holds (rows in runs).", |s| int(s.iterations)),
+        field!("protocol", Text, "", "The protocol the runs followed, as JSON (version, batch_prompts, server_duration_s, max_tokens, temperature, context_length, precision).", |s| text(&s.protocol.as_ref().map(|p| serde_json::to_string(p).unwrap_or_default()).unwrap_or_default())),
+        field!("content_sha256", Text, "", "SHA-256 over the harness files' paths and digests (the manifest left out): the same run packed twice has one content digest.", |s| text(s.content_sha256.as_deref().unwrap_or(""))),
         field!("power_samples", Int, "samples", "GPU power samples behind the submission's iterations.", |s| int(s.power_samples)),
     ]
 }

@@ -12,10 +12,10 @@ use super::card::{self, CardInput};
 use super::columns::{self, ColumnDoc, RunRow};
 use super::library::{Library, Published};
 use super::manifest::{self, ColumnEntry, Coverage, FileEntry, Manifest};
-use super::tables::{self, Target, Written};
-use crate::leaderboard::{self, Entry};
+use super::tables::{self, DigestFile, Target, Written};
 use crate::store::blobs::BlobStore;
-use crate::store::{SnapshotSource, Store};
+use crate::store::{SnapshotPart, Store, SubmissionRecord};
+use tokio::sync::mpsc::Receiver;
 
 #[derive(Debug, Clone, Default)]
 pub struct Options {
@@ -44,8 +44,13 @@ fn crash_point(point: &str) {
     }
 }
 
+/// Runs read from the database per batch: what the snapshot holds in
+/// memory at once, whatever the dataset's size.
+pub const RUN_BATCH: usize = 50_000;
+
 /// Reads the accepted data and writes a snapshot. `progress` hears each
-/// step, for a command line or a log.
+/// step, for a command line or a log. The store streams the runs into the
+/// writer through a bounded channel, so memory stays flat.
 pub async fn create(
     store: &dyn Store,
     blobs: &BlobStore,
@@ -54,64 +59,50 @@ pub async fn create(
     progress: impl FnMut(&str) + Send + 'static,
 ) -> anyhow::Result<Created> {
     let started = Instant::now();
-    let source = store.snapshot_source().await?;
-    let read_time = started.elapsed();
+    let (tx, rx) = tokio::sync::mpsc::channel(2);
     let blobs = blobs.clone();
     let library = library.clone();
     let options = options.clone();
-    let published = tokio::task::spawn_blocking(move || {
-        write(&source, &blobs, &library, &options, Utc::now(), progress)
-    })
-    .await??;
+    let writer = tokio::task::spawn_blocking(move || {
+        write(rx, &blobs, &library, &options, Utc::now(), progress)
+    });
+    let read = store.snapshot_source(tx, RUN_BATCH).await;
+    let read_time = started.elapsed();
+    let written = writer.await?;
+    // Whichever side failed first says why: a failed read ends the stream
+    // early (the writer then refuses to publish), a failed write stops the
+    // read.
+    let published = match (read, written) {
+        (Ok(()), w) => w?,
+        (Err(_), Ok(_)) => anyhow::bail!("the snapshot was written from an unfinished read"),
+        (Err(r), Err(w)) if w.to_string().starts_with("the database read") => return Err(r.into()),
+        (Err(_), Err(w)) => return Err(w),
+    };
     Ok(Created {
         published,
         read_time,
-        write_time: started.elapsed() - read_time,
+        write_time: started.elapsed().saturating_sub(read_time),
     })
 }
 
-/// The leaderboard's rows for every accepted configuration, by model,
-/// scenario, arrival rate and energy per token.
-fn configuration_rows(source: &SnapshotSource) -> Vec<Entry> {
-    let (mut rows, _) = leaderboard::build(
-        &source.configurations,
-        &leaderboard::Query {
-            include_review: false,
-            include_demo: true,
-            per_page: usize::MAX,
-            ..Default::default()
-        },
-    );
-    rows.sort_by(|a, b| {
-        a.model
-            .cmp(&b.model)
-            .then(a.scenario.as_str().cmp(b.scenario.as_str()))
-            .then(
-                a.lambda_qps
-                    .unwrap_or(0.0)
-                    .total_cmp(&b.lambda_qps.unwrap_or(0.0)),
-            )
-            .then(a.energy_per_token_j.total_cmp(&b.energy_per_token_j))
-            .then(a.gpu_id.cmp(&b.gpu_id))
-    });
-    rows
+/// What the files hold, counted while the runs stream past.
+#[derive(Default)]
+struct Tally {
+    iterations: u64,
+    power_samples: u64,
+    models: BTreeSet<String>,
 }
 
-fn coverage(source: &SnapshotSource, configurations: usize) -> Coverage {
-    let gpus: BTreeSet<&str> = source
-        .submissions
-        .iter()
-        .map(|s| s.gpu_name.as_str())
-        .collect();
-    let models: BTreeSet<&str> = source.runs.iter().map(|(_, r)| r.model.as_str()).collect();
+fn coverage(submissions: &[SubmissionRecord], tally: &Tally, configurations: usize) -> Coverage {
+    let gpus: BTreeSet<&str> = submissions.iter().map(|s| s.gpu_name.as_str()).collect();
     Coverage {
-        submissions: source.submissions.len() as u64,
-        demo_submissions: source.submissions.iter().filter(|s| s.is_demo).count() as u64,
+        submissions: submissions.len() as u64,
+        demo_submissions: submissions.iter().filter(|s| s.is_demo).count() as u64,
         gpus: gpus.len() as u64,
-        models: models.len() as u64,
-        iterations: source.runs.len() as u64,
+        models: tally.models.len() as u64,
+        iterations: tally.iterations,
         configurations: configurations as u64,
-        power_samples: source.runs.iter().map(|(_, r)| r.power_samples).sum(),
+        power_samples: tally.power_samples,
     }
 }
 
@@ -170,8 +161,14 @@ fn sync_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::File::open(dir)?.sync_all()
 }
 
+/// The next part of the stream, which must be there.
+fn next_part(rx: &mut Receiver<SnapshotPart>, what: &str) -> anyhow::Result<SnapshotPart> {
+    rx.blocking_recv()
+        .ok_or_else(|| anyhow::anyhow!("the database read ended before {what}"))
+}
+
 fn write(
-    source: &SnapshotSource,
+    mut rx: Receiver<SnapshotPart>,
     blobs: &BlobStore,
     library: &Library,
     options: &Options,
@@ -180,7 +177,7 @@ fn write(
 ) -> anyhow::Result<Published> {
     library.remove_stale()?;
     let (id, tmp) = library.reserve(&format!("wc-{}", now.format("%Y%m%dT%H%M%SZ")))?;
-    let result = write_into(source, blobs, options, now, &id, &tmp, &mut progress);
+    let result = write_into(&mut rx, blobs, options, now, &id, &tmp, &mut progress);
     if result.is_err() {
         // An error (not a crash): take the unfinished folder away now.
         let _ = std::fs::remove_dir_all(&tmp);
@@ -196,8 +193,14 @@ fn write(
         .ok_or_else(|| anyhow::anyhow!("snapshot {id} vanished after its rename"))
 }
 
+/// runs.parquet and runs.csv, written batch by batch as the rows arrive.
+struct RunFiles<'a> {
+    parquet: polars::io::parquet::write::BatchedWriter<&'a mut DigestFile>,
+    csv: polars::io::csv::write::BatchedWriter<&'a mut DigestFile>,
+}
+
 fn write_into(
-    source: &SnapshotSource,
+    rx: &mut Receiver<SnapshotPart>,
     blobs: &BlobStore,
     options: &Options,
     now: DateTime<Utc>,
@@ -205,23 +208,18 @@ fn write_into(
     tmp: &Path,
     progress: &mut impl FnMut(&str),
 ) -> anyhow::Result<()> {
-    let by_id: HashMap<uuid::Uuid, &crate::store::SubmissionRecord> =
-        source.submissions.iter().map(|s| (s.id, s)).collect();
-    let run_rows = source
-        .runs
-        .iter()
-        .map(|(sid, run)| {
-            let submission = by_id
-                .get(sid)
-                .ok_or_else(|| anyhow::anyhow!("run of unknown submission {sid}"))?;
-            Ok(RunRow { submission, run })
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let configurations = configuration_rows(source);
-    let coverage = coverage(source, configurations.len());
+    let SnapshotPart::Submissions(submissions) = next_part(rx, "the submissions")? else {
+        anyhow::bail!("the database read sent its parts out of order");
+    };
+    let SnapshotPart::Groups(configurations) = next_part(rx, "the groups")? else {
+        anyhow::bail!("the database read sent its parts out of order");
+    };
+    let by_id: HashMap<uuid::Uuid, &SubmissionRecord> =
+        submissions.iter().map(|s| (s.id, s)).collect();
     progress(&format!(
-        "{id}: {} accepted submissions, {} iterations, {} configurations",
-        coverage.submissions, coverage.iterations, coverage.configurations
+        "{id}: {} accepted submissions, {} configurations; streaming runs",
+        submissions.len(),
+        configurations.len()
     ));
 
     let run_fields = columns::runs();
@@ -231,27 +229,77 @@ fn write_into(
     let config_docs = columns::docs(&config_fields);
     let submission_docs = columns::docs(&submission_fields);
 
+    let mut tally = Tally::default();
+    let mut parquet_file = DigestFile::create(&tmp.join("runs.parquet"))?;
+    let mut csv_file = DigestFile::create(&tmp.join("runs.csv"))?;
+    {
+        let empty: Vec<RunRow> = Vec::new();
+        let fields = columns::runs();
+        let pq_schema = tables::frame(&fields, &empty, Target::Parquet)?
+            .schema()
+            .clone();
+        let csv_schema = tables::frame(&fields, &empty, Target::Csv)?
+            .schema()
+            .clone();
+        let mut out = RunFiles {
+            parquet: tables::parquet_writer(&mut parquet_file, &pq_schema).batched(&pq_schema)?,
+            csv: tables::csv_writer(&mut csv_file).batched(&csv_schema)?,
+        };
+        loop {
+            match next_part(rx, "the end of the runs")? {
+                SnapshotPart::Runs(batch) => {
+                    let rows = batch
+                        .iter()
+                        .map(|(sid, run)| {
+                            let submission = by_id.get(sid).ok_or_else(|| {
+                                anyhow::anyhow!("run of unknown submission {sid}")
+                            })?;
+                            Ok(RunRow { submission, run })
+                        })
+                        .collect::<anyhow::Result<Vec<_>>>()?;
+                    for (_, r) in &batch {
+                        tally.iterations += 1;
+                        tally.power_samples += r.power_samples;
+                        if !tally.models.contains(&r.model) {
+                            tally.models.insert(r.model.clone());
+                        }
+                    }
+                    // The fields borrow this batch's rows: one list per batch.
+                    let fields = columns::runs();
+                    out.parquet
+                        .write_batch(&tables::frame(&fields, &rows, Target::Parquet)?)?;
+                    out.csv
+                        .write_batch(&tables::frame(&fields, &rows, Target::Csv)?)?;
+                    progress(&format!("runs: {} rows", tally.iterations));
+                }
+                SnapshotPart::Done => break,
+                _ => anyhow::bail!("the database read sent its parts out of order"),
+            }
+        }
+        out.parquet.finish()?;
+        out.csv.finish()?;
+    }
+    let runs_parquet = parquet_file.finish(Some(tally.iterations))?;
+    crash_point("snapshot-after-runs");
+    let runs_csv = csv_file.finish(Some(tally.iterations))?;
+    let coverage = coverage(&submissions, &tally, configurations.len());
+
     let mut out = Files {
         dir: tmp,
-        files: Vec::new(),
+        files: vec![
+            (
+                entry("runs.parquet", runs_parquet, &run_docs),
+                "One row per measured iteration.",
+                &run_docs[..],
+            ),
+            (
+                entry("runs.csv", runs_csv, &run_docs),
+                "The same rows as runs.parquet.",
+                &run_docs[..],
+            ),
+        ],
     };
-    out.table(
-        "runs.parquet",
-        "One row per measured iteration.",
-        &run_fields,
-        &run_docs,
-        &run_rows,
-    )?;
-    crash_point("snapshot-after-runs");
-    out.table(
-        "runs.csv",
-        "The same rows as runs.parquet.",
-        &run_fields,
-        &run_docs,
-        &run_rows,
-    )?;
-    progress(&format!("runs: {} rows", run_rows.len()));
-    let what = "The leaderboard: one row per GPU × model × scenario × arrival rate.";
+    let what = "The leaderboard: one row per group (GPU × model × scenario × arrival rate × protocol × origin).";
     out.table(
         "configurations.parquet",
         what,
@@ -273,39 +321,50 @@ fn write_into(
         what,
         &submission_fields,
         &submission_docs,
-        &source.submissions,
+        &submissions,
     )?;
     progress(&format!(
         "configurations: {} rows; submissions: {} rows",
         configurations.len(),
-        source.submissions.len()
+        submissions.len()
     ));
     let mut files = out.files;
 
     if options.traces {
-        let total = source.submissions.len();
-        let written = super::traces::write(
-            blobs,
-            &source.submissions,
-            &tmp.join("power_traces.parquet"),
-            |done| progress(&format!("power traces: {done}/{total} submissions")),
-        )?;
+        // One file per GPU: each stays a size a reader can open whole.
+        let mut by_gpu: BTreeMap<String, Vec<SubmissionRecord>> = BTreeMap::new();
+        for s in &submissions {
+            by_gpu
+                .entry(columns::gpu_id(s))
+                .or_default()
+                .push(s.clone());
+        }
+        let total = submissions.len();
+        let mut done = 0usize;
+        let mut samples = 0u64;
+        for (gpu, subs) in &by_gpu {
+            let name = format!("power_traces-{gpu}.parquet");
+            let written = super::traces::write(blobs, subs, &tmp.join(&name), |n| {
+                progress(&format!("power traces: {}/{total} submissions", done + n))
+            })?;
+            done += subs.len();
+            samples += written.rows.unwrap_or(0);
+            files.push((
+                entry(&name, written, columns::POWER_TRACES),
+                "Every 10 Hz GPU power sample of one GPU's submissions, long format.",
+                columns::POWER_TRACES,
+            ));
+        }
         anyhow::ensure!(
-            written.rows == Some(coverage.power_samples),
-            "the stored bundles hold {:?} power samples, the database {}",
-            written.rows,
+            samples == coverage.power_samples,
+            "the stored bundles hold {samples} power samples, the database {}",
             coverage.power_samples
         );
-        files.push((
-            entry("power_traces.parquet", written, columns::POWER_TRACES),
-            "Every 10 Hz GPU power sample, long format.",
-            columns::POWER_TRACES,
-        ));
     }
 
     let created_at = crate::store::ts(&now);
     let mut handles: BTreeMap<String, u64> = BTreeMap::new();
-    for s in &source.submissions {
+    for s in &submissions {
         *handles.entry(s.handle.clone()).or_default() += 1;
     }
     let card_input = CardInput {

@@ -169,13 +169,17 @@ pub fn write_parquet(df: &mut DataFrame, path: &Path) -> anyhow::Result<Written>
     Ok(file.finish(Some(df.height() as u64))?)
 }
 
-/// Writes a frame as CSV (header row, empty cell for null, `.`-decimal
-/// floats as short as round-trips) and fsyncs it.
-pub fn write_csv(df: &mut DataFrame, path: &Path) -> anyhow::Result<Written> {
-    let mut file = DigestFile::create(path)?;
-    CsvWriter::new(&mut file)
+/// The CSV conventions of every table: header row, empty cell for null,
+/// `.`-decimal floats as short as round-trips, ISO timestamps in UTC.
+pub fn csv_writer<W: Write>(out: W) -> CsvWriter<W> {
+    CsvWriter::new(out)
         .include_header(true)
         .with_datetime_format(Some("%Y-%m-%dT%H:%M:%S%.3fZ".into()))
-        .finish(df)?;
+}
+
+/// Writes a frame as CSV and fsyncs it.
+pub fn write_csv(df: &mut DataFrame, path: &Path) -> anyhow::Result<Written> {
+    let mut file = DigestFile::create(path)?;
+    csv_writer(&mut file).finish(df)?;
     Ok(file.finish(Some(df.height() as u64))?)
 }

@@ -1,4 +1,4 @@
-//! `power_traces.parquet`: every 10 Hz GPU power sample of the accepted
+//! `power_traces-<gpu>.parquet`: every 10 Hz GPU power sample of the accepted
 //! submissions, in long format. Ingest keeps only statistics of the traces,
 //! so they are read back from the stored bundles, whose digests are checked
 //! first: the traces come from the bytes the submitter signed.
@@ -97,7 +97,7 @@ fn frame(submission: &str, traces: &[(Scenario, PowerTrace)]) -> PolarsResult<Da
     )
 }
 
-/// Writes `power_traces.parquet` one submission (one row group or more) at
+/// Writes one GPU's `power_traces-<gpu>.parquet` one submission (one row group or more) at
 /// a time, so memory holds one bundle's traces, not the dataset's.
 pub fn write(
     blobs: &BlobStore,

@@ -56,6 +56,11 @@ const TABLES: &[(&str, &[(&str, Kind)])] = &[
             ("blob_path", Text),
             ("signature", Text),
             ("manifest", Text),
+            ("protocol", Text),
+            ("content_sha256", Text),
+            ("duplicate_of", Text),
+            ("iterations", Int),
+            ("power_samples", Int),
         ],
     ),
     (
@@ -108,6 +113,13 @@ const TABLES: &[(&str, &[(&str, Kind)])] = &[
             ("throughput_median", Real),
             ("power_mean_median_w", Real),
             ("metrics", Text),
+            ("group_key", Text),
+            ("ept_lo", Real),
+            ("ept_hi", Real),
+            ("ept_conf", Real),
+            ("epr_median", Real),
+            ("ttft_median", Real),
+            ("itl_median", Real),
         ],
     ),
     (
@@ -137,6 +149,65 @@ const TABLES: &[(&str, &[(&str, Kind)])] = &[
             ("reason", Text),
         ],
     ),
+    // The read model, as it stands (`db rebuild` would give the same).
+    (
+        "group_keys",
+        &[
+            ("group_key", Text),
+            ("gpu_id", Text),
+            ("gpu_name", Text),
+            ("model", Text),
+            ("scenario", Text),
+            ("lambda_qps", Real),
+            ("protocol_id", Text),
+            ("protocol_label", Text),
+            ("is_reference", Bool),
+            ("origin", Text),
+            ("size_class", Text),
+        ],
+    ),
+    (
+        "leaderboard_groups",
+        &[
+            ("group_key", Text),
+            ("visibility", Text),
+            ("gpu_id", Text),
+            ("gpu_name", Text),
+            ("model", Text),
+            ("scenario", Text),
+            ("lambda_qps", Real),
+            ("protocol_id", Text),
+            ("protocol_label", Text),
+            ("is_reference", Bool),
+            ("origin", Text),
+            ("size_class", Text),
+            ("ept_median", Real),
+            ("ept_lo", Real),
+            ("ept_hi", Real),
+            ("ept_confidence", Real),
+            ("ept_cv", Real),
+            ("epr_median", Real),
+            ("throughput_median", Real),
+            ("power_median", Real),
+            ("ttft_median", Real),
+            ("itl_median", Real),
+            ("iterations", Int),
+            ("submissions", Int),
+            ("submitters", Int),
+            ("in_review", Int),
+            ("evidence", Text),
+        ],
+    ),
+    (
+        "dataset_counters",
+        &[
+            ("origin", Text),
+            ("status", Text),
+            ("submissions", Int),
+            ("iterations", Int),
+            ("power_samples", Int),
+        ],
+    ),
 ];
 
 /// Rows copied per table, in copy order.
@@ -160,8 +231,14 @@ pub async fn sqlite_to_postgres(
     let mut report = Vec::new();
     for (table, columns) in TABLES {
         let names: Vec<&str> = columns.iter().map(|c| c.0).collect();
+        // A duplicate names an older submission: older rows go first.
+        let order = if *table == "submissions" {
+            "received_at, id"
+        } else {
+            "1, 2"
+        };
         let rows = sqlx::query(&format!(
-            "SELECT {} FROM {table} ORDER BY 1",
+            "SELECT {} FROM {table} ORDER BY {order}",
             names.join(", ")
         ))
         .fetch_all(from)

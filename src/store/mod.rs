@@ -65,6 +65,10 @@ pub struct NewSubmission {
     pub blob_path: String,
     pub signature: String,
     pub manifest_json: String,
+    /// What the runs followed; decides the groups the configurations join.
+    pub protocol: crate::domain::Protocol,
+    /// [`crate::protocol::content_digest`]: one submission per run content.
+    pub content_sha256: String,
     pub runs: Vec<IterationMetrics>,
     pub configurations: Vec<ConfigurationMetrics>,
     pub checks: Vec<CheckResult>,
@@ -77,6 +81,8 @@ pub enum InsertOutcome {
     SameBytes(Uuid),
     /// The submission_id is known with other bytes.
     IdTaken,
+    /// The same run content is stored under this id, in this status.
+    SameContent(Uuid, Status),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -94,6 +100,11 @@ pub struct SubmissionRecord {
     pub blob_path: String,
     pub iterations: u64,
     pub power_samples: u64,
+    /// None only for rows stored before protocols were recorded and not yet rebuilt.
+    pub protocol: Option<crate::domain::Protocol>,
+    pub content_sha256: Option<String>,
+    /// Set by `db rebuild` when an older submission holds the same run content.
+    pub duplicate_of: Option<Uuid>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
@@ -111,6 +122,10 @@ pub trait Store: Send + Sync {
     async fn ping(&self) -> Result<(), StoreError>;
     async fn create_submitter(&self, s: &NewSubmitter) -> Result<i64, StoreError>;
     async fn key_by_fingerprint(&self, fingerprint: &str) -> Result<Option<KeyRecord>, StoreError>;
+    /// Every registered key, oldest first (maintainer audits; small table).
+    async fn keys(&self) -> Result<Vec<KeyRecord>, StoreError>;
+    /// The submissions signed with a key, oldest first, with their status.
+    async fn submissions_of_key(&self, key_id: i64) -> Result<Vec<(Uuid, Status)>, StoreError>;
     /// Revokes a key from `effective_at` on: bundles received from then on
     /// are rejected (earlier ones stay), and one event is recorded for the
     /// key and one per submission it turns down. None if no such key.
@@ -133,9 +148,14 @@ pub trait Store: Send + Sync {
     ) -> Result<Decided, StoreError>;
     async fn moderation_events(&self, id: Uuid) -> Result<Vec<ModerationEvent>, StoreError>;
     async fn check_results(&self, id: Uuid) -> Result<Vec<CheckResult>, StoreError>;
-    /// Median energy per token of every configuration of accepted
-    /// submissions on this GPU (demo data compared only with demo data).
-    async fn peer_medians(&self, gpu_id: &str, demo: bool) -> Result<Vec<PeerMedian>, StoreError>;
+    /// Median energy per token of every accepted configuration in these
+    /// groups (canonical group keys: same GPU, protocol and origin).
+    async fn peer_medians(&self, group_keys: &[String]) -> Result<Vec<PeerMedian>, StoreError>;
+    /// The submission holding this run content, with its status.
+    async fn submission_by_content(
+        &self,
+        sha256: &str,
+    ) -> Result<Option<(Uuid, Status)>, StoreError>;
     /// Submissions in `status`, oldest first (the review queue).
     async fn submissions_with_status(
         &self,
@@ -153,30 +173,93 @@ pub trait Store: Send + Sync {
     async fn submission(&self, id: Uuid) -> Result<Option<SubmissionRecord>, StoreError>;
     async fn configurations(&self, id: Uuid) -> Result<Vec<ConfigurationMetrics>, StoreError>;
     async fn counts(&self) -> Result<TableCounts, StoreError>;
-    /// Every configuration of submissions in one of `statuses`.
-    async fn configuration_rows(
-        &self,
-        statuses: &[Status],
-    ) -> Result<Vec<crate::leaderboard::SourceRow>, StoreError>;
-    /// What the accepted data holds, for the front page.
+    /// One page of groups from the read model and how many match.
+    /// `q.origin: None` reads both origins (each row says which).
+    async fn groups(&self, q: &Query) -> Result<(Vec<Entry>, u64), StoreError>;
+    /// The models, GPUs and server rates present in one view (origin,
+    /// protocol, visibility of `q`; its other filters are ignored).
+    async fn group_facets(&self, q: &Query) -> Result<Facets, StoreError>;
+    /// The views the read model holds: origin × protocol × scenario with
+    /// their group counts (a few dozen rows, whatever the data size).
+    async fn group_views(&self, include_review: bool) -> Result<Vec<GroupView>, StoreError>;
+    /// What the accepted data holds, for the front page (counters and the
+    /// read model only).
     async fn dataset_counts(&self) -> Result<DatasetCounts, StoreError>;
     /// Most recent accepted submissions, newest first.
     async fn latest_submissions(&self, limit: u32) -> Result<Vec<SubmissionRecord>, StoreError>;
+    /// Most recent accepted submissions measured on one GPU, newest first.
+    async fn submissions_on_gpu(
+        &self,
+        gpu_id: &str,
+        limit: u32,
+    ) -> Result<Vec<SubmissionRecord>, StoreError>;
+    /// Submissions whose protocol or run-content digest is not recorded
+    /// yet (stored before they existed): what `db rebuild` must derive
+    /// from the stored bundles.
+    async fn submissions_to_derive(&self) -> Result<Vec<SubmissionRecord>, StoreError>;
+    /// Recomputes every derived table (protocols and content digests from
+    /// `derived`, duplicates, group keys, the groups, the counters) from the
+    /// stored submissions, in one transaction.
+    async fn rebuild_read_model(
+        &self,
+        derived: &std::collections::HashMap<Uuid, (crate::domain::Protocol, String)>,
+    ) -> Result<RebuildReport, StoreError>;
     /// Everything a dataset snapshot publishes (accepted submissions only),
-    /// read in one transaction so the parts agree with each other.
-    async fn snapshot_source(&self) -> Result<SnapshotSource, StoreError>;
+    /// read in one transaction so the parts agree with each other, sent in
+    /// order: the submissions, the groups, then the runs in batches of
+    /// `batch` (the channel's bound keeps memory flat).
+    async fn snapshot_source(
+        &self,
+        out: tokio::sync::mpsc::Sender<SnapshotPart>,
+        batch: usize,
+    ) -> Result<(), StoreError>;
 }
 
-/// The accepted data at one moment, as a snapshot publishes it.
-#[derive(Debug, Clone, Default)]
-pub struct SnapshotSource {
-    /// Oldest first.
-    pub submissions: Vec<SubmissionRecord>,
-    /// Every iteration, with the submission it belongs to, in submission
-    /// order then harness order.
-    pub runs: Vec<(Uuid, IterationMetrics)>,
-    /// Per-submission configuration aggregates (the leaderboard's input).
-    pub configurations: Vec<crate::leaderboard::SourceRow>,
+use crate::leaderboard::{Entry, Query};
+
+/// One view of the read model: origin × protocol × scenario.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct GroupView {
+    pub origin: crate::domain::Origin,
+    pub protocol_id: String,
+    pub protocol_label: String,
+    pub reference: bool,
+    pub scenario: crate::domain::ScenarioKey,
+    pub groups: u64,
+}
+
+/// What one view holds, for filter controls.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Facets {
+    pub models: Vec<String>,
+    /// (id, NVML name)
+    pub gpus: Vec<(String, String)>,
+    pub rates: Vec<f64>,
+}
+
+/// What `db rebuild` did.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct RebuildReport {
+    pub submissions: u64,
+    /// Protocols and digests derived from stored bundles this time.
+    pub derived: u64,
+    /// (duplicate, the older submission with the same run content).
+    pub duplicates: Vec<(Uuid, Uuid)>,
+    pub configurations: u64,
+    pub groups: u64,
+}
+
+/// One piece of the accepted data as a snapshot reads it.
+#[derive(Debug, Clone)]
+pub enum SnapshotPart {
+    /// Every accepted submission, oldest first.
+    Submissions(Vec<SubmissionRecord>),
+    /// Every accepted group (the leaderboard rows, all origins and protocols).
+    Groups(Vec<Entry>),
+    /// Iterations with their submission, in submission then harness order.
+    Runs(Vec<(Uuid, IterationMetrics)>),
+    /// The read transaction ended well: everything was sent.
+    Done,
 }
 
 /// Who decided, when and why.

@@ -13,8 +13,9 @@ use sqlx::Row;
 use uuid::Uuid;
 
 use super::sql::{
-    db_err, json_err, opt_ts, sql_store, status_of, unique_violation, EventRow, RUN_COLUMNS,
-    SUBMISSION_SELECT,
+    db_err, group_query, json_err, opt_ts, sql_store, status_of, unique_violation, EventRow, Param,
+    COUNTER_ADD, GROUP_COLUMNS, GROUP_INSERT, GROUP_KEY_INSERT, KEY_SELECT, MEMBER_SELECT,
+    RUN_COLUMNS, SUBMISSION_SELECT,
 };
 use super::{
     parse_ts, ts, Actor, DatasetCounts, Decided, InsertOutcome, KeyRecord, ModerationEvent,
@@ -73,6 +74,10 @@ impl PgStore {
 
 impl PgStore {
     /// Run first in a transaction that reads a snapshot: PostgreSQL's default (READ COMMITTED) lets each statement see newer commits.
+    /// The group row a writer holds while it recomputes the group: two
+    /// instances adding to one group at once take turns and lose nothing.
+    const LOCK_GROUP: Option<&'static str> =
+        Some("SELECT group_key FROM group_keys WHERE group_key = $1 FOR UPDATE");
     const READ_SNAPSHOT: Option<&'static str> =
         Some("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
 }

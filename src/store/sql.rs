@@ -9,10 +9,113 @@ use chrono::{DateTime, Utc};
 use super::{parse_ts, Status, StoreError};
 
 pub(super) const SUBMISSION_SELECT: &str = "SELECT s.id, s.bundle_sha256, u.handle, s.status, s.received_at, s.gpu_name, s.gpu_id, s.run_name,
-        s.is_demo, s.bundle_bytes, s.blob_path,
-        (SELECT COUNT(*) FROM runs r WHERE r.submission_id = s.id),
-        (SELECT CAST(COALESCE(SUM(power_samples), 0) AS BIGINT) FROM runs r WHERE r.submission_id = s.id)
+        s.is_demo, s.bundle_bytes, s.blob_path, s.iterations, s.power_samples, s.protocol, s.content_sha256, s.duplicate_of
      FROM submissions s JOIN submitters u ON u.id = s.submitter_id";
+
+/// The members of one group: `configurations` joined to their submission.
+pub(super) const MEMBER_SELECT: &str = "SELECT s.id, s.submitter_id, s.status, c.iterations, c.ept_median_j, c.ept_lo, c.ept_hi,
+        c.ept_conf, c.ept_cv, c.epr_median, c.throughput_median, c.power_mean_median_w, c.ttft_median, c.itl_median
+     FROM configurations c JOIN submissions s ON s.id = c.submission_id
+     WHERE c.group_key = $1 AND s.status <> 'rejected' AND s.duplicate_of IS NULL
+     ORDER BY s.received_at, s.id";
+
+/// A group's figures, with what it is copied from `group_keys`.
+pub(super) const GROUP_INSERT: &str = "INSERT INTO leaderboard_groups (group_key, visibility, gpu_id, gpu_name, model, scenario,
+        lambda_qps, protocol_id, protocol_label, is_reference, origin, size_class, ept_median, ept_lo, ept_hi, ept_confidence,
+        ept_cv, epr_median, throughput_median, power_median, ttft_median, itl_median, iterations, submissions, submitters,
+        in_review, evidence)
+     SELECT group_key, $2, gpu_id, gpu_name, model, scenario, lambda_qps, protocol_id, protocol_label, is_reference, origin,
+        size_class, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17
+     FROM group_keys WHERE group_key = $1";
+
+pub(super) const GROUP_KEY_INSERT: &str =
+    "INSERT INTO group_keys (group_key, gpu_id, gpu_name, model, scenario, lambda_qps,
+        protocol_id, protocol_label, is_reference, origin, size_class)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (group_key) DO NOTHING";
+
+/// The columns of a leaderboard row, in [`group_entry`] order.
+pub(super) const GROUP_COLUMNS: &str = "gpu_id, gpu_name, model, scenario, lambda_qps, protocol_id, protocol_label, is_reference,
+        origin, ept_median, ept_lo, ept_hi, ept_confidence, ept_cv, epr_median, throughput_median, power_median, ttft_median,
+        itl_median, iterations, submissions, submitters, in_review, evidence";
+
+/// Adds to one (origin, status) counter row.
+pub(super) const COUNTER_ADD: &str = "INSERT INTO dataset_counters (origin, status, submissions, iterations, power_samples)
+     VALUES ($1, $2, $3, $4, $5)
+     ON CONFLICT (origin, status) DO UPDATE SET submissions = dataset_counters.submissions + excluded.submissions,
+        iterations = dataset_counters.iterations + excluded.iterations,
+        power_samples = dataset_counters.power_samples + excluded.power_samples";
+
+/// A bind value of a query assembled from filters.
+pub(super) enum Param {
+    Text(String),
+    Real(f64),
+    Flag(bool),
+    Int(i64),
+}
+
+/// WHERE, ORDER BY and paging of a leaderboard query; `$1…` in order of `params`.
+pub(super) fn group_query(q: &crate::leaderboard::Query) -> (String, String, Vec<Param>) {
+    use crate::leaderboard::{ProtocolFilter, SortKey};
+    let mut params = vec![Param::Text(
+        if q.include_review {
+            "with_review"
+        } else {
+            "accepted"
+        }
+        .into(),
+    )];
+    let mut conds = vec!["visibility = $1".to_string()];
+    let mut add = |cond: &str, p: Param, params: &mut Vec<Param>| {
+        params.push(p);
+        conds.push(cond.replace('?', &format!("${}", params.len())));
+    };
+    if let Some(o) = q.origin {
+        add("origin = ?", Param::Text(o.as_str().into()), &mut params);
+    }
+    match &q.protocol {
+        ProtocolFilter::Reference => add("is_reference = ?", Param::Flag(true), &mut params),
+        ProtocolFilter::Id(id) => add("protocol_id = ?", Param::Text(id.clone()), &mut params),
+        ProtocolFilter::Any => {}
+    }
+    if let Some(sc) = q.scenario {
+        add("scenario = ?", Param::Text(sc.as_str().into()), &mut params);
+    }
+    if let Some(l) = q.lambda_qps {
+        add("ABS(lambda_qps - ?) < 1e-9", Param::Real(l), &mut params);
+    }
+    if let Some(m) = &q.model {
+        add("model = ?", Param::Text(m.clone()), &mut params);
+    }
+    if let Some(g) = &q.gpu {
+        add("gpu_id = ?", Param::Text(g.clone()), &mut params);
+    }
+    if let Some(sz) = q.size {
+        add("size_class = ?", Param::Text(sz.name().into()), &mut params);
+    }
+    let order = match q.sort {
+        SortKey::EnergyPerToken => "ept_median",
+        SortKey::EnergyPerRequest => "(epr_median IS NULL), epr_median",
+        SortKey::Throughput => "throughput_median DESC",
+        SortKey::Ttft => "(ttft_median IS NULL), ttft_median",
+        SortKey::Itl => "(itl_median IS NULL), itl_median",
+    };
+    let filter = format!("WHERE {}", conds.join(" AND "));
+    let n = params.len();
+    params.push(Param::Int(q.per_page.min(100_000) as i64));
+    params.push(Param::Int(
+        ((q.page.max(1) - 1) * q.per_page).min(i64::MAX as usize) as i64,
+    ));
+    let tail = format!(
+        "ORDER BY {order}, model, gpu_id, group_key LIMIT ${} OFFSET ${}",
+        n + 1,
+        n + 2
+    );
+    (filter, tail, params)
+}
+
+pub(super) const KEY_SELECT: &str =
+    "SELECT k.id, k.submitter_id, s.handle, k.fingerprint, k.public_key, k.revoked_at, s.suspended_at
+     FROM keys k JOIN submitters s ON s.id = k.submitter_id";
 
 /// Errors that mean "the database is not answering" become `Unavailable`
 /// (503 at the edge); the rest are internal errors.
@@ -105,22 +208,228 @@ macro_rules! sql_store {
                 blob_path: r.get(10),
                 iterations: r.get::<i64, _>(11) as u64,
                 power_samples: r.get::<i64, _>(12) as u64,
+                protocol: r
+                    .get::<Option<String>, _>(13)
+                    .map(|p| serde_json::from_str(&p).map_err(json_err))
+                    .transpose()?,
+                content_sha256: r.get(14),
+                duplicate_of: r
+                    .get::<Option<String>, _>(15)
+                    .map(|d| Uuid::parse_str(&d).map_err(|e| StoreError::Other(e.into())))
+                    .transpose()?,
             })
         }
 
-        /// `s.id, s.status, s.is_demo, s.gpu_id, s.gpu_name, c.metrics`.
-        fn source_row(r: &$row) -> Result<crate::leaderboard::SourceRow, StoreError> {
-            let id: String = r.get(0);
-            let status: String = r.get(1);
-            let metrics: String = r.get(5);
-            Ok(crate::leaderboard::SourceRow {
-                submission_id: Uuid::parse_str(&id).map_err(|e| StoreError::Other(e.into()))?,
-                status: status_of(&status)?,
-                is_demo: r.get(2),
-                gpu_id: r.get(3),
-                gpu_name: r.get(4),
-                config: serde_json::from_str(&metrics).map_err(json_err)?,
+        fn key_record(r: &$row) -> Result<KeyRecord, StoreError> {
+            Ok(KeyRecord {
+                key_id: r.get(0),
+                submitter_id: r.get(1),
+                handle: r.get(2),
+                fingerprint: r.get(3),
+                public_key: r.get(4),
+                revoked_at: opt_ts(r.get(5))?,
+                submitter_suspended_at: opt_ts(r.get(6))?,
             })
+        }
+
+        /// A row of [`MEMBER_SELECT`].
+        fn member_row(r: &$row) -> Result<$crate::leaderboard::Member, StoreError> {
+            let id: String = r.get(0);
+            let status: String = r.get(2);
+            let iterations = r.get::<i64, _>(3) as u32;
+            let median: f64 = r.get(4);
+            let (lo, hi, conf): (Option<f64>, Option<f64>, Option<f64>) = (r.get(5), r.get(6), r.get(7));
+            Ok($crate::leaderboard::Member {
+                submission_id: Uuid::parse_str(&id).map_err(|e| StoreError::Other(e.into()))?,
+                submitter_id: r.get(1),
+                status: status_of(&status)?,
+                iterations,
+                ept_median: median,
+                ept_interval: $crate::domain::Interval {
+                    lo: lo.unwrap_or(median),
+                    hi: hi.unwrap_or(median),
+                    confidence: conf.unwrap_or(0.0),
+                },
+                ept_cv: r.get(8),
+                epr_median: r.get(9),
+                throughput_median: r.get(10),
+                power_median: r.get(11),
+                ttft_median: r.get(12),
+                itl_median: r.get(13),
+            })
+        }
+
+        /// A row of [`GROUP_COLUMNS`].
+        fn group_entry(r: &$row) -> Result<$crate::leaderboard::Entry, StoreError> {
+            let scenario: String = r.get(3);
+            let origin: String = r.get(8);
+            let origin = $crate::domain::Origin::parse(&origin)
+                .ok_or_else(|| StoreError::Other(anyhow::anyhow!("bad origin {origin}")))?;
+            let evidence: String = r.get(23);
+            let evidence_ids: Vec<Uuid> = serde_json::from_str(&evidence).map_err(json_err)?;
+            Ok($crate::leaderboard::Entry {
+                gpu_id: r.get(0),
+                gpu_name: r.get(1),
+                model: r.get(2),
+                scenario: Scenario::parse(&scenario)
+                    .ok_or_else(|| StoreError::Other(anyhow::anyhow!("bad scenario {scenario}")))?,
+                lambda_qps: r.get(4),
+                protocol_id: r.get(5),
+                protocol: r.get(6),
+                reference_protocol: r.get(7),
+                origin,
+                energy_per_token_j: r.get(9),
+                energy_per_token_interval: $crate::domain::Interval {
+                    lo: r.get(10),
+                    hi: r.get(11),
+                    confidence: r.get(12),
+                },
+                energy_per_token_cv: r.get(13),
+                energy_per_request_j: r.get(14),
+                throughput_tok_s: r.get(15),
+                power_mean_w: r.get(16),
+                ttft_p50_s: r.get(17),
+                itl_s: r.get(18),
+                iterations: r.get::<i64, _>(19) as u64,
+                submissions: r.get::<i64, _>(20) as u64,
+                submitters: r.get::<i64, _>(21) as u64,
+                demo: origin == $crate::domain::Origin::Demo,
+                needs_review: r.get::<i64, _>(22) > 0,
+                evidence: evidence_ids.first().copied().unwrap_or_default(),
+                evidence_ids,
+            })
+        }
+
+        /// Recomputes one group from its members, holding its row lock
+        /// (PostgreSQL) so two instances writing to one group lose nothing.
+        async fn refresh_group(tx: &mut $conn, key: &str) -> Result<(), StoreError> {
+            if let Some(sql) = <$store>::LOCK_GROUP {
+                sqlx::query(sql).bind(key).execute(&mut *tx).await.map_err(db_err)?;
+            }
+            let members = sqlx::query(MEMBER_SELECT)
+                .bind(key)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(db_err)?
+                .iter()
+                .map(member_row)
+                .collect::<Result<Vec<_>, _>>()?;
+            sqlx::query("DELETE FROM leaderboard_groups WHERE group_key = $1")
+                .bind(key)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            for (visibility, shown) in [
+                ("accepted", &[Status::Accepted][..]),
+                ("with_review", &[Status::Accepted, Status::NeedsReview][..]),
+            ] {
+                let mine: Vec<_> = members
+                    .iter()
+                    .filter(|m| shown.contains(&m.status))
+                    .cloned()
+                    .collect();
+                let Some(f) = $crate::leaderboard::aggregate(&mine) else {
+                    continue;
+                };
+                sqlx::query(GROUP_INSERT)
+                    .bind(key)
+                    .bind(visibility)
+                    .bind(f.ept_median)
+                    .bind(f.ept_interval.lo)
+                    .bind(f.ept_interval.hi)
+                    .bind(f.ept_interval.confidence)
+                    .bind(f.ept_cv)
+                    .bind(f.epr_median)
+                    .bind(f.throughput_median)
+                    .bind(f.power_median)
+                    .bind(f.ttft_median)
+                    .bind(f.itl_median)
+                    .bind(f.iterations as i64)
+                    .bind(f.submissions as i64)
+                    .bind(f.submitters as i64)
+                    .bind(f.in_review as i64)
+                    .bind(serde_json::to_string(&f.evidence).map_err(json_err)?)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+            }
+            Ok(())
+        }
+
+        /// Records a group the first time it is seen (a no-op after that).
+        async fn ensure_group_key(
+            tx: &mut $conn,
+            g: &$crate::leaderboard::GroupInfo,
+        ) -> Result<(), StoreError> {
+            sqlx::query(GROUP_KEY_INSERT)
+                .bind(g.key.canonical())
+                .bind(&g.key.gpu_id)
+                .bind(&g.gpu_name)
+                .bind(&g.key.model)
+                .bind(g.key.scenario.scenario.as_str())
+                .bind(g.key.scenario.lambda_qps)
+                .bind(&g.key.protocol_id)
+                .bind(&g.protocol_label)
+                .bind(g.reference)
+                .bind(g.key.origin.as_str())
+                .bind(g.size_class.map(|c| c.name()))
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            Ok(())
+        }
+
+        /// Refreshes the groups of these submissions, in key order (every
+        /// writer locks groups in the same order, so none deadlocks).
+        async fn refresh_groups_of(tx: &mut $conn, ids: &[String]) -> Result<(), StoreError> {
+            let mut keys: Vec<String> = Vec::new();
+            for id in ids {
+                let k: Vec<String> = sqlx::query_scalar(
+                    "SELECT DISTINCT group_key FROM configurations WHERE submission_id = $1 AND group_key IS NOT NULL",
+                )
+                .bind(id)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(db_err)?;
+                keys.extend(k);
+            }
+            keys.sort();
+            keys.dedup();
+            for k in &keys {
+                refresh_group(tx, k).await?;
+            }
+            Ok(())
+        }
+
+        /// Moves a submission's counts from one status to another.
+        async fn move_counters(tx: &mut $conn, id: &str, from: Option<Status>, to: Status) -> Result<(), StoreError> {
+            let row: Option<(bool, i64, i64)> = sqlx::query_as(
+                "SELECT is_demo, iterations, power_samples FROM submissions WHERE id = $1 AND duplicate_of IS NULL",
+            )
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            let Some((demo, iterations, samples)) = row else {
+                return Ok(());
+            };
+            let origin = $crate::domain::Origin::of_demo(demo).as_str();
+            let moves = from
+                .map(|f| (f, -1i64))
+                .into_iter()
+                .chain(std::iter::once((to, 1i64)));
+            for (status, sign) in moves {
+                sqlx::query(COUNTER_ADD)
+                    .bind(origin)
+                    .bind(status.as_str())
+                    .bind(sign)
+                    .bind(sign * iterations)
+                    .bind(sign * samples)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+            }
+            Ok(())
         }
 
         /// `r.submission_id` followed by [`RUN_COLUMNS`].
@@ -256,26 +565,38 @@ macro_rules! sql_store {
             }
 
             async fn key_by_fingerprint(&self, fingerprint: &str) -> Result<Option<KeyRecord>, StoreError> {
-                let row = sqlx::query(
-                    "SELECT k.id, k.submitter_id, s.handle, k.fingerprint, k.public_key, k.revoked_at, s.suspended_at
-                     FROM keys k JOIN submitters s ON s.id = k.submitter_id WHERE k.fingerprint = $1",
+                let row = sqlx::query(&format!("{KEY_SELECT} WHERE k.fingerprint = $1"))
+                    .bind(fingerprint)
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(db_err)?;
+                row.as_ref().map(key_record).transpose()
+            }
+
+            async fn keys(&self) -> Result<Vec<KeyRecord>, StoreError> {
+                let rows = sqlx::query(&format!("{KEY_SELECT} ORDER BY k.id"))
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(db_err)?;
+                rows.iter().map(key_record).collect()
+            }
+
+            async fn submissions_of_key(&self, key_id: i64) -> Result<Vec<(Uuid, Status)>, StoreError> {
+                let rows: Vec<(String, String)> = sqlx::query_as(
+                    "SELECT id, status FROM submissions WHERE key_id = $1 ORDER BY received_at",
                 )
-                .bind(fingerprint)
-                .fetch_optional(&self.pool)
+                .bind(key_id)
+                .fetch_all(&self.pool)
                 .await
                 .map_err(db_err)?;
-                row.map(|r| {
-                    Ok(KeyRecord {
-                        key_id: r.get(0),
-                        submitter_id: r.get(1),
-                        handle: r.get(2),
-                        fingerprint: r.get(3),
-                        public_key: r.get(4),
-                        revoked_at: opt_ts(r.get(5))?,
-                        submitter_suspended_at: opt_ts(r.get(6))?,
+                rows.into_iter()
+                    .map(|(id, st)| {
+                        Ok((
+                            Uuid::parse_str(&id).map_err(|e| StoreError::Other(e.into()))?,
+                            status_of(&st)?,
+                        ))
                     })
-                })
-                .transpose()
+                    .collect()
             }
 
             async fn revoke_key(
@@ -330,6 +651,7 @@ macro_rules! sql_store {
                 .map_err(db_err)?;
                 let why = format!("key {fingerprint} revoked from {effective}: {}", by.reason);
                 let mut rejected = Vec::with_capacity(affected.len());
+                let mut moved = Vec::with_capacity(affected.len());
                 for (id, status) in affected {
                     sqlx::query("UPDATE submissions SET status = 'rejected' WHERE id = $1")
                         .bind(&id)
@@ -351,7 +673,14 @@ macro_rules! sql_store {
                         },
                     )
                     .await?;
+                    moved.push((id.clone(), status_of(&status)?));
                     rejected.push(Uuid::parse_str(&id).map_err(|e| StoreError::Other(e.into()))?);
+                }
+                // Groups first, counters last: the order every writer takes.
+                let ids: Vec<String> = moved.iter().map(|(id, _)| id.clone()).collect();
+                refresh_groups_of(&mut tx, &ids).await?;
+                for (id, from) in &moved {
+                    move_counters(&mut tx, id, Some(*from), Status::Rejected).await?;
                 }
                 tx.commit().await.map_err(db_err)?;
                 Ok(Some(rejected))
@@ -452,6 +781,8 @@ macro_rules! sql_store {
                     },
                 )
                 .await?;
+                refresh_groups_of(&mut tx, std::slice::from_ref(&id_text)).await?;
+                move_counters(&mut tx, &id_text, Some(current), to).await?;
                 tx.commit().await.map_err(db_err)?;
                 Ok(Decided::Done(current))
             }
@@ -504,17 +835,24 @@ macro_rules! sql_store {
                 .await
             }
 
-            async fn peer_medians(&self, gpu_id: &str, demo: bool) -> Result<Vec<PeerMedian>, StoreError> {
-                let rows: Vec<(String, String, Option<f64>, f64)> = sqlx::query_as(
+            async fn peer_medians(&self, group_keys: &[String]) -> Result<Vec<PeerMedian>, StoreError> {
+                if group_keys.is_empty() {
+                    return Ok(Vec::new());
+                }
+                let placeholders = (1..=group_keys.len())
+                    .map(|i| format!("${i}"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let sql = format!(
                     "SELECT c.model, c.scenario, c.lambda_qps, c.ept_median_j
                      FROM configurations c JOIN submissions s ON s.id = c.submission_id
-                     WHERE s.status = 'accepted' AND s.gpu_id = $1 AND s.is_demo = $2",
-                )
-                .bind(gpu_id)
-                .bind(demo)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(db_err)?;
+                     WHERE s.status = 'accepted' AND s.duplicate_of IS NULL AND c.group_key IN ({placeholders})"
+                );
+                let mut query = sqlx::query_as::<_, (String, String, Option<f64>, f64)>(&sql);
+                for k in group_keys {
+                    query = query.bind(k);
+                }
+                let rows = query.fetch_all(&self.pool).await.map_err(db_err)?;
                 rows.into_iter()
                     .map(|(model, scenario, lambda_qps, ept)| {
                         Ok(PeerMedian {
@@ -527,6 +865,22 @@ macro_rules! sql_store {
                         })
                     })
                     .collect()
+            }
+
+            async fn submission_by_content(&self, sha256: &str) -> Result<Option<(Uuid, Status)>, StoreError> {
+                let row: Option<(String, String)> =
+                    sqlx::query_as("SELECT id, status FROM submissions WHERE content_sha256 = $1")
+                        .bind(sha256)
+                        .fetch_optional(&self.pool)
+                        .await
+                        .map_err(db_err)?;
+                row.map(|(id, st)| {
+                    Ok((
+                        Uuid::parse_str(&id).map_err(|e| StoreError::Other(e.into()))?,
+                        status_of(&st)?,
+                    ))
+                })
+                .transpose()
             }
 
             async fn submissions_with_status(
@@ -590,8 +944,9 @@ macro_rules! sql_store {
                 let id = s.id.to_string();
                 let res = sqlx::query(
                     "INSERT INTO submissions (id, bundle_sha256, submitter_id, key_id, status, received_at, gpu_name, gpu_id,
-                        run_name, is_demo, bundle_bytes, blob_path, signature, manifest)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+                        run_name, is_demo, bundle_bytes, blob_path, signature, manifest, protocol, content_sha256,
+                        iterations, power_samples)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)",
                 )
                 .bind(&id)
                 .bind(&s.bundle_sha256)
@@ -607,17 +962,27 @@ macro_rules! sql_store {
                 .bind(&s.blob_path)
                 .bind(&s.signature)
                 .bind(&s.manifest_json)
+                .bind(serde_json::to_string(&s.protocol).map_err(json_err)?)
+                .bind(&s.content_sha256)
+                .bind(s.runs.len() as i64)
+                .bind(s.runs.iter().map(|r| r.power_samples as i64).sum::<i64>())
                 .execute(&mut *tx)
                 .await;
                 if let Err(e) = res {
                     drop(tx);
-                    // Another request stored this id or these bytes first
-                    // (PostgreSQL may report either constraint): the same
-                    // bytes are a replay, anything else reuses the id.
+                    // Another request stored this id, these bytes or this
+                    // run content first (PostgreSQL may report any of the
+                    // constraints): the same bytes are a replay, the same
+                    // content a duplicate, anything else reuses the id.
                     return match unique_violation(&e) {
                         Some(_) => {
-                            let existing = self.submission_by_digest(&s.bundle_sha256).await?;
-                            Ok(existing.map_or(InsertOutcome::IdTaken, InsertOutcome::SameBytes))
+                            if let Some(id) = self.submission_by_digest(&s.bundle_sha256).await? {
+                                return Ok(InsertOutcome::SameBytes(id));
+                            }
+                            if let Some((id, st)) = self.submission_by_content(&s.content_sha256).await? {
+                                return Ok(InsertOutcome::SameContent(id, st));
+                            }
+                            Ok(InsertOutcome::IdTaken)
                         }
                         None => Err(db_err(e)),
                     };
@@ -664,11 +1029,21 @@ macro_rules! sql_store {
                     .await
                     .map_err(db_err)?;
                 }
+                let mut groups = Vec::with_capacity(s.configurations.len());
                 for (i, c) in s.configurations.iter().enumerate() {
+                    let g = $crate::leaderboard::group_of(
+                        s.gpu_id.as_deref(),
+                        &s.gpu_name,
+                        s.is_demo,
+                        &s.protocol,
+                        c,
+                    );
+                    let f = $crate::leaderboard::member_figures(c);
                     sqlx::query(
                         "INSERT INTO configurations (submission_id, position, model, scenario, lambda_qps, iterations,
-                            ept_median_j, ept_cv, throughput_median, power_mean_median_w, metrics)
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+                            ept_median_j, ept_cv, throughput_median, power_mean_median_w, metrics, group_key, ept_lo,
+                            ept_hi, ept_conf, epr_median, ttft_median, itl_median)
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)",
                     )
                     .bind(&id)
                     .bind(i as i64)
@@ -681,9 +1056,17 @@ macro_rules! sql_store {
                     .bind(c.throughput_tok_s.median)
                     .bind(c.power_mean_w.median)
                     .bind(serde_json::to_string(c).map_err(|e| StoreError::Other(e.into()))?)
+                    .bind(g.key.canonical())
+                    .bind(f.ept_interval.lo)
+                    .bind(f.ept_interval.hi)
+                    .bind(f.ept_interval.confidence)
+                    .bind(f.epr_median)
+                    .bind(f.ttft_median)
+                    .bind(f.itl_median)
                     .execute(&mut *tx)
                     .await
                     .map_err(db_err)?;
+                    groups.push(g);
                 }
                 for (i, c) in s.checks.iter().enumerate() {
                     sqlx::query(
@@ -698,6 +1081,15 @@ macro_rules! sql_store {
                     .await
                     .map_err(db_err)?;
                 }
+                // The read model: every group this submission joins, in key
+                // order, then the counters.
+                groups.sort_by_cached_key(|g| g.key.canonical());
+                groups.dedup_by(|a, b| a.key == b.key);
+                for g in &groups {
+                    ensure_group_key(&mut tx, g).await?;
+                    refresh_group(&mut tx, &g.key.canonical()).await?;
+                }
+                move_counters(&mut tx, &id, None, s.status).await?;
                 tx.commit().await.map_err(db_err)?;
                 Ok(InsertOutcome::Inserted)
             }
@@ -722,38 +1114,151 @@ macro_rules! sql_store {
                 rows.iter().map(submission_record).collect()
             }
 
-            async fn configuration_rows(
-                &self,
-                statuses: &[Status],
-            ) -> Result<Vec<crate::leaderboard::SourceRow>, StoreError> {
-                if statuses.is_empty() {
-                    return Ok(Vec::new());
-                }
-                let placeholders = (1..=statuses.len())
-                    .map(|i| format!("${i}"))
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                let sql = format!(
-                    "SELECT s.id, s.status, s.is_demo, s.gpu_id, s.gpu_name, c.metrics
-                     FROM configurations c JOIN submissions s ON s.id = c.submission_id
-                     WHERE s.status IN ({placeholders})
-                     ORDER BY s.received_at, c.position"
-                );
-                let mut query = sqlx::query(&sql);
-                for st in statuses {
-                    query = query.bind(st.as_str());
-                }
-                let rows = query.fetch_all(&self.pool).await.map_err(db_err)?;
-                rows.iter().map(source_row).collect()
+            async fn submissions_on_gpu(&self, gpu_id: &str, limit: u32) -> Result<Vec<SubmissionRecord>, StoreError> {
+                let rows = sqlx::query(&format!(
+                    "{SUBMISSION_SELECT} WHERE s.gpu_id = $1 AND s.status = 'accepted' ORDER BY s.received_at DESC LIMIT $2"
+                ))
+                .bind(gpu_id)
+                .bind(limit as i64)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db_err)?;
+                rows.iter().map(submission_record).collect()
             }
 
-            async fn snapshot_source(&self) -> Result<$crate::store::SnapshotSource, StoreError> {
+            async fn groups(
+                &self,
+                q: &$crate::leaderboard::Query,
+            ) -> Result<(Vec<$crate::leaderboard::Entry>, u64), StoreError> {
+                let (filter, tail, params) = group_query(q);
+                let page_sql = format!("SELECT {GROUP_COLUMNS} FROM leaderboard_groups {filter} {tail}");
+                let count_sql = format!("SELECT COUNT(*) FROM leaderboard_groups {filter}");
+                let mut page = sqlx::query(&page_sql);
+                let mut count = sqlx::query_scalar::<_, i64>(&count_sql);
+                let filters = params.len() - 2;
+                for (i, p) in params.iter().enumerate() {
+                    page = match p {
+                        Param::Text(t) => page.bind(t.clone()),
+                        Param::Real(v) => page.bind(*v),
+                        Param::Flag(b) => page.bind(*b),
+                        Param::Int(n) => page.bind(*n),
+                    };
+                    if i < filters {
+                        count = match p {
+                            Param::Text(t) => count.bind(t.clone()),
+                            Param::Real(v) => count.bind(*v),
+                            Param::Flag(b) => count.bind(*b),
+                            Param::Int(n) => count.bind(*n),
+                        };
+                    }
+                }
+                let rows = page.fetch_all(&self.pool).await.map_err(db_err)?;
+                let total = count.fetch_one(&self.pool).await.map_err(db_err)?;
+                let entries = rows.iter().map(group_entry).collect::<Result<Vec<_>, _>>()?;
+                Ok((entries, total as u64))
+            }
+
+            async fn group_facets(&self, q: &$crate::leaderboard::Query) -> Result<$crate::store::Facets, StoreError> {
+                let view = $crate::leaderboard::Query {
+                    origin: q.origin,
+                    protocol: q.protocol.clone(),
+                    include_review: q.include_review,
+                    ..Default::default()
+                };
+                let (filter, _, params) = group_query(&view);
+                let params = &params[..params.len() - 2];
+                macro_rules! bound {
+                    ($q:expr) => {{
+                        let mut query = $q;
+                        for p in params {
+                            query = match p {
+                                Param::Text(t) => query.bind(t.clone()),
+                                Param::Real(v) => query.bind(*v),
+                                Param::Flag(b) => query.bind(*b),
+                                Param::Int(n) => query.bind(*n),
+                            };
+                        }
+                        query
+                    }};
+                }
+                let sql = format!("SELECT DISTINCT model FROM leaderboard_groups {filter}");
+                let mut models: Vec<String> = bound!(sqlx::query_scalar::<_, String>(&sql))
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(db_err)?;
+                let sql = format!("SELECT DISTINCT gpu_id, gpu_name FROM leaderboard_groups {filter}");
+                let mut gpus: Vec<(String, String)> = bound!(sqlx::query_as::<_, (String, String)>(&sql))
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(db_err)?;
+                let sql = format!("SELECT DISTINCT lambda_qps FROM leaderboard_groups {filter} AND lambda_qps IS NOT NULL");
+                let mut rates: Vec<f64> = bound!(sqlx::query_scalar::<_, f64>(&sql))
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(db_err)?;
+                models.sort_by_key(|m| m.to_lowercase());
+                gpus.sort();
+                rates.sort_by(f64::total_cmp);
+                Ok($crate::store::Facets { models, gpus, rates })
+            }
+
+            async fn group_views(&self, include_review: bool) -> Result<Vec<$crate::store::GroupView>, StoreError> {
+                let rows: Vec<(String, String, String, bool, String, Option<f64>, i64)> = sqlx::query_as(
+                    "SELECT origin, protocol_id, protocol_label, is_reference, scenario, lambda_qps, COUNT(*)
+                     FROM leaderboard_groups WHERE visibility = $1
+                     GROUP BY origin, protocol_id, protocol_label, is_reference, scenario, lambda_qps",
+                )
+                .bind(if include_review { "with_review" } else { "accepted" })
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db_err)?;
+                let mut views = rows
+                    .into_iter()
+                    .map(|(origin, protocol_id, protocol_label, reference, scenario, lambda_qps, n)| {
+                        Ok($crate::store::GroupView {
+                            origin: $crate::domain::Origin::parse(&origin)
+                                .ok_or_else(|| StoreError::Other(anyhow::anyhow!("bad origin {origin}")))?,
+                            protocol_id,
+                            protocol_label,
+                            reference,
+                            scenario: $crate::domain::ScenarioKey {
+                                scenario: Scenario::parse(&scenario).ok_or_else(|| {
+                                    StoreError::Other(anyhow::anyhow!("bad scenario {scenario}"))
+                                })?,
+                                lambda_qps,
+                            },
+                            groups: n as u64,
+                        })
+                    })
+                    .collect::<Result<Vec<_>, StoreError>>()?;
+                // One order on both backends (collations differ).
+                views.sort_by(|a, b| {
+                    (a.origin.as_str(), !a.reference, &a.protocol_id, a.scenario.scenario.as_str())
+                        .cmp(&(b.origin.as_str(), !b.reference, &b.protocol_id, b.scenario.scenario.as_str()))
+                        .then(
+                            a.scenario
+                                .lambda_qps
+                                .unwrap_or(0.0)
+                                .total_cmp(&b.scenario.lambda_qps.unwrap_or(0.0)),
+                        )
+                });
+                Ok(views)
+            }
+
+            async fn snapshot_source(
+                &self,
+                out: tokio::sync::mpsc::Sender<$crate::store::SnapshotPart>,
+                batch: usize,
+            ) -> Result<(), StoreError> {
+                use futures_util::TryStreamExt;
+                use $crate::store::SnapshotPart;
+                let gone = || StoreError::Other(anyhow::anyhow!("the snapshot writer stopped"));
                 let mut tx = self.pool.begin().await.map_err(db_err)?;
                 if let Some(sql) = <$store>::READ_SNAPSHOT {
                     sqlx::query(sql).execute(&mut *tx).await.map_err(db_err)?;
                 }
                 let submissions = sqlx::query(&format!(
-                    "{SUBMISSION_SELECT} WHERE s.status = 'accepted' ORDER BY s.received_at, s.id"
+                    "{SUBMISSION_SELECT} WHERE s.status = 'accepted' AND s.duplicate_of IS NULL ORDER BY s.received_at, s.id"
                 ))
                 .fetch_all(&mut *tx)
                 .await
@@ -761,53 +1266,198 @@ macro_rules! sql_store {
                 .iter()
                 .map(submission_record)
                 .collect::<Result<Vec<_>, _>>()?;
-                let runs = sqlx::query(&format!(
-                    "SELECT r.submission_id, {RUN_COLUMNS} FROM runs r JOIN submissions s ON s.id = r.submission_id
-                     WHERE s.status = 'accepted' ORDER BY s.received_at, s.id, r.id"
+                out.send(SnapshotPart::Submissions(submissions)).await.map_err(|_| gone())?;
+                let mut groups = sqlx::query(&format!(
+                    "SELECT {GROUP_COLUMNS} FROM leaderboard_groups WHERE visibility = 'accepted'"
                 ))
                 .fetch_all(&mut *tx)
                 .await
                 .map_err(db_err)?
                 .iter()
-                .map(run_row)
+                .map(group_entry)
                 .collect::<Result<Vec<_>, _>>()?;
-                let configurations = sqlx::query(
-                    "SELECT s.id, s.status, s.is_demo, s.gpu_id, s.gpu_name, c.metrics
-                     FROM configurations c JOIN submissions s ON s.id = c.submission_id
-                     WHERE s.status = 'accepted'
-                     ORDER BY s.received_at, s.id, c.position",
-                )
-                .fetch_all(&mut *tx)
-                .await
-                .map_err(db_err)?
-                .iter()
-                .map(source_row)
-                .collect::<Result<Vec<_>, _>>()?;
+                groups.sort_by(|a, b| {
+                    (a.origin.as_str(), &a.model, &a.gpu_id, a.scenario.as_str(), &a.protocol_id)
+                        .cmp(&(b.origin.as_str(), &b.model, &b.gpu_id, b.scenario.as_str(), &b.protocol_id))
+                        .then(a.lambda_qps.unwrap_or(0.0).total_cmp(&b.lambda_qps.unwrap_or(0.0)))
+                });
+                out.send(SnapshotPart::Groups(groups)).await.map_err(|_| gone())?;
+                // Runs stream in batches: memory stays flat however many there are.
+                let sql = format!(
+                    "SELECT r.submission_id, {RUN_COLUMNS} FROM runs r JOIN submissions s ON s.id = r.submission_id
+                     WHERE s.status = 'accepted' AND s.duplicate_of IS NULL ORDER BY s.received_at, s.id, r.id"
+                );
+                {
+                    let mut rows = sqlx::query(&sql).fetch(&mut *tx);
+                    let mut buf = Vec::with_capacity(batch);
+                    while let Some(r) = rows.try_next().await.map_err(db_err)? {
+                        buf.push(run_row(&r)?);
+                        if buf.len() == batch {
+                            let full = std::mem::replace(&mut buf, Vec::with_capacity(batch));
+                            out.send(SnapshotPart::Runs(full)).await.map_err(|_| gone())?;
+                        }
+                    }
+                    if !buf.is_empty() {
+                        out.send(SnapshotPart::Runs(buf)).await.map_err(|_| gone())?;
+                    }
+                }
                 tx.commit().await.map_err(db_err)?;
-                Ok($crate::store::SnapshotSource {
-                    submissions,
-                    runs,
-                    configurations,
-                })
+                out.send(SnapshotPart::Done).await.map_err(|_| gone())?;
+                Ok(())
             }
 
             async fn dataset_counts(&self) -> Result<DatasetCounts, StoreError> {
-                let r = sqlx::query(
-                    "SELECT COUNT(DISTINCT s.id), COUNT(DISTINCT CASE WHEN s.is_demo THEN s.id END), COUNT(DISTINCT s.gpu_name),
-                            COUNT(DISTINCT r.model), COUNT(r.id), CAST(COALESCE(SUM(r.power_samples), 0) AS BIGINT)
-                     FROM submissions s LEFT JOIN runs r ON r.submission_id = s.id WHERE s.status = 'accepted'",
+                let counters: Vec<(String, i64, i64, i64)> = sqlx::query_as(
+                    "SELECT origin, submissions, iterations, power_samples FROM dataset_counters WHERE status = 'accepted'",
+                )
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db_err)?;
+                let (gpus, models): (i64, i64) = sqlx::query_as(
+                    "SELECT COUNT(DISTINCT gpu_id), COUNT(DISTINCT model) FROM leaderboard_groups WHERE visibility = 'accepted'",
                 )
                 .fetch_one(&self.pool)
                 .await
                 .map_err(db_err)?;
-                Ok(DatasetCounts {
-                    submissions: r.get::<i64, _>(0) as u64,
-                    demo_submissions: r.get::<i64, _>(1) as u64,
-                    gpus: r.get::<i64, _>(2) as u64,
-                    models: r.get::<i64, _>(3) as u64,
-                    iterations: r.get::<i64, _>(4) as u64,
-                    power_samples: r.get::<i64, _>(5) as u64,
-                })
+                let mut c = DatasetCounts {
+                    gpus: gpus as u64,
+                    models: models as u64,
+                    ..Default::default()
+                };
+                for (origin, subs, iterations, samples) in counters {
+                    c.submissions += subs as u64;
+                    if origin == "demo" {
+                        c.demo_submissions += subs as u64;
+                    }
+                    c.iterations += iterations as u64;
+                    c.power_samples += samples as u64;
+                }
+                Ok(c)
+            }
+
+            async fn submissions_to_derive(&self) -> Result<Vec<SubmissionRecord>, StoreError> {
+                let rows = sqlx::query(&format!(
+                    "{SUBMISSION_SELECT} WHERE s.protocol IS NULL ORDER BY s.received_at, s.id"
+                ))
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db_err)?;
+                rows.iter().map(submission_record).collect()
+            }
+
+            async fn rebuild_read_model(
+                &self,
+                derived: &std::collections::HashMap<Uuid, ($crate::domain::Protocol, String)>,
+            ) -> Result<$crate::store::RebuildReport, StoreError> {
+                let _w = self.write_lock().await;
+                let mut tx = self.pool.begin().await.map_err(db_err)?;
+                let mut report = $crate::store::RebuildReport::default();
+                let subs = sqlx::query(&format!("{SUBMISSION_SELECT} ORDER BY s.received_at, s.id"))
+                    .fetch_all(&mut *tx)
+                    .await
+                    .map_err(db_err)?
+                    .iter()
+                    .map(submission_record)
+                    .collect::<Result<Vec<_>, _>>()?;
+                // Content digests are unique: clear them all, then give each
+                // to the oldest submission holding it.
+                sqlx::query("UPDATE submissions SET content_sha256 = NULL, duplicate_of = NULL")
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+                let mut first_with: std::collections::HashMap<String, Uuid> = Default::default();
+                let mut groups: std::collections::BTreeMap<String, $crate::leaderboard::GroupInfo> = Default::default();
+                for sub in &subs {
+                    report.submissions += 1;
+                    let (protocol, content) = match derived.get(&sub.id) {
+                        Some((p, c)) => {
+                            report.derived += 1;
+                            (p.clone(), c.clone())
+                        }
+                        None => match (&sub.protocol, &sub.content_sha256) {
+                            (Some(p), Some(c)) => (p.clone(), c.clone()),
+                            _ => {
+                                return Err(StoreError::Other(anyhow::anyhow!(
+                                    "submission {} has no recorded protocol or content digest and none was derived from its bundle",
+                                    sub.id
+                                )))
+                            }
+                        },
+                    };
+                    let duplicate_of = first_with.get(&content).copied();
+                    if let Some(first) = duplicate_of {
+                        report.duplicates.push((sub.id, first));
+                    } else {
+                        first_with.insert(content.clone(), sub.id);
+                    }
+                    let id = sub.id.to_string();
+                    sqlx::query(
+                        "UPDATE submissions SET protocol = $1, content_sha256 = $2, duplicate_of = $3,
+                            iterations = (SELECT COUNT(*) FROM runs r WHERE r.submission_id = $4),
+                            power_samples = (SELECT CAST(COALESCE(SUM(power_samples), 0) AS BIGINT) FROM runs r WHERE r.submission_id = $4)
+                         WHERE id = $4",
+                    )
+                    .bind(serde_json::to_string(&protocol).map_err(json_err)?)
+                    .bind(duplicate_of.is_none().then_some(&content))
+                    .bind(duplicate_of.map(|d| d.to_string()))
+                    .bind(&id)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+                    let configs: Vec<(i64, String)> = sqlx::query_as(
+                        "SELECT id, metrics FROM configurations WHERE submission_id = $1 ORDER BY position",
+                    )
+                    .bind(&id)
+                    .fetch_all(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+                    for (cid, metrics) in configs {
+                        report.configurations += 1;
+                        let c: ConfigurationMetrics = serde_json::from_str(&metrics).map_err(json_err)?;
+                        let g = $crate::leaderboard::group_of(sub.gpu_id.as_deref(), &sub.gpu_name, sub.is_demo, &protocol, &c);
+                        let f = $crate::leaderboard::member_figures(&c);
+                        let key = g.key.canonical();
+                        sqlx::query(
+                            "UPDATE configurations SET group_key = $1, ept_lo = $2, ept_hi = $3, ept_conf = $4, epr_median = $5,
+                                ttft_median = $6, itl_median = $7 WHERE id = $8",
+                        )
+                        .bind(&key)
+                        .bind(f.ept_interval.lo)
+                        .bind(f.ept_interval.hi)
+                        .bind(f.ept_interval.confidence)
+                        .bind(f.epr_median)
+                        .bind(f.ttft_median)
+                        .bind(f.itl_median)
+                        .bind(cid)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(db_err)?;
+                        groups.entry(key).or_insert(g);
+                    }
+                }
+                for sql in [
+                    "DELETE FROM leaderboard_groups",
+                    "DELETE FROM group_keys",
+                    "DELETE FROM dataset_counters",
+                ] {
+                    sqlx::query(sql).execute(&mut *tx).await.map_err(db_err)?;
+                }
+                for (key, g) in &groups {
+                    ensure_group_key(&mut tx, g).await?;
+                    refresh_group(&mut tx, key).await?;
+                }
+                report.groups = groups.len() as u64;
+                sqlx::query(
+                    "INSERT INTO dataset_counters (origin, status, submissions, iterations, power_samples)
+                     SELECT CASE WHEN is_demo THEN 'demo' ELSE 'real' END, status, COUNT(*),
+                            CAST(SUM(iterations) AS BIGINT), CAST(SUM(power_samples) AS BIGINT)
+                     FROM submissions WHERE duplicate_of IS NULL GROUP BY 1, 2",
+                )
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+                tx.commit().await.map_err(db_err)?;
+                Ok(report)
             }
 
             async fn configurations(&self, id: Uuid) -> Result<Vec<ConfigurationMetrics>, StoreError> {

@@ -12,8 +12,9 @@ use sqlx::{Row, SqlitePool};
 use uuid::Uuid;
 
 use super::sql::{
-    db_err, json_err, opt_ts, sql_store, status_of, unique_violation, EventRow, RUN_COLUMNS,
-    SUBMISSION_SELECT,
+    db_err, group_query, json_err, opt_ts, sql_store, status_of, unique_violation, EventRow, Param,
+    COUNTER_ADD, GROUP_COLUMNS, GROUP_INSERT, GROUP_KEY_INSERT, KEY_SELECT, MEMBER_SELECT,
+    RUN_COLUMNS, SUBMISSION_SELECT,
 };
 use super::{
     parse_ts, ts, Actor, DatasetCounts, Decided, InsertOutcome, KeyRecord, ModerationEvent,
@@ -62,6 +63,8 @@ impl SqliteStore {
 
 impl SqliteStore {
     /// Run first in a transaction that reads a snapshot: SQLite's read transaction already sees one state of the database.
+    /// SQLite needs no row lock: one writer holds the database.
+    const LOCK_GROUP: Option<&'static str> = None;
     const READ_SNAPSHOT: Option<&'static str> = None;
 }
 

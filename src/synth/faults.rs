@@ -37,7 +37,7 @@ pub enum Fault {
     LoweredPowerLimit,
     /// identity.model_catalogue: the first model renamed to one not in the catalogue.
     UnknownModel,
-    /// method.sampling_params: temperature=0.7 in the batch results.
+    /// method.sampling_params: temperature=0.7 in every results file.
     NonGreedySampling,
     /// method.sampling_params: seed=None in the batch results.
     UnseededSampling,
@@ -280,9 +280,15 @@ pub fn apply(run: &mut RunFolder, gpu: &GpuSpec, fault: Fault) {
             s.replace(&default, &lowered)
         }),
         Fault::UnknownModel => rename_first_model(run, "example-org/Custom-LM-1B"),
-        Fault::NonGreedySampling => edit_text(run, &format!("/{}", harness::BATCH_RESULTS), |s| {
-            s.replace("temperature=0.0", "temperature=0.7")
-        }),
+        // Every results file: one bundle follows one protocol (a mix is
+        // refused before the checks run).
+        Fault::NonGreedySampling => {
+            for f in [harness::BATCH_RESULTS, harness::SERVER_RESULTS] {
+                edit_text(run, &format!("/{f}"), |s| {
+                    s.replace("temperature=0.0", "temperature=0.7")
+                });
+            }
+        }
         Fault::UnseededSampling => edit_text(run, &format!("/{}", harness::BATCH_RESULTS), |s| {
             s.replace("seed=123", "seed=None")
         }),

@@ -36,7 +36,18 @@ impl Default for SynthOptions {
 }
 
 impl SynthOptions {
-    /// Small and quick: for tests.
+    /// The reference protocol (1,000 prompts per batch iteration, 300 s
+    /// server tests at the paper's rates, max_tokens 256) with three
+    /// iterations: the tests' fixture for data that joins the default view.
+    pub fn reference_quick() -> Self {
+        SynthOptions {
+            iterations: 3,
+            ..Default::default()
+        }
+    }
+
+    /// Small and quick, and off the reference protocol (40 prompts, 20 s
+    /// server tests): its results form groups of their own.
     pub fn small() -> Self {
         SynthOptions {
             iterations: 3,

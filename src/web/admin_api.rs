@@ -12,8 +12,8 @@ use super::auth::Maintainer;
 use super::error::ApiError;
 use super::AppState;
 use crate::checks::CheckResult;
-use crate::moderation::{self, Decision, ModerationError};
-use crate::store::{Status, SubmissionRecord};
+use crate::service::moderation::{self, Decision, ModerationError};
+use crate::store::SubmissionRecord;
 
 impl From<ModerationError> for ApiError {
     fn from(e: ModerationError) -> Self {
@@ -48,13 +48,11 @@ pub struct QueueItem {
 
 /// The needs_review submissions, oldest first, with their warnings.
 pub async fn review_queue(s: &AppState) -> Result<Vec<QueueItem>, ApiError> {
-    let store = &s.ingestor.store;
-    let records: Vec<SubmissionRecord> = store
-        .submissions_with_status(Status::NeedsReview, 200)
-        .await?;
+    let records: Vec<SubmissionRecord> = s.service.review_queue(200).await?;
     let mut out = Vec::with_capacity(records.len());
     for r in records {
-        let warnings = store
+        let warnings = s
+            .service
             .check_results(r.id)
             .await?
             .into_iter()
@@ -92,10 +90,10 @@ pub async fn decide(
 ) -> Result<Response, ApiError> {
     let id = parse_id(&id)?;
     let by = moderation::actor(&m.name, &body.reason)?;
-    moderation::decide(s.ingestor.store.as_ref(), id, body.decision, &by).await?;
-    s.ingestor.data_changed();
+    s.service.decide(id, body.decision, &by).await?;
+
     let receipt = s
-        .ingestor
+        .service
         .receipt(id)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("no submission {id}")))?;
@@ -114,7 +112,7 @@ pub async fn suspend(
     Json(body): Json<ReasonBody>,
 ) -> Result<Response, ApiError> {
     let by = moderation::actor(&m.name, &body.reason)?;
-    moderation::suspend(s.ingestor.store.as_ref(), &handle, &by).await?;
+    s.service.suspend(&handle, &by).await?;
     Ok(
         Json(json!({ "submitter": handle, "suspended_at": crate::store::ts(&by.at) }))
             .into_response(),
@@ -137,9 +135,8 @@ pub async fn revoke(
 ) -> Result<Response, ApiError> {
     let by = moderation::actor(&m.name, &body.reason)?;
     let at = moderation::parse_time(body.effective_at.as_deref().unwrap_or(""))?;
-    let rejected =
-        moderation::revoke(s.ingestor.store.as_ref(), &body.fingerprint, at, &by).await?;
-    s.ingestor.data_changed();
+    let rejected = s.service.revoke(&body.fingerprint, at, &by).await?;
+
     Ok(Json(json!({
         "fingerprint": body.fingerprint.trim(),
         "revoked_from": crate::store::ts(&at.unwrap_or(by.at)),

@@ -15,7 +15,7 @@ use super::auth::{self, AdminSession};
 use super::error::ApiError;
 use super::pages::{render, PageError, VERSION};
 use super::AppState;
-use crate::moderation::{self, Decision, ModerationError};
+use crate::service::moderation::{self, Decision, ModerationError};
 
 impl From<ModerationError> for PageError {
     fn from(e: ModerationError) -> Self {
@@ -125,7 +125,7 @@ pub async fn login(State(s): State<AppState>, Form(f): Form<HashMap<String, Stri
             "That token is not a maintainer token of this service.",
         );
     }
-    let secure = s.ingestor.config.public_url.starts_with("https://");
+    let secure = s.service.config().public_url.starts_with("https://");
     (
         StatusCode::SEE_OTHER,
         [
@@ -209,8 +209,8 @@ pub async fn decide(
         ApiError::bad_request("bad_decision", "decision must be approve or reject")
     })?;
     let by = moderation::actor(&session.name, field(&f, "reason"))?;
-    moderation::decide(s.ingestor.store.as_ref(), id, decision, &by).await?;
-    s.ingestor.data_changed();
+    s.service.decide(id, decision, &by).await?;
+
     Ok(Redirect::to(&format!("/submissions/{id}")).into_response())
 }
 
@@ -222,7 +222,7 @@ pub async fn suspend(
     let session = form_session(&headers, &s, &f)?;
     let handle = field(&f, "handle").trim();
     let by = moderation::actor(&session.name, field(&f, "reason"))?;
-    moderation::suspend(s.ingestor.store.as_ref(), handle, &by).await?;
+    s.service.suspend(handle, &by).await?;
     Ok(back_to_admin("suspended"))
 }
 
@@ -235,7 +235,7 @@ pub async fn revoke(
     let fingerprint = field(&f, "fingerprint").trim();
     let by = moderation::actor(&session.name, field(&f, "reason"))?;
     let at = moderation::parse_time(field(&f, "effective_at"))?;
-    moderation::revoke(s.ingestor.store.as_ref(), fingerprint, at, &by).await?;
-    s.ingestor.data_changed();
+    s.service.revoke(fingerprint, at, &by).await?;
+
     Ok(back_to_admin("revoked"))
 }

@@ -6,18 +6,16 @@ use axum::extract::{Multipart, Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::Deserialize;
 use serde_json::json;
 
 use super::error::ApiError;
 use super::AppState;
-use crate::ingest::{Outcome, DEMO_HANDLE};
-use crate::signing;
-use crate::store::{NewSubmitter, StoreError};
+use crate::ingest::Outcome;
+use crate::service::register::Registration;
 
 pub async fn healthz(State(s): State<AppState>) -> Response {
-    match s.ingestor.store.ping().await {
-        Ok(()) => Json(json!({"status": "ok", "backend": s.ingestor.store.backend(), "public_url": s.ingestor.config.public_url})).into_response(),
+    match s.service.ping().await {
+        Ok(()) => Json(json!({"status": "ok", "backend": s.service.backend(), "public_url": s.service.config().public_url})).into_response(),
         Err(e) => ApiError::from(e).into_response(),
     }
 }
@@ -26,92 +24,13 @@ pub async fn not_found() -> ApiError {
     ApiError::not_found("no such page or endpoint")
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RegisterRequest {
-    pub handle: String,
-    #[serde(default)]
-    pub display_name: Option<String>,
-    /// OpenSSH public key line.
-    pub public_key: String,
-    /// sshsig, namespace `wattcounts-register`, over the registration message.
-    pub proof: String,
-}
-
-pub fn valid_handle(h: &str) -> bool {
-    (3..=39).contains(&h.len()) && h.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-}
-
-const RESERVED_HANDLES: &[&str] = &[DEMO_HANDLE, "admin", "wattcounts", "maintainers"];
-
 pub async fn register(
     State(s): State<AppState>,
-    body: Result<Json<RegisterRequest>, JsonRejection>,
+    body: Result<Json<Registration>, JsonRejection>,
 ) -> Result<Response, ApiError> {
     let Json(req) = body.map_err(|e| ApiError::bad_request("bad_json", e.body_text()))?;
-    if !valid_handle(&req.handle) {
-        return Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "bad_handle",
-            format!(
-                "handle '{}' must be 3 to 39 characters of ASCII letters, digits and '-'",
-                req.handle
-            ),
-        ));
-    }
-    if RESERVED_HANDLES.contains(&req.handle.to_ascii_lowercase().as_str()) {
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "handle_taken",
-            format!("handle '{}' is reserved", req.handle),
-        ));
-    }
-    let display_name = req
-        .display_name
-        .clone()
-        .unwrap_or_else(|| req.handle.clone());
-    if display_name.chars().count() > 100 || display_name.chars().any(char::is_control) {
-        return Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "bad_display_name",
-            "display name: at most 100 characters, no control characters",
-        ));
-    }
-    let key = signing::parse_public_key(&req.public_key)?;
-    let fingerprint = signing::fingerprint(&key);
-    let proof =
-        signing::parse_signature(req.proof.as_bytes(), signing::REGISTER_NAMESPACE, "proof")?;
-    let message = signing::registration_message(
-        &req.handle,
-        s.ingestor.config.public_url.trim_end_matches('/'),
-        &fingerprint,
-    );
-    signing::verify(
-        &key,
-        signing::REGISTER_NAMESPACE,
-        message.as_bytes(),
-        &proof,
-        "proof",
-    )?;
-    let new = NewSubmitter {
-        handle: req.handle.clone(),
-        display_name: display_name.clone(),
-        fingerprint: fingerprint.clone(),
-        algorithm: signing::algorithm_name(&key).to_string(),
-        public_key: key
-            .to_openssh()
-            .map_err(|_| ApiError::bad_request("bad_public_key", "cannot encode the key"))?,
-    };
-    match s.ingestor.store.create_submitter(&new).await {
-        Ok(_) => Ok((
-            StatusCode::CREATED,
-            Json(json!({"handle": req.handle, "display_name": display_name, "key_fingerprint": fingerprint})),
-        )
-            .into_response()),
-        Err(StoreError::Conflict("handle")) => Err(ApiError::new(StatusCode::CONFLICT, "handle_taken", format!("handle '{}' is already registered", req.handle))),
-        Err(StoreError::Conflict(_)) => Err(ApiError::new(StatusCode::CONFLICT, "key_taken", format!("key {fingerprint} is already registered"))),
-        Err(e) => Err(e.into()),
-    }
+    let done = s.service.register(&req).await?;
+    Ok((StatusCode::CREATED, Json(done)).into_response())
 }
 
 pub async fn submit(
@@ -121,7 +40,7 @@ pub async fn submit(
 ) -> Result<Response, ApiError> {
     let (bundle, signature) = read_upload(&s, &headers, multipart).await?;
     let (outcome, receipt) = s
-        .ingestor
+        .service
         .submit(bundle.to_vec(), signature.to_vec())
         .await?;
     let status = match outcome {
@@ -214,7 +133,7 @@ pub async fn submission(
     let id = uuid::Uuid::parse_str(&id).map_err(|_| {
         ApiError::bad_request("bad_id", format!("'{id}' is not a submission id (a UUID)"))
     })?;
-    match s.ingestor.receipt(id).await? {
+    match s.service.receipt(id).await? {
         Some(r) => Ok(Json(r).into_response()),
         None => Err(ApiError::not_found(format!("no submission {id}"))),
     }

@@ -200,7 +200,7 @@ pub async fn layer(State(s): State<AppState>, req: Request, next: Next) -> Respo
         .path_and_query()
         .map_or_else(|| req.uri().path().to_string(), |p| p.as_str().to_string());
     let request_headers = req.headers().clone();
-    let generation = s.ingestor.data_version();
+    let generation = s.service.data_version();
     if let Some(entry) = s.cache.get(&key, generation) {
         return answer(&entry, &request_headers, true);
     }
@@ -208,14 +208,14 @@ pub async fn layer(State(s): State<AppState>, req: Request, next: Next) -> Respo
     let _computing = if let Some(flight) = &flight {
         let guard = flight.lock().await;
         // Whoever held the lock before may have just stored it.
-        if let Some(entry) = s.cache.get(&key, s.ingestor.data_version()) {
+        if let Some(entry) = s.cache.get(&key, s.service.data_version()) {
             return answer(&entry, &request_headers, true);
         }
         Some(guard)
     } else {
         None
     };
-    let generation = s.ingestor.data_version();
+    let generation = s.service.data_version();
     let resp = next.run(req).await;
     if resp.status() != StatusCode::OK {
         return resp;
@@ -246,7 +246,7 @@ pub async fn layer(State(s): State<AppState>, req: Request, next: Next) -> Respo
         gzip,
     };
     if entry.body.len() <= MAX_CACHED {
-        s.cache.put(key, entry.clone(), s.ingestor.data_version());
+        s.cache.put(key, entry.clone(), s.service.data_version());
     }
     answer(&entry, &request_headers, false)
 }

@@ -29,7 +29,13 @@ pub const COLUMNS: &[&str] = &[
     "model",
     "scenario",
     "lambda_qps",
+    "origin",
+    "protocol_id",
+    "protocol",
     "energy_per_token_j",
+    "energy_per_token_lo_j",
+    "energy_per_token_hi_j",
+    "energy_per_token_interval_confidence",
     "energy_per_token_cv",
     "energy_per_request_j",
     "throughput_tok_s",
@@ -38,6 +44,7 @@ pub const COLUMNS: &[&str] = &[
     "itl_s",
     "iterations",
     "submissions",
+    "submitters",
     "needs_review",
     "demo",
     "evidence_submission_id",
@@ -54,7 +61,13 @@ pub fn to_csv(entries: &[Entry], first_rank: usize) -> Vec<u8> {
             text_cell(&e.model),
             e.scenario.as_str().to_string(),
             opt(e.lambda_qps),
+            e.origin.as_str().to_string(),
+            text_cell(&e.protocol_id),
+            text_cell(&e.protocol),
             num(e.energy_per_token_j),
+            num(e.energy_per_token_interval.lo),
+            num(e.energy_per_token_interval.hi),
+            num(e.energy_per_token_interval.confidence),
             num(e.energy_per_token_cv),
             opt(e.energy_per_request_j),
             num(e.throughput_tok_s),
@@ -63,6 +76,7 @@ pub fn to_csv(entries: &[Entry], first_rank: usize) -> Vec<u8> {
             opt(e.itl_s),
             e.iterations.to_string(),
             e.submissions.to_string(),
+            e.submitters.to_string(),
             e.needs_review.to_string(),
             e.demo.to_string(),
             e.evidence.to_string(),
@@ -77,7 +91,7 @@ pub async fn leaderboard_csv(
     Query(params): Query<HashMap<String, String>>,
 ) -> Result<Response, ApiError> {
     let q = parse_query(&params)?;
-    let (_, entries, _) = load(&s, &q).await?;
+    let entries = load(&s, &q).await?.entries;
     Ok((
         [
             (header::CONTENT_TYPE, "text/csv; charset=utf-8"),

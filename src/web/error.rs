@@ -98,6 +98,15 @@ impl From<StoreError> for ApiError {
     }
 }
 
+impl From<crate::service::register::RegisterError> for ApiError {
+    fn from(e: crate::service::register::RegisterError) -> Self {
+        match e {
+            crate::service::register::RegisterError::Rejected(r) => r.into(),
+            crate::service::register::RegisterError::Store(s) => s.into(),
+        }
+    }
+}
+
 impl From<IngestError> for ApiError {
     fn from(e: IngestError) -> Self {
         match e {

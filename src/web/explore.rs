@@ -20,18 +20,56 @@ use crate::catalog;
 use crate::compare::{self, Comparison, ModelScenario, ScenarioKey};
 use crate::leaderboard::{self, Entry};
 
-/// Every accepted configuration, grouped as on the leaderboard.
-async fn entries(s: &AppState) -> Result<Vec<Entry>, ApiError> {
-    let rows = s
-        .ingestor
-        .store
-        .configuration_rows(&[crate::store::Status::Accepted])
-        .await?;
-    let q = leaderboard::Query {
-        per_page: usize::MAX,
-        ..Default::default()
+/// Every accepted group of the view the reader picked (origin, protocol):
+/// a page compares within one view, never across.
+async fn entries(
+    s: &AppState,
+    params: &HashMap<String, String>,
+    narrow: impl FnOnce(&mut leaderboard::Query),
+) -> Result<(Vec<Entry>, View), ApiError> {
+    let mut q = view_query(params)?;
+    narrow(&mut q);
+    let board = s.service.all_groups(&q).await?;
+    let view = View {
+        note: super::pages::view_note(&board, &q),
+        demo: board.origin == crate::domain::Origin::Demo,
+        query: view_params(params),
     };
-    Ok(leaderboard::build(&rows, &q).0)
+    Ok((board.entries, view))
+}
+
+/// Which view a page shows, in words, and the parameters that chose it
+/// (kept on links that stay in the view).
+pub(crate) struct View {
+    pub note: String,
+    pub demo: bool,
+    pub query: String,
+}
+
+/// `origin` and `protocol`, parsed as the leaderboard parses them.
+fn view_query(params: &HashMap<String, String>) -> Result<leaderboard::Query, ApiError> {
+    let view: HashMap<String, String> = params
+        .iter()
+        .filter(|(k, _)| VIEW_PARAMS.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    super::pages::parse_query(&view)
+}
+
+const VIEW_PARAMS: [&str; 2] = ["origin", "protocol"];
+
+fn view_params(params: &HashMap<String, String>) -> String {
+    let mut pairs: Vec<String> = VIEW_PARAMS
+        .iter()
+        .filter_map(|k| {
+            params
+                .get(*k)
+                .filter(|v| !v.is_empty())
+                .map(|v| format!("{k}={v}"))
+        })
+        .collect();
+    pairs.sort();
+    pairs.join("&")
 }
 
 fn only_params(params: &HashMap<String, String>, allowed: &[&str]) -> Result<(), ApiError> {
@@ -113,25 +151,37 @@ fn summaries(entries: &[Entry]) -> Vec<GpuSummary> {
 #[template(path = "gpus.html")]
 struct GpusPage {
     gpus: Vec<GpuSummary>,
+    view: String,
+    view_query: String,
     demo: bool,
     version: &'static str,
 }
 
-pub async fn gpus_page(State(s): State<AppState>) -> Result<Response, PageError> {
-    let e = entries(&s).await?;
+pub async fn gpus_page(
+    State(s): State<AppState>,
+    Query(params): Query<HashMap<String, String>>,
+) -> Result<Response, PageError> {
+    only_params(&params, &VIEW_PARAMS)?;
+    let (e, view) = entries(&s, &params, |_| {}).await?;
     Ok(render(
         StatusCode::OK,
         &GpusPage {
-            demo: e.iter().any(|x| x.demo),
+            demo: view.demo,
+            view: view.note,
+            view_query: view.query,
             gpus: summaries(&e),
             version: VERSION,
         },
     ))
 }
 
-pub async fn gpus_json(State(s): State<AppState>) -> Result<Response, ApiError> {
-    let e = entries(&s).await?;
-    Ok(Json(json!({ "gpus": summaries(&e) })).into_response())
+pub async fn gpus_json(
+    State(s): State<AppState>,
+    Query(params): Query<HashMap<String, String>>,
+) -> Result<Response, ApiError> {
+    only_params(&params, &VIEW_PARAMS)?;
+    let (e, view) = entries(&s, &params, |_| {}).await?;
+    Ok(Json(json!({ "view": view.note, "gpus": summaries(&e) })).into_response())
 }
 
 struct GpuRow {
@@ -153,6 +203,8 @@ struct GpuPage {
     rows: Vec<GpuRow>,
     submissions: Vec<GpuSubmission>,
     json_link: String,
+    view: String,
+    view_query: String,
     demo: bool,
     version: &'static str,
 }
@@ -170,6 +222,7 @@ struct GpuSubmission {
 const GPU_SUBMISSIONS_LISTED: u32 = 500;
 
 struct GpuView {
+    view: View,
     gpu: GpuSummary,
     present: Vec<ScenarioKey>,
     scenario: Option<ScenarioKey>,
@@ -182,27 +235,24 @@ async fn gpu_data(
     id: &str,
     params: &HashMap<String, String>,
 ) -> Result<GpuView, ApiError> {
-    only_params(params, &["scenario"])?;
-    let all = entries(s).await?;
-    let gpu = summaries(&all)
+    only_params(params, &["scenario", "origin", "protocol"])?;
+    let (mine, view) = entries(s, params, |q| q.gpu = Some(id.to_string())).await?;
+    let gpu = summaries(&mine)
         .into_iter()
         .find(|g| g.id == id)
         .ok_or_else(|| ApiError::not_found(format!("no GPU '{id}' in the catalogue; see /gpus")))?;
-    let mine: Vec<Entry> = all.into_iter().filter(|e| e.gpu_id == id).collect();
     let present = compare::scenarios(&mine);
     let scenario = pick_scenario(params, &present)?;
     let mut rows: Vec<Entry> = mine
         .into_iter()
-        .filter(|e| scenario.is_some_and(|k| ScenarioKey::of(e) == k))
+        .filter(|e| scenario.is_some_and(|k| compare::key_of(e) == k))
         .collect();
     rows.sort_by(|a, b| a.energy_per_token_j.total_cmp(&b.energy_per_token_j));
     let submissions = s
-        .ingestor
-        .store
-        .latest_submissions(GPU_SUBMISSIONS_LISTED)
+        .service
+        .submissions_on_gpu(id, GPU_SUBMISSIONS_LISTED)
         .await?
         .into_iter()
-        .filter(|r| r.gpu_id.as_deref() == Some(id))
         .map(|r| GpuSubmission {
             submission_id: r.id.to_string(),
             submitter: r.handle,
@@ -211,6 +261,7 @@ async fn gpu_data(
         })
         .collect();
     Ok(GpuView {
+        view,
         gpu,
         present,
         scenario,
@@ -225,6 +276,7 @@ pub async fn gpu_page(
     Query(params): Query<HashMap<String, String>>,
 ) -> Result<Response, PageError> {
     let GpuView {
+        view,
         gpu,
         present,
         scenario,
@@ -274,7 +326,9 @@ pub async fn gpu_page(
             gpu.id,
             scenario.map(|k| k.param()).unwrap_or_default()
         ),
-        demo: rows.iter().any(|e| e.demo),
+        demo: view.demo,
+        view: view.note,
+        view_query: view.query,
         gpu,
         submissions,
         version: VERSION,
@@ -302,9 +356,9 @@ pub async fn gpu_json(
 async fn comparison(
     s: &AppState,
     params: &HashMap<String, String>,
-) -> Result<(Comparison, Vec<compare::Headline>, Vec<ScenarioKey>, bool), ApiError> {
-    only_params(params, &["gpus", "scenario"])?;
-    let all = entries(s).await?;
+) -> Result<(Comparison, Vec<compare::Headline>, Vec<ScenarioKey>, View), ApiError> {
+    only_params(params, &["gpus", "scenario", "origin", "protocol"])?;
+    let (all, view) = entries(s, params, |_| {}).await?;
     let known: Vec<String> = {
         let mut k: Vec<String> = all.iter().map(|e| e.gpu_id.clone()).collect();
         k.sort();
@@ -334,12 +388,11 @@ async fn comparison(
         .iter()
         .map(|k| compare::compare(&all, &gpus, *k).headline)
         .collect();
-    let demo = all.iter().any(|e| e.demo);
     Ok((
         compare::compare(&all, &gpus, scenario),
         headlines,
         present,
-        demo,
+        view,
     ))
 }
 
@@ -366,6 +419,8 @@ struct ComparePage {
     rows: Vec<CompareRow>,
     headlines: Vec<HeadlineRow>,
     json_link: String,
+    view: String,
+    view_query: String,
     demo: bool,
     version: &'static str,
 }
@@ -378,7 +433,7 @@ pub async fn compare_page(
     State(s): State<AppState>,
     Query(params): Query<HashMap<String, String>>,
 ) -> Result<Response, PageError> {
-    let (c, headlines, present, demo) = comparison(&s, &params).await?;
+    let (c, headlines, present, view) = comparison(&s, &params).await?;
     let selected: Vec<&String> = c.gpus.iter().map(|g| &g.0).collect();
     let all_gpus = catalog::gpus()
         .iter()
@@ -428,12 +483,15 @@ pub async fn compare_page(
             })
             .collect(),
         json_link: format!(
-            "/api/v1/compare?gpus={}&scenario={}",
+            "/api/v1/compare?gpus={}&scenario={}&{}",
             gpu_param.join(","),
-            c.scenario.param()
+            c.scenario.param(),
+            view.query
         ),
         gpus: c.gpus,
-        demo,
+        demo: view.demo,
+        view: view.note,
+        view_query: view.query,
         version: VERSION,
     };
     Ok(render(StatusCode::OK, &page))
@@ -443,19 +501,24 @@ pub async fn compare_json(
     State(s): State<AppState>,
     Query(params): Query<HashMap<String, String>>,
 ) -> Result<Response, ApiError> {
-    let (c, headlines, _, _) = comparison(&s, &params).await?;
-    Ok(Json(json!({ "comparison": c, "headlines": headlines })).into_response())
+    let (c, headlines, _, view) = comparison(&s, &params).await?;
+    Ok(Json(json!({ "view": view.note, "comparison": c, "headlines": headlines })).into_response())
 }
 
-async fn model_data(s: &AppState, id: &str) -> Result<(Vec<ModelScenario>, bool), ApiError> {
-    let all = entries(s).await?;
-    if !all.iter().any(|e| e.model == id) {
+async fn model_data(
+    s: &AppState,
+    id: &str,
+    params: &HashMap<String, String>,
+) -> Result<(Vec<ModelScenario>, View), ApiError> {
+    only_params(params, &VIEW_PARAMS)?;
+    let (all, view) = entries(s, params, |q| q.model = Some(id.to_string())).await?;
+    if all.is_empty() {
         return Err(ApiError::not_found(format!(
-            "no accepted data for model '{id}'; see /leaderboard for the models measured"
+            "no accepted data for model '{id}' in this view ({}); see /leaderboard for the models measured",
+            view.note
         )));
     }
-    let demo = all.iter().any(|e| e.model == id && e.demo);
-    Ok((compare::model_summary(&all, id), demo))
+    Ok((compare::model_summary(&all, id), view))
 }
 
 struct ModelSection {
@@ -472,6 +535,7 @@ struct ModelPage {
     params: String,
     sections: Vec<ModelSection>,
     json_link: String,
+    view: String,
     demo: bool,
     version: &'static str,
 }
@@ -479,8 +543,9 @@ struct ModelPage {
 pub async fn model_page(
     State(s): State<AppState>,
     Path(id): Path<String>,
+    Query(params): Query<HashMap<String, String>>,
 ) -> Result<Response, PageError> {
-    let (summary, demo) = model_data(&s, &id).await?;
+    let (summary, view) = model_data(&s, &id, &params).await?;
     let sections = summary
         .iter()
         .map(|m| {
@@ -551,17 +616,18 @@ pub async fn model_page(
             }
         })
         .collect();
-    let params = catalog::model_by_id(&id).map_or("parameters unknown".into(), |m| {
+    let facts = catalog::model_by_id(&id).map_or("parameters unknown".into(), |m| {
         format!("{} B parameters, {} layers", m.params_b, m.layers)
     });
     Ok(render(
         StatusCode::OK,
         &ModelPage {
-            json_link: format!("/api/v1/models/{id}"),
+            json_link: format!("/api/v1/models/{id}?{}", view.query),
             model: id,
-            params,
+            params: facts,
             sections,
-            demo,
+            demo: view.demo,
+            view: view.note,
             version: VERSION,
         },
     ))
@@ -570,7 +636,8 @@ pub async fn model_page(
 pub async fn model_json(
     State(s): State<AppState>,
     Path(id): Path<String>,
+    Query(params): Query<HashMap<String, String>>,
 ) -> Result<Response, ApiError> {
-    let (summary, _) = model_data(&s, &id).await?;
-    Ok(Json(json!({ "model": id, "scenarios": summary })).into_response())
+    let (summary, view) = model_data(&s, &id, &params).await?;
+    Ok(Json(json!({ "model": id, "view": view.note, "scenarios": summary })).into_response())
 }

@@ -24,11 +24,17 @@ use tower_http::compression::predicate::{DefaultPredicate, NotForContentType, Pr
 use tower_http::compression::CompressionLayer;
 use tower_http::trace::TraceLayer;
 
-use crate::ingest::Ingestor;
+use anyhow::Context;
+
+use crate::config::ServeConfig;
+use crate::ingest::IngestConfig;
+use crate::service::Service;
+use crate::store::blobs::BlobStore;
+use crate::store::Store;
 
 #[derive(Clone)]
 pub struct AppState {
-    pub ingestor: Arc<Ingestor>,
+    pub service: Arc<Service>,
     /// Largest accepted request body for a submission, bytes.
     pub max_body_bytes: u64,
     /// Maintainer tokens (hashes only).
@@ -36,6 +42,46 @@ pub struct AppState {
     pub cache: Arc<cache::ResponseCache>,
     /// Published dataset snapshots (`<data-dir>/snapshots`).
     pub snapshots: Arc<snapshots::Shelf>,
+}
+
+impl AppState {
+    /// What `serve` runs: the store named by the configuration (created and
+    /// migrated), the blobs and snapshots in its data dir.
+    pub async fn build(cfg: &ServeConfig, public_url: String) -> anyhow::Result<AppState> {
+        std::fs::create_dir_all(&cfg.data_dir)
+            .with_context(|| format!("creating {}", cfg.data_dir.display()))?;
+        let url = cfg.database_url();
+        let store = crate::store::open(&url)
+            .await
+            .with_context(|| format!("opening {url}"))?;
+        Self::with_store(store, cfg, public_url)
+    }
+
+    /// The same over a store opened elsewhere (tests give each case its own
+    /// PostgreSQL schema).
+    pub fn with_store(
+        store: Arc<dyn Store>,
+        cfg: &ServeConfig,
+        public_url: String,
+    ) -> anyhow::Result<AppState> {
+        let blobs = BlobStore::new(cfg.data_dir.join("blobs"))?;
+        let service = Service::new(
+            store,
+            blobs,
+            IngestConfig {
+                public_url,
+                unpack: cfg.unpack_limits(),
+                thresholds: cfg.check_thresholds()?,
+            },
+        );
+        Ok(AppState {
+            service: Arc::new(service),
+            max_body_bytes: cfg.max_body_bytes,
+            maintainers: Arc::new(cfg.maintainers()?),
+            cache: Arc::new(cache::ResponseCache::new(!cfg.no_response_cache)),
+            snapshots: Arc::new(snapshots::Shelf::new(cfg.data_dir.join("snapshots"))?),
+        })
+    }
 }
 
 pub fn app(state: AppState) -> Router {

@@ -1,7 +1,7 @@
 //! Server-rendered HTML pages and the leaderboard's JSON twin. Every page is
 //! rendered in one place (`render`), which sets the status and headers.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 
 use askama::Template;
 use axum::extract::{Query, State};
@@ -13,8 +13,10 @@ use serde_json::json;
 use super::error::ApiError;
 use super::AppState;
 use crate::bundle::harness::Scenario;
-use crate::leaderboard::{self, Entry, SortKey};
-use crate::store::{DatasetCounts, Status};
+use crate::domain::Origin;
+use crate::leaderboard::{self, SortKey};
+use crate::service::Board;
+use crate::store::DatasetCounts;
 
 pub(crate) const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -121,9 +123,9 @@ struct IndexPage {
 /// The front page's JSON twin: dataset counts and the latest accepted
 /// submissions.
 pub async fn stats_json(State(s): State<AppState>) -> Result<Response, ApiError> {
-    let store = &s.ingestor.store;
-    let counts = store.dataset_counts().await?;
-    let latest: Vec<serde_json::Value> = store
+    let counts = s.service.dataset_counts().await?;
+    let latest: Vec<serde_json::Value> = s
+        .service
         .latest_submissions(10)
         .await?
         .into_iter()
@@ -142,9 +144,9 @@ pub async fn stats_json(State(s): State<AppState>) -> Result<Response, ApiError>
 }
 
 pub async fn index(State(s): State<AppState>) -> Result<Response, PageError> {
-    let store = &s.ingestor.store;
-    let counts = store.dataset_counts().await?;
-    let latest = store
+    let counts = s.service.dataset_counts().await?;
+    let latest = s
+        .service
         .latest_submissions(10)
         .await?
         .into_iter()
@@ -219,7 +221,25 @@ pub fn parse_query(params: &HashMap<String, String>) -> Result<leaderboard::Quer
                 })?
             }
             "include_review" => q.include_review = parse_bool(k, v)?,
-            "include_demo" => q.include_demo = parse_bool(k, v)?,
+            "origin" => {
+                q.origin =
+                    Some(crate::domain::Origin::parse(v).ok_or_else(|| bad(k, v, "real or demo"))?)
+            }
+            // Older links: include_demo=false meant "real data only".
+            "include_demo" => {
+                if !parse_bool(k, v)? {
+                    q.origin = Some(crate::domain::Origin::Real)
+                }
+            }
+            "protocol" => {
+                q.protocol = match v.as_str() {
+                    "reference" => leaderboard::ProtocolFilter::Reference,
+                    id if id.len() == 12 && id.bytes().all(|b| b.is_ascii_hexdigit()) => {
+                        leaderboard::ProtocolFilter::Id(id.to_ascii_lowercase())
+                    }
+                    _ => return Err(bad(k, v, "reference or a 12-digit protocol id")),
+                }
+            }
             "page" => {
                 q.page = v
                     .parse()
@@ -260,18 +280,33 @@ fn bad(k: &str, v: &str, want: &str) -> ApiError {
     )
 }
 
-pub(crate) async fn load(
-    s: &AppState,
-    q: &leaderboard::Query,
-) -> Result<(Vec<leaderboard::SourceRow>, Vec<Entry>, usize), ApiError> {
-    let statuses: &[Status] = if q.include_review {
-        &[Status::Accepted, Status::NeedsReview]
-    } else {
-        &[Status::Accepted]
+pub(crate) async fn load(s: &AppState, q: &leaderboard::Query) -> Result<Board, ApiError> {
+    Ok(s.service.leaderboard(q).await?)
+}
+
+/// What a view is, in words: which origin and protocol the rows come from.
+pub(crate) fn view_note(board: &Board, q: &leaderboard::Query) -> String {
+    let origin = match board.origin {
+        Origin::Real => "real submissions",
+        Origin::Demo => "the synthetic demo",
     };
-    let rows = s.ingestor.store.configuration_rows(statuses).await?;
-    let (page, total) = leaderboard::build(&rows, q);
-    Ok((rows, page, total))
+    let protocol = match &q.protocol {
+        leaderboard::ProtocolFilter::Reference => "the reference protocol".to_string(),
+        leaderboard::ProtocolFilter::Id(id) => board
+            .views
+            .iter()
+            .find(|v| &v.protocol_id == id)
+            .map_or(format!("protocol {id}"), |v| {
+                format!("protocol {id} ({})", v.protocol_label)
+            }),
+        leaderboard::ProtocolFilter::Any => "every protocol".to_string(),
+    };
+    let chosen = if q.origin.is_none() && board.origin == Origin::Demo {
+        " (no real submission has measured the reference protocol yet)"
+    } else {
+        ""
+    };
+    format!("Showing {origin}{chosen}, {protocol}.")
 }
 
 pub async fn leaderboard_json(
@@ -279,8 +314,22 @@ pub async fn leaderboard_json(
     Query(params): Query<HashMap<String, String>>,
 ) -> Result<Response, ApiError> {
     let q = parse_query(&params)?;
-    let (_, entries, total) = load(&s, &q).await?;
-    Ok(Json(json!({"total": total, "page": q.page, "per_page": q.per_page, "sort": q.sort.name(), "entries": entries})).into_response())
+    let board = load(&s, &q).await?;
+    Ok(Json(json!({
+        "total": board.total,
+        "page": q.page,
+        "per_page": q.per_page,
+        "sort": q.sort.name(),
+        "origin": board.origin,
+        "protocol": match &q.protocol {
+            leaderboard::ProtocolFilter::Id(id) => id.as_str(),
+            _ => "reference",
+        },
+        "view": view_note(&board, &q),
+        "views": board.views,
+        "entries": board.entries,
+    }))
+    .into_response())
 }
 
 struct Opt {
@@ -301,8 +350,11 @@ struct Row {
     power: String,
     ttft: String,
     itl: String,
-    iterations: u32,
-    submissions: u32,
+    iterations: u64,
+    submissions: u64,
+    submitters: u64,
+    protocol: String,
+    interval: String,
     evidence: String,
     demo: bool,
     review: bool,
@@ -311,6 +363,9 @@ struct Row {
 #[derive(Template)]
 #[template(path = "leaderboard.html")]
 struct LeaderboardPage {
+    view: String,
+    origins: Vec<Opt>,
+    protocols: Vec<Opt>,
     scenarios: Vec<Opt>,
     models: Vec<Opt>,
     gpus: Vec<Opt>,
@@ -371,17 +426,16 @@ pub async fn leaderboard_page(
     Query(params): Query<HashMap<String, String>>,
 ) -> Result<Response, PageError> {
     let q = parse_query(&params)?;
-    let (all, entries, total) = load(&s, &q).await?;
-    let mut models = BTreeSet::new();
-    let mut gpus = BTreeSet::new();
-    let mut scen = BTreeSet::new();
-    for r in &all {
-        models.insert(r.config.model.clone());
-        gpus.insert((r.gpu_key(), r.gpu_name.clone()));
-        if let Some(l) = r.config.lambda_qps {
-            scen.insert(format!("server@{l}"));
-        }
-    }
+    let board = load(&s, &q).await?;
+    let facets = s
+        .service
+        .facets(&leaderboard::Query {
+            origin: Some(board.origin),
+            ..q.clone()
+        })
+        .await?;
+    let entries = &board.entries;
+    let total = board.total as usize;
     let selected_scenario = params.get("scenario").cloned().unwrap_or_default();
     let mut scenarios = vec![
         Opt {
@@ -395,11 +449,60 @@ pub async fn leaderboard_page(
             selected: selected_scenario == "server",
         },
     ];
-    scenarios.extend(scen.into_iter().map(|v| Opt {
-        label: v.replace('@', " @ ") + " req/s",
-        selected: selected_scenario == v,
-        value: v,
+    scenarios.extend(facets.rates.iter().map(|l| {
+        let v = format!("server@{l}");
+        Opt {
+            label: format!("server @ {l} req/s"),
+            selected: selected_scenario == v,
+            value: v,
+        }
     }));
+    let models = facets.models.clone();
+    let gpus = facets.gpus.clone();
+    let origins = [Origin::Real, Origin::Demo]
+        .iter()
+        .map(|o| Opt {
+            value: o.as_str().into(),
+            label: format!(
+                "{} ({} groups)",
+                match o {
+                    Origin::Real => "real submissions",
+                    Origin::Demo => "synthetic demo",
+                },
+                board
+                    .views
+                    .iter()
+                    .filter(|v| v.origin == *o && v.reference)
+                    .map(|v| v.groups)
+                    .sum::<u64>()
+            ),
+            selected: board.origin == *o,
+        })
+        .collect();
+    let mut protocols = vec![Opt {
+        value: "reference".into(),
+        label: "reference (1,000 prompts, 300 s, max_tokens 256, context 1024)".into(),
+        selected: q.protocol == leaderboard::ProtocolFilter::Reference,
+    }];
+    for v in board
+        .views
+        .iter()
+        .filter(|v| !v.reference && v.origin == board.origin)
+    {
+        if protocols.iter().any(|o| o.value == v.protocol_id) {
+            continue;
+        }
+        protocols.push(Opt {
+            value: v.protocol_id.clone(),
+            label: format!(
+                "{} · {}: {}",
+                v.protocol_id,
+                v.scenario.scenario.as_str(),
+                v.protocol_label
+            ),
+            selected: q.protocol == leaderboard::ProtocolFilter::Id(v.protocol_id.clone()),
+        });
+    }
     let pages = total.div_ceil(q.per_page).max(1);
     let rows = entries
         .iter()
@@ -409,7 +512,14 @@ pub async fn leaderboard_page(
             gpu: e.gpu_name.clone(),
             model: e.model.clone(),
             scenario: scenario_label(e.scenario, e.lambda_qps),
+            protocol: e.protocol.clone(),
             ept: format!("{:.4}", e.energy_per_token_j),
+            interval: format!(
+                "{:.4}–{:.4} ({:.1} %)",
+                e.energy_per_token_interval.lo,
+                e.energy_per_token_interval.hi,
+                e.energy_per_token_interval.confidence * 100.0
+            ),
             cv: format!("{:.1} %", e.energy_per_token_cv * 100.0),
             epr: fmt_opt(e.energy_per_request_j, 1, 1.0),
             throughput: format!("{:.0}", e.throughput_tok_s),
@@ -418,13 +528,17 @@ pub async fn leaderboard_page(
             itl: fmt_opt(e.itl_s, 2, 1000.0),
             iterations: e.iterations,
             submissions: e.submissions,
+            submitters: e.submitters,
             evidence: e.evidence.to_string(),
             demo: e.demo,
             review: e.needs_review,
         })
         .collect::<Vec<_>>();
     let page = LeaderboardPage {
-        demo: entries.iter().any(|e| e.demo),
+        demo: board.origin == Origin::Demo,
+        view: view_note(&board, &q),
+        origins,
+        protocols,
         scenarios,
         models: models
             .into_iter()

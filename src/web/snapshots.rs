@@ -220,7 +220,7 @@ pub async fn snapshot_page(
             demo: view.coverage.demo_submissions > 0,
             s: view,
             card,
-            public_url: s.ingestor.config.public_url.clone(),
+            public_url: s.service.config().public_url.clone(),
             version: VERSION,
         },
     ))
@@ -329,20 +329,18 @@ async fn create_as(s: &AppState, who: &str, traces: bool) -> Result<Published, A
     let options = snapshot::Options {
         traces,
         created_by: who.to_string(),
-        public_url: Some(s.ingestor.config.public_url.clone()),
+        public_url: Some(s.service.config().public_url.clone()),
     };
-    let created = snapshot::create(
-        s.ingestor.store.as_ref(),
-        &s.ingestor.blobs,
-        &s.snapshots.library,
-        &options,
-        |line| tracing::info!("snapshot: {line}"),
-    )
-    .await
-    .map_err(|e| match e.downcast::<crate::store::StoreError>() {
-        Ok(store) => ApiError::from(store),
-        Err(other) => io_error(format!("{other:#}")),
-    })?;
+    let created = s
+        .service
+        .create_snapshot(&s.snapshots.library, &options, |line| {
+            tracing::info!("snapshot: {line}")
+        })
+        .await
+        .map_err(|e| match e.downcast::<crate::store::StoreError>() {
+            Ok(store) => ApiError::from(store),
+            Err(other) => io_error(format!("{other:#}")),
+        })?;
     tracing::info!(
         snapshot = %created.published.manifest.snapshot_id,
         by = who,

@@ -174,18 +174,32 @@ pub async fn submission_page(
 ) -> Result<Response, PageError> {
     let id = parse_id(&id)?;
     let r = s
-        .ingestor
+        .service
         .receipt(id)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("no submission {id}")))?;
     let count = |o: crate::checks::Outcome| r.checks.iter().filter(|c| c.outcome == o).count();
     let manifest = s
-        .ingestor
-        .store
+        .service
         .submission_documents(id)
         .await?
         .and_then(|(m, _)| serde_json::from_str::<crate::bundle::manifest::Manifest>(&m).ok());
-    let facts = manifest.as_ref().map(manifest_facts).unwrap_or_default();
+    let mut facts = manifest.as_ref().map(manifest_facts).unwrap_or_default();
+    if let Some(p) = &r.protocol {
+        facts.push((
+            "Protocol",
+            format!(
+                "batch: {} ({}); server: {} ({}) — groups only compare runs of one protocol",
+                p.batch_label, p.batch_id, p.server_label, p.server_id
+            ),
+        ));
+    }
+    if let Some(c) = &r.content_sha256 {
+        facts.push((
+            "Run content",
+            format!("sha256:{c} (the same run sent again is refused)"),
+        ));
+    }
     use crate::checks::{Outcome, Status};
     let page = SubmissionPage {
         id: id.to_string(),
@@ -244,12 +258,11 @@ pub async fn bundle_download(
 ) -> Result<Response, ApiError> {
     let id = parse_id(&id)?;
     let rec = s
-        .ingestor
-        .store
+        .service
         .submission(id)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("no submission {id}")))?;
-    let blobs = s.ingestor.blobs.clone();
+    let blobs = s.service.blobs().clone();
     let path = rec.blob_path.clone();
     let bytes = tokio::task::spawn_blocking(move || blobs.read(&path))
         .await
@@ -279,8 +292,7 @@ pub async fn signature_download(
 ) -> Result<Response, ApiError> {
     let id = parse_id(&id)?;
     let (_, sig) = s
-        .ingestor
-        .store
+        .service
         .submission_documents(id)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("no submission {id}")))?;

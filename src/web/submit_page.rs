@@ -25,7 +25,7 @@ pub async fn submit_page(State(s): State<AppState>) -> Response {
     render(
         StatusCode::OK,
         &SubmitPage {
-            public_url: s.ingestor.config.public_url.clone(),
+            public_url: s.service.config().public_url.clone(),
             max_mb: s.max_body_bytes >> 20,
             demo: false,
             version: VERSION,
@@ -42,7 +42,7 @@ pub async fn submit_form(
 ) -> Result<Response, PageError> {
     let (bundle, signature) = read_upload(&s, &headers, multipart).await?;
     let (_, receipt) = s
-        .ingestor
+        .service
         .submit(bundle.to_vec(), signature.to_vec())
         .await
         .map_err(super::error::ApiError::from)?;
@@ -79,7 +79,7 @@ pub async fn checks_json(State(s): State<AppState>) -> Response {
         .collect();
     axum::Json(serde_json::json!({
         "checks": rules,
-        "thresholds": s.ingestor.config.thresholds,
+        "thresholds": s.service.config().thresholds,
     }))
     .into_response()
 }
@@ -99,7 +99,8 @@ pub async fn checks_page(State(s): State<AppState>) -> Response {
                     rule: r.rule,
                 })
                 .collect(),
-            thresholds: serde_yaml_ng::to_string(&s.ingestor.config.thresholds).unwrap_or_default(),
+            thresholds: serde_yaml_ng::to_string(&s.service.config().thresholds)
+                .unwrap_or_default(),
             demo: false,
             version: VERSION,
         },

@@ -1,11 +1,9 @@
 //! GPU, comparison, model, submit and checks pages with their JSON twins
 //! (issue #5), checked structurally on two small real-format runs.
 
-mod common;
-
+use crate::common::*;
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
-use common::*;
 use http_body_util::BodyExt;
 use scraper::{Html, Selector};
 use serde_json::Value;
@@ -80,10 +78,10 @@ async fn gpu_pages_list_and_chart() {
 #[tokio::test]
 async fn compare_marks_the_winner_and_the_saving() {
     let app = app_with_two_gpus().await;
-    let (status, doc) = html_page(&app, "/compare?gpus=l4,h100-pcie&scenario=server@2").await;
+    let (status, doc) = html_page(&app, "/compare?gpus=l4,h100-pcie&scenario=server@0.33").await;
     assert_eq!(status, StatusCode::OK);
     let (_, json) = app
-        .get("/api/v1/compare?gpus=l4,h100-pcie&scenario=server@2")
+        .get("/api/v1/compare?gpus=l4,h100-pcie&scenario=server@0.33")
         .await;
     let rows = json["comparison"]["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 2);
@@ -113,7 +111,7 @@ async fn compare_marks_the_winner_and_the_saving() {
     let headline_scenarios = texts(&doc, "table.headlines tbody td:first-child");
     assert_eq!(
         headline_scenarios,
-        vec!["batch", "server at 0.5 req/s", "server at 2 req/s"]
+        vec!["batch", "server at 0.017 req/s", "server at 0.33 req/s"]
     );
 
     assert_eq!(

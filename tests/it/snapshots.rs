@@ -1,8 +1,6 @@
 //! Dataset snapshots (issue #6): what they publish, how they are served,
 //! verified and read back, and that a crash leaves nothing partial.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -14,7 +12,7 @@ use sha2::Digest;
 use ssh_key::PrivateKey;
 use tower::ServiceExt;
 
-use common::*;
+use crate::common::*;
 use wattcounts::snapshot::verify::{self, Location};
 use wattcounts::snapshot::Library;
 use wattcounts::synth::Fault;
@@ -174,7 +172,20 @@ async fn snapshot_holds_exactly_the_accepted_data() {
     assert_eq!(rows(&view, "runs.parquet"), iterations);
     assert_eq!(rows(&view, "runs.csv"), iterations);
     assert_eq!(rows(&view, "submissions.csv"), 3);
-    assert_eq!(rows(&view, "power_traces.parquet"), samples);
+    // One trace file per GPU.
+    let trace_files: Vec<String> = view["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap().to_string())
+        .filter(|p| p.starts_with("power_traces-"))
+        .collect();
+    assert_eq!(
+        trace_files,
+        ["power_traces-h100-pcie.parquet", "power_traces-l4.parquet"]
+    );
+    let trace_rows: u64 = trace_files.iter().map(|f| rows(&view, f)).sum();
+    assert_eq!(trace_rows, samples);
     let board = leaderboard(&app).await;
     assert_eq!(rows(&view, "configurations.parquet"), board.len() as u64);
     assert_eq!(rows(&view, "configurations.csv"), board.len() as u64);
@@ -185,8 +196,10 @@ async fn snapshot_holds_exactly_the_accepted_data() {
     let ids: BTreeSet<String> = text_column(&runs, "submission_id").into_iter().collect();
     let want: BTreeSet<String> = stored.accepted.iter().cloned().collect();
     assert_eq!(ids, want);
-    let traces = read_parquet(&dir.join("power_traces.parquet"));
-    let trace_ids: BTreeSet<String> = text_column(&traces, "submission_id").into_iter().collect();
+    let trace_ids: BTreeSet<String> = trace_files
+        .iter()
+        .flat_map(|f| text_column(&read_parquet(&dir.join(f)), "submission_id"))
+        .collect();
     assert_eq!(trace_ids, want);
     for f in [
         "runs.csv",
@@ -216,9 +229,11 @@ async fn snapshot_holds_exactly_the_accepted_data() {
         "unguarded cell"
     );
     // Numbers stay numbers: no quotes, no apostrophes in numeric cells.
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let at = header.iter().position(|h| *h == "duration_s").unwrap();
     let line = csv.lines().nth(1).unwrap();
     let cells: Vec<&str> = line.split(',').collect();
-    let duration: f64 = cells[10].parse().expect("duration_s is a plain number");
+    let duration: f64 = cells[at].parse().expect("duration_s is a plain number");
     assert_eq!(
         duration,
         runs.column("duration_s")
@@ -291,7 +306,7 @@ async fn creating_needs_a_maintainer_and_a_clear_request() {
         .as_array()
         .unwrap()
         .iter()
-        .all(|f| f["path"] != "power_traces.parquet"));
+        .all(|f| !f["path"].as_str().unwrap().starts_with("power_traces")));
 }
 
 #[tokio::test]
@@ -424,7 +439,9 @@ async fn downloads_carry_etag_and_ranges_and_latest_moves() {
     assert_eq!(digests[0], second["manifest_sha256"].as_str().unwrap());
     let (status, doc) = html_page(&app, &format!("/snapshots/{id}")).await;
     assert_eq!(status, StatusCode::OK);
-    assert!(!texts(&doc, "td a").contains(&"power_traces.parquet".to_string()));
+    assert!(!texts(&doc, "td a")
+        .iter()
+        .any(|t| t.starts_with("power_traces")));
     assert!(texts(&doc, "pre.card")[0].contains("## Columns"));
 }
 
@@ -600,7 +617,7 @@ async fn a_crash_mid_creation_leaves_no_partial_snapshot() {
     assert!(report.ok(), "{report:?}");
     assert!(list[0].manifest.includes_power_traces);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("(cite this)") && stdout.contains("power_traces.parquet"));
+    assert!(stdout.contains("(cite this)") && stdout.contains("power_traces-l4.parquet"));
 }
 
 #[tokio::test]

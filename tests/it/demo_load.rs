@@ -1,9 +1,7 @@
 //! `serve --demo`'s loader: every catalogue GPU through the real pipeline,
 //! marked as demo, idempotent, and never mixed into real data.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use wattcounts::store::Status;
 use wattcounts::synth::SynthOptions;
 
@@ -19,8 +17,8 @@ fn tiny() -> SynthOptions {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn loads_every_gpu_once_and_marks_it_demo() {
     let app = TestApp::new().await;
-    let ingestor = app.ingestor.clone();
-    let summary = wattcounts::demo::load_if_empty(&ingestor, app.dir.path(), &tiny())
+    let service = app.service.clone();
+    let summary = wattcounts::demo::load_if_empty(&service, app.dir.path(), &tiny())
         .await
         .unwrap()
         .unwrap();
@@ -47,7 +45,7 @@ async fn loads_every_gpu_once_and_marks_it_demo() {
     assert_eq!(counts.models, wattcounts::catalog::models().len() as u64);
 
     // A second start adds nothing.
-    let again = wattcounts::demo::load_if_empty(&ingestor, app.dir.path(), &tiny())
+    let again = wattcounts::demo::load_if_empty(&service, app.dir.path(), &tiny())
         .await
         .unwrap()
         .unwrap();
@@ -71,7 +69,7 @@ async fn no_demo_next_to_real_data() {
     let key = app.register("alice").await;
     let b = bundle("alice", &key);
     app.submit(&b, &sign(&key, &b)).await;
-    let loaded = wattcounts::demo::load_if_empty(&app.ingestor, app.dir.path(), &tiny())
+    let loaded = wattcounts::demo::load_if_empty(&app.service, app.dir.path(), &tiny())
         .await
         .unwrap();
     assert!(loaded.is_none());

@@ -14,15 +14,13 @@ use ssh_key::PrivateKey;
 use tower::ServiceExt;
 
 use sha2::Digest;
-use wattcounts::bundle::unpack::UnpackLimits;
 use wattcounts::catalog;
-use wattcounts::ingest::{IngestConfig, Ingestor};
+use wattcounts::config::ServeConfig;
 use wattcounts::pack::{self, PackInput};
+use wattcounts::service::Service;
 use wattcounts::signing;
-use wattcounts::store::blobs::BlobStore;
 use wattcounts::store::{Store, TableCounts};
 use wattcounts::synth::{self, RunFolder, SynthOptions};
-use wattcounts::web::auth::Maintainers;
 use wattcounts::web::{self, AppState};
 
 pub const AUDIENCE: &str = "https://wattcounts.test";
@@ -49,7 +47,7 @@ pub const ADMIN_TOKEN: &str = "wct_test-maintainer-token";
 
 pub struct TestApp {
     pub router: Router,
-    pub ingestor: Arc<Ingestor>,
+    pub service: Arc<Service>,
     pub store: Arc<dyn Store>,
     pub dir: tempfile::TempDir,
 }
@@ -78,34 +76,18 @@ impl TestApp {
         Some(Self::with_store(Arc::new(store), dir, 256 << 20))
     }
 
+    /// Built by the constructor `serve` uses, with a test configuration.
     pub fn with_store(store: Arc<dyn Store>, dir: tempfile::TempDir, max_body_bytes: u64) -> Self {
-        let blobs = BlobStore::new(dir.path().join("blobs")).unwrap();
-        let ingestor = Ingestor::new(
-            store.clone(),
-            blobs,
-            IngestConfig {
-                public_url: AUDIENCE.into(),
-                unpack: UnpackLimits::default(),
-                thresholds: Default::default(),
-            },
-        );
-        let ingestor = Arc::new(ingestor);
-        let router = web::app(AppState {
-            ingestor: ingestor.clone(),
-            max_body_bytes,
-            maintainers: Arc::new(
-                Maintainers::parse(&[format!(
-                    "maintainer:{}",
-                    hex::encode(sha2::Sha256::digest(ADMIN_TOKEN))
-                )])
-                .unwrap(),
-            ),
-            cache: Arc::new(web::cache::ResponseCache::new(true)),
-            snapshots: Arc::new(web::snapshots::Shelf::new(dir.path().join("snapshots")).unwrap()),
-        });
+        let mut cfg = ServeConfig::defaults(dir.path());
+        cfg.max_body_bytes = max_body_bytes;
+        cfg.admin_tokens = vec![format!(
+            "maintainer:{}",
+            hex::encode(sha2::Sha256::digest(ADMIN_TOKEN))
+        )];
+        let state = AppState::with_store(store.clone(), &cfg, AUDIENCE.into()).unwrap();
         TestApp {
-            router,
-            ingestor,
+            service: state.service.clone(),
+            router: web::app(state),
             store,
             dir,
         }
@@ -251,7 +233,8 @@ pub fn multipart(parts: &[(&str, &[u8])]) -> Request<Body> {
         .unwrap()
 }
 
-/// A small L4 run of two models in the harness's format (generated once).
+/// An L4 run of two small models in the harness's format, on the reference
+/// protocol (generated once).
 pub fn fixture() -> &'static RunFolder {
     static RUN: OnceLock<RunFolder> = OnceLock::new();
     RUN.get_or_init(|| {
@@ -260,7 +243,7 @@ pub fn fixture() -> &'static RunFolder {
             catalog::model_by_id("Qwen/Qwen2.5-0.5B-Instruct").unwrap(),
             catalog::model_by_id("meta-llama/Llama-3.2-3B-Instruct").unwrap(),
         ];
-        synth::generate_run(gpu, &models, &SynthOptions::small())
+        synth::generate_run(gpu, &models, &SynthOptions::reference_quick())
     })
 }
 
@@ -279,6 +262,22 @@ pub fn fault_run(fault: synth::Fault, seed: u64) -> RunFolder {
             seed,
             fault,
             ..SynthOptions::small()
+        },
+    )
+}
+
+/// The same on the reference protocol (three iterations): its rows join
+/// the default view.
+pub fn reference_fault_run(fault: synth::Fault, seed: u64) -> RunFolder {
+    let gpu = catalog::gpu_by_id("l4").unwrap();
+    let model = catalog::model_by_id("Qwen/Qwen2.5-0.5B-Instruct").unwrap();
+    synth::generate_run(
+        gpu,
+        &[model],
+        &SynthOptions {
+            seed,
+            fault,
+            ..SynthOptions::reference_quick()
         },
     )
 }
@@ -313,6 +312,23 @@ pub fn run_pack_input(
 /// Packs the fixture (optionally with edited files) for `handle`.
 pub fn bundle_with(files: Vec<(String, Vec<u8>)>, handle: &str, key: &PrivateKey) -> Vec<u8> {
     pack::pack(&pack_input(files, handle, key)).unwrap().bytes
+}
+
+/// The fixture with its run content made unique by `n` (a comment line in
+/// system_info.txt): another run as far as the service can tell.
+pub fn distinct_bundle(handle: &str, key: &PrivateKey, n: usize) -> Vec<u8> {
+    let files = fixture()
+        .files
+        .iter()
+        .map(|(p, d)| {
+            let mut d = d.clone();
+            if p == "system_info.txt" {
+                d.extend(format!("\n# run copy {n}\n").bytes());
+            }
+            (p.clone(), d)
+        })
+        .collect();
+    bundle_with(files, handle, key)
 }
 
 pub fn bundle(handle: &str, key: &PrivateKey) -> Vec<u8> {
@@ -456,7 +472,8 @@ pub fn fixture_with_model_named(name: &str) -> Vec<(String, Vec<u8>)> {
         .collect()
 }
 
-/// A small run of catalogue models on a catalogue GPU.
+/// A reference-protocol run (three iterations) of catalogue models on a
+/// catalogue GPU.
 pub fn small_run(gpu: &str, models: &[&str]) -> RunFolder {
     let models: Vec<&catalog::ModelSpec> = models
         .iter()
@@ -465,7 +482,7 @@ pub fn small_run(gpu: &str, models: &[&str]) -> RunFolder {
     synth::generate_run(
         catalog::gpu_by_id(gpu).unwrap(),
         &models,
-        &SynthOptions::small(),
+        &SynthOptions::reference_quick(),
     )
 }
 

@@ -3,14 +3,12 @@
 //! database is back, and a retried submission is not duplicated. The outage
 //! is real: the service reaches PostgreSQL through a TCP relay the test cuts.
 
-mod common;
-
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::common::*;
 use axum::http::StatusCode;
-use common::*;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
@@ -89,7 +87,7 @@ async fn database_outage_is_a_quick_503_and_heals() {
         "answered after {waited:?}"
     );
 
-    let retried = bundle("alice", &key);
+    let retried = distinct_bundle("alice", &key, 1);
     let sig = sign(&key, &retried);
     let t = Instant::now();
     let (status, _) = app.submit(&retried, &sig).await;

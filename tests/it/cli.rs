@@ -1,12 +1,10 @@
 //! The README's walkthrough with the real binary and a real server on port 0:
 //! keygen → register → pack → sign with ssh-keygen → submit → submit again.
 
-mod common;
-
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use common::{spawn_server, Server};
+use crate::common::{spawn_server, Server};
 
 const BIN: &str = env!("CARGO_BIN_EXE_wattcounts");
 

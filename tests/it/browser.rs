@@ -6,14 +6,10 @@
 //! Chromium or the script's node_modules are missing, unless
 //! WATTCOUNTS_BROWSER_TEST=required (as in CI).
 
-mod common;
-
 use std::path::Path;
 
-use common::*;
+use crate::common::*;
 use serde_json::json;
-use wattcounts::ingest::{IngestConfig, Ingestor};
-use wattcounts::store::blobs::BlobStore;
 
 const HOSTILE: &str = "<script>alert(1)</script>";
 
@@ -47,15 +43,13 @@ async fn every_page_in_headless_chromium() {
     let data = tempfile::tempdir().unwrap();
     let url = format!("sqlite:{}", data.path().join("wattcounts.db").display());
     let store = wattcounts::store::open(&url).await.unwrap();
-    let ingestor = Ingestor::new(
+    let state = wattcounts::web::AppState::with_store(
         store.clone(),
-        BlobStore::new(data.path().join("blobs")).unwrap(),
-        IngestConfig {
-            public_url: AUDIENCE.into(),
-            unpack: Default::default(),
-            thresholds: Default::default(),
-        },
-    );
+        &wattcounts::config::ServeConfig::defaults(data.path()),
+        AUDIENCE.into(),
+    )
+    .unwrap();
+    let service = state.service.clone();
     let key = new_key();
     add_submitter(store.as_ref(), "alice", &key).await;
     let mut first_id = String::new();
@@ -68,26 +62,26 @@ async fn every_page_in_headless_chromium() {
             ],
         );
         let gz = bundle_of(&run, "alice", &key);
-        let (_, r) = ingestor.submit(gz.clone(), sign(&key, &gz)).await.unwrap();
+        let (_, r) = service.submit(gz.clone(), sign(&key, &gz)).await.unwrap();
         first_id = r.submission_id.to_string();
     }
     // A model named like a script: it must show as text (and await review).
     let hostile = fixture_with_model_named(HOSTILE);
     let gz = bundle_with(hostile, "alice", &key);
-    let (_, r) = ingestor.submit(gz.clone(), sign(&key, &gz)).await.unwrap();
+    let (_, r) = service.submit(gz.clone(), sign(&key, &gz)).await.unwrap();
     assert_eq!(r.status, wattcounts::store::Status::NeedsReview);
     // A published snapshot for the snapshot pages.
-    let created = wattcounts::snapshot::create(
-        store.as_ref(),
-        &ingestor.blobs,
-        &wattcounts::snapshot::Library::new(data.path().join("snapshots")).unwrap(),
-        &Default::default(),
-        |_| {},
-    )
-    .await
-    .unwrap();
+    let created = service
+        .create_snapshot(
+            &wattcounts::snapshot::Library::new(data.path().join("snapshots")).unwrap(),
+            &Default::default(),
+            |_| {},
+        )
+        .await
+        .unwrap();
     let snapshot_id = created.published.manifest.snapshot_id;
-    drop(ingestor);
+    drop(state);
+    drop(service);
     drop(store);
 
     let server = spawn_server(&[
@@ -99,11 +93,11 @@ async fn every_page_in_headless_chromium() {
     let pages = json!([
         {"path": "/", "expect": "ul.counts li"},
         {"path": "/leaderboard", "expect": "table tbody tr"},
-        {"path": "/leaderboard?scenario=server@2&sort=ttft", "expect": "table tbody tr"},
+        {"path": "/leaderboard?scenario=server@0.33&sort=ttft", "expect": "table tbody tr"},
         {"path": "/leaderboard?include_review=true", "expect": "span.tag.review", "text": HOSTILE},
         {"path": "/gpus", "expect": "table tbody tr"},
         {"path": "/gpus/l4", "expect": "svg.chart rect.bar"},
-        {"path": "/compare?gpus=l4,h100-pcie&scenario=server@2", "expect": "td.winner"},
+        {"path": "/compare?gpus=l4,h100-pcie&scenario=server@0.33", "expect": "td.winner"},
         {"path": "/models/Qwen/Qwen2.5-0.5B-Instruct", "expect": "svg.chart circle.front-dot"},
         {"path": format!("/submissions/{first_id}"), "expect": "table.checks tbody tr"},
         {"path": "/submit", "expect": "form[action='/submit'] input[type=file]"},

@@ -2,10 +2,8 @@
 //! check, each asserting the status, the check id, the figure, the threshold
 //! and where the message points; a clean run passes every check.
 
-mod common;
-
+use crate::common::*;
 use axum::http::StatusCode;
-use common::*;
 use serde_json::Value;
 use wattcounts::synth::Fault;
 

@@ -2,11 +2,9 @@
 //! groundwork): cached answers carry an ETag and revalidate as 304; a new
 //! submission or a moderation decision makes them stale at once.
 
-mod common;
-
+use crate::common::*;
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
-use common::*;
 use http_body_util::BodyExt;
 use serde_json::json;
 use tower::ServiceExt;
@@ -148,7 +146,7 @@ async fn other_instances_writes_make_answers_stale() {
         256 << 20,
     );
     tokio::spawn(
-        a.ingestor
+        a.service
             .clone()
             .watch_other_writers(std::time::Duration::from_millis(50)),
     );

@@ -1,10 +1,8 @@
 //! Every bad input named by the intake issue: the status, the error code,
 //! the file / pointer / row / column named, and nothing stored.
 
-mod common;
-
+use crate::common::*;
 use axum::http::StatusCode;
-use common::*;
 use serde_json::json;
 use serde_json::Value;
 use ssh_key::PrivateKey;

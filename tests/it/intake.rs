@@ -2,10 +2,8 @@
 //! of bad input, each asserting the status, the error code, where the problem
 //! is, and that nothing was stored.
 
-mod common;
-
+use crate::common::*;
 use axum::http::StatusCode;
-use common::*;
 use serde_json::Value;
 use wattcounts::bundle::harness;
 

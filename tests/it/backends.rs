@@ -2,12 +2,10 @@
 //! and on PostgreSQL when WATTCOUNTS_TEST_PG_URL is set (each case in a
 //! schema of its own). Together the cases touch every `Store` method.
 
-mod common;
-
 use std::sync::Arc;
 
+use crate::common::*;
 use axum::http::StatusCode;
-use common::*;
 use serde_json::{json, Value};
 use wattcounts::synth::Fault;
 
@@ -203,7 +201,7 @@ async fn leaderboard_counts_and_latest(app: TestApp) {
     let key = app.register("alice").await;
     let gz = bundle("alice", &key);
     app.submit(&gz, &sign(&key, &gz)).await;
-    let flagged = bundle_of(&fault_run(Fault::WarmStart, 9), "alice", &key);
+    let flagged = bundle_of(&reference_fault_run(Fault::WarmStart, 9), "alice", &key);
     app.submit(&flagged, &sign(&key, &flagged)).await;
 
     let (_, board) = app.get("/api/v1/leaderboard?scenario=batch").await;
@@ -238,9 +236,46 @@ async fn consistency_compares_with_stored_peers(app: TestApp) {
         let (_, r) = app.submit(&gz, &sign(&key, &gz)).await;
         assert_eq!(r["status"], "accepted", "{:#}", r["checks"]);
     }
-    let peers = app.store.peer_medians("l4", false).await.unwrap();
+    // Peers are keyed as groups are: same GPU, protocol and origin.
+    let stored = app.store.latest_submissions(1).await.unwrap();
+    let protocol = stored[0].protocol.clone().unwrap();
+    let configs = app.store.configurations(stored[0].id).await.unwrap();
+    let keys = |demo: bool| -> Vec<String> {
+        configs
+            .iter()
+            .map(|c| {
+                wattcounts::leaderboard::group_of(Some("l4"), "NVIDIA L4", demo, &protocol, c)
+                    .key
+                    .canonical()
+            })
+            .collect()
+    };
+    let peers = app.store.peer_medians(&keys(false)).await.unwrap();
     assert_eq!(peers.len(), 9, "3 submissions × 3 configurations");
-    assert!(app.store.peer_medians("l4", true).await.unwrap().is_empty());
+    assert!(app
+        .store
+        .peer_medians(&keys(true))
+        .await
+        .unwrap()
+        .is_empty());
+    let other = wattcounts::domain::Protocol {
+        max_tokens: Some(128),
+        ..protocol.clone()
+    };
+    let other_keys: Vec<String> = configs
+        .iter()
+        .map(|c| {
+            wattcounts::leaderboard::group_of(Some("l4"), "NVIDIA L4", false, &other, c)
+                .key
+                .canonical()
+        })
+        .collect();
+    assert!(app
+        .store
+        .peer_medians(&other_keys)
+        .await
+        .unwrap()
+        .is_empty());
     let gz = bundle_of(&fault_run(Fault::HalfPower, 4), "alice", &key);
     let (_, r) = app.submit(&gz, &sign(&key, &gz)).await;
     assert_eq!(r["status"], "needs_review");
@@ -252,8 +287,8 @@ async fn parallel_distinct_submissions_all_land(app: TestApp) {
     let key = app.register("alice").await;
     let app = Arc::new(app);
     let mut set = tokio::task::JoinSet::new();
-    for _ in 0..32 {
-        let gz = bundle("alice", &key);
+    for n in 0..32 {
+        let gz = distinct_bundle("alice", &key, n);
         let sig = sign(&key, &gz);
         let app = app.clone();
         set.spawn(async move { app.submit(&gz, &sig).await });

@@ -1,0 +1,280 @@
+//! The one door between HTTP (or the CLI) and the data: every operation a
+//! handler can ask for. It owns the store (private: handlers never name
+//! it), the blob store and the data version that response caches key on,
+//! and bumps that version on every write it makes.
+
+pub mod moderation;
+pub mod rebuild;
+pub mod register;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use crate::checks::CheckResult;
+use crate::domain::{Origin, Status};
+use crate::ingest::{IngestConfig, IngestError, Ingestor, Outcome, StageTimings};
+use crate::leaderboard::{Entry, ProtocolFilter, Query};
+use crate::metrics::ConfigurationMetrics;
+use crate::receipt::Receipt;
+use crate::store::blobs::BlobStore;
+use crate::store::{
+    Actor, DatasetCounts, GroupView, ModerationEvent, Store, StoreError, SubmissionRecord,
+    TableCounts,
+};
+
+pub use moderation::{Decision, ModerationError};
+
+pub struct Service {
+    store: Arc<dyn Store>,
+    ingestor: Ingestor,
+    /// Bumped whenever this instance changes what readers see.
+    data_version: AtomicU64,
+}
+
+/// One page of the leaderboard and the view it was read from.
+#[derive(Debug, Clone)]
+pub struct Board {
+    pub entries: Vec<Entry>,
+    pub total: u64,
+    /// The origin shown (resolved when the reader did not choose).
+    pub origin: Origin,
+    /// Every view the read model holds (for the origin and protocol pickers).
+    pub views: Vec<GroupView>,
+}
+
+impl Service {
+    pub fn new(store: Arc<dyn Store>, blobs: BlobStore, config: IngestConfig) -> Self {
+        Service {
+            ingestor: Ingestor::new(store.clone(), blobs, config),
+            store,
+            data_version: AtomicU64::new(0),
+        }
+    }
+
+    pub fn config(&self) -> &IngestConfig {
+        &self.ingestor.config
+    }
+    pub fn blobs(&self) -> &BlobStore {
+        &self.ingestor.blobs
+    }
+    pub fn backend(&self) -> &'static str {
+        self.store.backend()
+    }
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        self.store.ping().await
+    }
+
+    pub fn data_version(&self) -> u64 {
+        self.data_version.load(Ordering::SeqCst)
+    }
+    /// Stored data changed: cached answers are stale.
+    fn changed(&self) {
+        self.data_version.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Notices what other instances write to a shared database: every
+    /// `every`, compares the store's data stamp with the last one seen and
+    /// marks the data changed when it moved. Runs until the process ends.
+    pub async fn watch_other_writers(self: Arc<Self>, every: Duration) {
+        let mut last = None;
+        loop {
+            match self.store.data_stamp().await {
+                Ok(stamp) => {
+                    if last.is_some_and(|l| l != stamp) {
+                        self.changed();
+                    }
+                    last = Some(stamp);
+                }
+                Err(e) => tracing::warn!(error = %e, "data stamp unavailable"),
+            }
+            tokio::time::sleep(every).await;
+        }
+    }
+
+    // Submissions.
+
+    pub async fn submit(
+        &self,
+        bundle: Vec<u8>,
+        signature: Vec<u8>,
+    ) -> Result<(Outcome, Receipt), IngestError> {
+        let mut t = StageTimings::default();
+        self.submit_timed(bundle, signature, &mut t).await
+    }
+
+    pub async fn submit_timed(
+        &self,
+        bundle: Vec<u8>,
+        signature: Vec<u8>,
+        t: &mut StageTimings,
+    ) -> Result<(Outcome, Receipt), IngestError> {
+        let r = self.ingestor.submit_timed(bundle, signature, t).await?;
+        if r.0 == Outcome::Created {
+            self.changed();
+        }
+        Ok(r)
+    }
+
+    pub async fn receipt(&self, id: Uuid) -> Result<Option<Receipt>, StoreError> {
+        self.ingestor.receipt(id).await
+    }
+    pub async fn submission(&self, id: Uuid) -> Result<Option<SubmissionRecord>, StoreError> {
+        self.store.submission(id).await
+    }
+    pub async fn configurations(&self, id: Uuid) -> Result<Vec<ConfigurationMetrics>, StoreError> {
+        self.store.configurations(id).await
+    }
+    pub async fn check_results(&self, id: Uuid) -> Result<Vec<CheckResult>, StoreError> {
+        self.store.check_results(id).await
+    }
+    pub async fn moderation_events(&self, id: Uuid) -> Result<Vec<ModerationEvent>, StoreError> {
+        self.store.moderation_events(id).await
+    }
+    /// The manifest JSON and the signature text a bundle came with.
+    pub async fn submission_documents(
+        &self,
+        id: Uuid,
+    ) -> Result<Option<(String, String)>, StoreError> {
+        self.store.submission_documents(id).await
+    }
+    pub async fn latest_submissions(
+        &self,
+        limit: u32,
+    ) -> Result<Vec<SubmissionRecord>, StoreError> {
+        self.store.latest_submissions(limit).await
+    }
+    pub async fn submissions_on_gpu(
+        &self,
+        gpu_id: &str,
+        limit: u32,
+    ) -> Result<Vec<SubmissionRecord>, StoreError> {
+        self.store.submissions_on_gpu(gpu_id, limit).await
+    }
+    pub async fn review_queue(&self, limit: u32) -> Result<Vec<SubmissionRecord>, StoreError> {
+        self.store
+            .submissions_with_status(Status::NeedsReview, limit)
+            .await
+    }
+    pub async fn dataset_counts(&self) -> Result<DatasetCounts, StoreError> {
+        self.store.dataset_counts().await
+    }
+    /// Rows per table (tests, operations).
+    pub async fn table_counts(&self) -> Result<TableCounts, StoreError> {
+        self.store.counts().await
+    }
+
+    // Reading the read model.
+
+    /// The origin a reader sees when they do not choose: real data where the
+    /// protocol asked for (the reference one by default) has any, the demo
+    /// where only the demo has, real (empty) when neither has.
+    pub fn default_origin(views: &[GroupView], protocol: &ProtocolFilter) -> Origin {
+        let has = |o: Origin| {
+            views.iter().any(|v| {
+                v.origin == o
+                    && match protocol {
+                        ProtocolFilter::Reference => v.reference,
+                        ProtocolFilter::Id(id) => &v.protocol_id == id,
+                        ProtocolFilter::Any => true,
+                    }
+            })
+        };
+        if !has(Origin::Real) && has(Origin::Demo) {
+            Origin::Demo
+        } else {
+            Origin::Real
+        }
+    }
+
+    /// One page of groups, with the origin resolved.
+    pub async fn leaderboard(&self, q: &Query) -> Result<Board, StoreError> {
+        let views = self.store.group_views(q.include_review).await?;
+        let origin = q
+            .origin
+            .unwrap_or_else(|| Self::default_origin(&views, &q.protocol));
+        let q = Query {
+            origin: Some(origin),
+            ..q.clone()
+        };
+        let (entries, total) = self.store.groups(&q).await?;
+        Ok(Board {
+            entries,
+            total,
+            origin,
+            views,
+        })
+    }
+
+    /// The models, GPUs and rates of one view, for filter controls.
+    pub async fn facets(&self, q: &Query) -> Result<crate::store::Facets, StoreError> {
+        self.store.group_facets(q).await
+    }
+
+    /// Every group of one view (pages that compare across a view: GPUs,
+    /// compare, model). Bounded by the number of configurations measured,
+    /// not by the number of runs or submissions.
+    pub async fn all_groups(&self, q: &Query) -> Result<Board, StoreError> {
+        self.leaderboard(&Query {
+            page: 1,
+            per_page: 100_000,
+            ..q.clone()
+        })
+        .await
+    }
+
+    // Moderation: every decision changes what readers see.
+
+    pub async fn decide(
+        &self,
+        id: Uuid,
+        decision: Decision,
+        by: &Actor,
+    ) -> Result<Status, ModerationError> {
+        let r = moderation::decide(self.store.as_ref(), id, decision, by).await;
+        self.changed();
+        r
+    }
+    pub async fn suspend(&self, handle: &str, by: &Actor) -> Result<(), ModerationError> {
+        let r = moderation::suspend(self.store.as_ref(), handle, by).await;
+        self.changed();
+        r
+    }
+    pub async fn revoke(
+        &self,
+        fingerprint: &str,
+        effective_at: Option<DateTime<Utc>>,
+        by: &Actor,
+    ) -> Result<Vec<Uuid>, ModerationError> {
+        let r = moderation::revoke(self.store.as_ref(), fingerprint, effective_at, by).await;
+        self.changed();
+        r
+    }
+
+    // Snapshots.
+
+    pub async fn create_snapshot(
+        &self,
+        library: &crate::snapshot::library::Library,
+        options: &crate::snapshot::create::Options,
+        progress: impl FnMut(&str) + Send + 'static,
+    ) -> anyhow::Result<crate::snapshot::create::Created> {
+        crate::snapshot::create::create(
+            self.store.as_ref(),
+            self.blobs(),
+            library,
+            options,
+            progress,
+        )
+        .await
+    }
+
+    /// The store, for the few tools that work below the service on purpose
+    /// (`db copy`, the scale benchmark's seeding). Handlers never call it.
+    pub fn store_for_tools(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+}

@@ -1,0 +1,130 @@
+//! Registering a submitter: the handle rules, the key rules and the proof
+//! of possession, then one stored submitter with one key.
+
+use serde::Deserialize;
+
+use super::Service;
+use crate::ingest::DEMO_HANDLE;
+use crate::rejection::{RejectKind, Rejection};
+use crate::signing;
+use crate::store::{NewSubmitter, StoreError};
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Registration {
+    pub handle: String,
+    #[serde(default)]
+    pub display_name: Option<String>,
+    /// OpenSSH public key line.
+    pub public_key: String,
+    /// sshsig, namespace `wattcounts-register`, over the registration message.
+    pub proof: String,
+}
+
+/// What was registered.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Registered {
+    pub handle: String,
+    pub display_name: String,
+    pub key_fingerprint: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RegisterError {
+    #[error("{0}")]
+    Rejected(Rejection),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<Rejection> for RegisterError {
+    fn from(r: Rejection) -> Self {
+        RegisterError::Rejected(r)
+    }
+}
+
+pub fn valid_handle(h: &str) -> bool {
+    (3..=39).contains(&h.len()) && h.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+}
+
+pub const RESERVED_HANDLES: &[&str] = &[DEMO_HANDLE, "admin", "wattcounts", "maintainers"];
+
+impl Service {
+    pub async fn register(&self, req: &Registration) -> Result<Registered, RegisterError> {
+        if !valid_handle(&req.handle) {
+            return Err(Rejection::invalid(
+                "bad_handle",
+                format!(
+                    "handle '{}' must be 3 to 39 characters of ASCII letters, digits and '-'",
+                    req.handle
+                ),
+            )
+            .into());
+        }
+        if RESERVED_HANDLES.contains(&req.handle.to_ascii_lowercase().as_str()) {
+            return Err(Rejection::new(
+                RejectKind::Conflict,
+                "handle_taken",
+                format!("handle '{}' is reserved", req.handle),
+            )
+            .into());
+        }
+        let display_name = req
+            .display_name
+            .clone()
+            .unwrap_or_else(|| req.handle.clone());
+        if display_name.chars().count() > 100 || display_name.chars().any(char::is_control) {
+            return Err(Rejection::invalid(
+                "bad_display_name",
+                "display name: at most 100 characters, no control characters",
+            )
+            .into());
+        }
+        let key = signing::parse_public_key(&req.public_key)?;
+        let fingerprint = signing::fingerprint(&key);
+        let proof =
+            signing::parse_signature(req.proof.as_bytes(), signing::REGISTER_NAMESPACE, "proof")?;
+        let message = signing::registration_message(
+            &req.handle,
+            self.config().public_url.trim_end_matches('/'),
+            &fingerprint,
+        );
+        signing::verify(
+            &key,
+            signing::REGISTER_NAMESPACE,
+            message.as_bytes(),
+            &proof,
+            "proof",
+        )?;
+        let public_key = key
+            .to_openssh()
+            .map_err(|_| Rejection::invalid("bad_public_key", "the key cannot be encoded again"))?;
+        let new = NewSubmitter {
+            handle: req.handle.clone(),
+            display_name: display_name.clone(),
+            fingerprint: fingerprint.clone(),
+            algorithm: signing::algorithm_name(&key).to_string(),
+            public_key,
+        };
+        match self.store.create_submitter(&new).await {
+            Ok(_) => Ok(Registered {
+                handle: req.handle.clone(),
+                display_name,
+                key_fingerprint: fingerprint,
+            }),
+            Err(StoreError::Conflict("handle")) => Err(Rejection::new(
+                RejectKind::Conflict,
+                "handle_taken",
+                format!("handle '{}' is already registered", req.handle),
+            )
+            .into()),
+            Err(StoreError::Conflict(_)) => Err(Rejection::new(
+                RejectKind::Conflict,
+                "key_taken",
+                format!("key {fingerprint} is already registered"),
+            )
+            .into()),
+            Err(e) => Err(e.into()),
+        }
+    }
+}

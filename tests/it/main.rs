@@ -1,0 +1,21 @@
+//! Every integration test, in one binary: each test binary links the whole
+//! crate (polars included), so one binary builds and links once.
+
+mod common;
+
+mod backends;
+mod browser;
+mod cache;
+mod checks;
+mod cli;
+mod demo_findings;
+mod demo_load;
+mod explore;
+mod instances;
+mod intake;
+mod moderation;
+mod outage;
+mod pages;
+mod registration;
+mod rejections;
+mod snapshots;
