@@ -50,9 +50,7 @@ fn supported(alg: &Algorithm) -> bool {
 /// Keys made by any real key generator are `a·B` and pass all three.
 /// ECDSA P-256 points are checked to be on the curve when parsed.
 pub fn key_weakness(key: &PublicKey) -> Option<&'static str> {
-    let Some(ed) = key.key_data().ed25519() else {
-        return None;
-    };
+    let ed = key.key_data().ed25519()?;
     let Ok(vk) = ed25519_dalek::VerifyingKey::from_bytes(&ed.0) else {
         return Some("its Ed25519 point does not decode");
     };

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::common::*;
 use axum::http::StatusCode;
 use serde_json::{json, Value};
-use wattcounts::synth::Fault;
+use wattcounts::synth::{self, Fault};
 
 /// Instantiates each case once per backend.
 macro_rules! on_both_backends {
@@ -45,7 +45,160 @@ on_both_backends!(
     consistency_compares_with_stored_peers,
     parallel_distinct_submissions_all_land,
     one_bundle_sent_concurrently_is_stored_once,
+    rebuild_yields_what_the_writes_kept,
 );
+
+/// Everything the read model answers: every group of every view (both
+/// origins, all protocols, with and without rows in review) and the counters.
+async fn read_model(
+    app: &TestApp,
+) -> (
+    Vec<wattcounts::leaderboard::Entry>,
+    Vec<wattcounts::leaderboard::Entry>,
+    wattcounts::store::DatasetCounts,
+) {
+    let mut views = Vec::new();
+    for include_review in [false, true] {
+        let q = wattcounts::leaderboard::Query {
+            include_review,
+            origin: None,
+            protocol: wattcounts::leaderboard::ProtocolFilter::Any,
+            per_page: 100_000,
+            ..Default::default()
+        };
+        views.push(app.store.groups(&q).await.unwrap().0);
+    }
+    let with_review = views.pop().unwrap();
+    let accepted = views.pop().unwrap();
+    (
+        accepted,
+        with_review,
+        app.store.dataset_counts().await.unwrap(),
+    )
+}
+
+/// After submissions, an approval, a rejection and a key revocation, `db
+/// rebuild` gives exactly what the writes kept; and from a deployment
+/// that predates the read model (no protocols, digests or groups), it
+/// derives them from the stored bundles, reporting a duplicate run.
+async fn rebuild_yields_what_the_writes_kept(app: TestApp) {
+    let alice = app.register("alice").await;
+    let bob = app.register("bob").await;
+    let send = |run: synth::RunFolder, who: &'static str, key: ssh_key::PrivateKey| {
+        let app = &app;
+        async move {
+            let gz = bundle_of(&run, who, &key);
+            let (_, r) = app.submit(&gz, &sign(&key, &gz)).await;
+            r
+        }
+    };
+    let fixture_run = fixture().clone();
+    let ok = send(fixture_run.clone(), "alice", alice.clone()).await;
+    assert_eq!(ok["status"], "accepted");
+    let approved = send(
+        reference_fault_run(Fault::WarmStart, 2),
+        "alice",
+        alice.clone(),
+    )
+    .await;
+    let refused = send(
+        reference_fault_run(Fault::WarmStart, 3),
+        "alice",
+        alice.clone(),
+    )
+    .await;
+    let pending = send(
+        reference_fault_run(Fault::WarmStart, 5),
+        "alice",
+        alice.clone(),
+    )
+    .await;
+    assert_eq!(pending["status"], "needs_review");
+    let off = send(fault_run(Fault::None, 6), "alice", alice.clone()).await;
+    for (r, decision) in [(&approved, "approve"), (&refused, "reject")] {
+        let (status, body) = app
+            .admin_post(
+                &format!(
+                    "/api/v1/admin/submissions/{}/decision",
+                    r["submission_id"].as_str().unwrap()
+                ),
+                json!({"decision": decision, "reason": "rebuild test"}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    let bobs = send(reference_fault_run(Fault::None, 4), "bob", bob.clone()).await;
+    assert_eq!(bobs["status"], "accepted");
+    let (status, body) = app
+        .admin_post(
+            "/api/v1/admin/keys/revoke",
+            json!({"fingerprint": wattcounts::signing::fingerprint(bob.public_key()), "reason": "leaked", "effective_at": bobs["received_at"]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let kept = read_model(&app).await;
+    assert!(
+        kept.0.iter().any(|e| e.submissions == 2),
+        "the approval joined a group"
+    );
+    assert!(kept.1.iter().any(|e| e.needs_review), "a row in review");
+    assert!(
+        !kept.0.iter().any(|e| e
+            .evidence_ids
+            .iter()
+            .any(|i| i.to_string() == bobs["submission_id"])),
+        "the revoked key's bundle left"
+    );
+    assert!(
+        kept.0.iter().any(|e| !e.reference_protocol),
+        "the off-protocol rows"
+    );
+    assert_eq!(kept.2.submissions, 3, "fixture, approved, off-protocol");
+
+    let report = app.service.rebuild(|_| {}).await.unwrap();
+    assert_eq!(
+        (report.submissions, report.derived, report.duplicates.len()),
+        (6, 0, 0)
+    );
+    assert_eq!(read_model(&app).await, kept);
+
+    // A deployment from before the read model, holding a run stored twice.
+    let dup = app
+        .insert_directly(
+            &bundle_of(&fixture_run, "alice", &alice),
+            &alice,
+            wattcounts::domain::Status::Accepted,
+            "recorded-before-the-rule",
+        )
+        .await;
+    let raw = app.raw.as_ref().unwrap();
+    raw.exec("UPDATE submissions SET protocol = NULL, content_sha256 = NULL")
+        .await;
+    raw.exec("DELETE FROM leaderboard_groups").await;
+    raw.exec("DELETE FROM dataset_counters").await;
+    assert!(app.service.needs_rebuild().await.unwrap());
+    let report = app.service.rebuild(|_| {}).await.unwrap();
+    assert_eq!((report.submissions, report.derived), (7, 7));
+    assert_eq!(
+        report.duplicates,
+        [(
+            dup,
+            uuid::Uuid::parse_str(ok["submission_id"].as_str().unwrap()).unwrap()
+        )]
+    );
+    assert_eq!(read_model(&app).await, kept, "the duplicate joins no group");
+    assert!(!app.service.needs_rebuild().await.unwrap());
+    let (_, receipt) = app
+        .get(&format!(
+            "/api/v1/submissions/{}",
+            off["submission_id"].as_str().unwrap()
+        ))
+        .await;
+    assert_eq!(
+        receipt["protocol"], off["protocol"],
+        "derived again from the bundle"
+    );
+}
 
 async fn submit_replay_and_read_back(app: TestApp) {
     let key = app.register("alice").await;

@@ -11,6 +11,7 @@ mod cli;
 mod demo_findings;
 mod demo_load;
 mod explore;
+mod groups;
 mod instances;
 mod intake;
 mod moderation;

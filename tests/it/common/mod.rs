@@ -50,6 +50,24 @@ pub struct TestApp {
     pub service: Arc<Service>,
     pub store: Arc<dyn Store>,
     pub dir: tempfile::TempDir,
+    /// The database itself, for tests that set up what no API call can
+    /// (a deployment from before a migration).
+    pub raw: Option<RawDb>,
+}
+
+pub enum RawDb {
+    Sqlite(sqlx::SqlitePool),
+    Pg(sqlx::PgPool),
+}
+
+impl RawDb {
+    pub async fn exec(&self, sql: &str) {
+        match self {
+            RawDb::Sqlite(p) => sqlx::query(sql).execute(p).await.map(|_| ()),
+            RawDb::Pg(p) => sqlx::query(sql).execute(p).await.map(|_| ()),
+        }
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
 }
 
 impl TestApp {
@@ -60,8 +78,13 @@ impl TestApp {
     pub async fn with_limit(max_body_bytes: u64) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("sqlite:{}", dir.path().join("test.db").display());
-        let store = wattcounts::store::open(&url).await.unwrap();
-        Self::with_store(store, dir, max_body_bytes)
+        let store = wattcounts::store::sqlite::SqliteStore::open(&url)
+            .await
+            .unwrap();
+        let raw = RawDb::Sqlite(store.pool().clone());
+        let mut app = Self::with_store(Arc::new(store), dir, max_body_bytes);
+        app.raw = Some(raw);
+        app
     }
 
     /// A TestApp on PostgreSQL, in a fresh schema of its own; None (with the
@@ -73,7 +96,10 @@ impl TestApp {
             .await
             .unwrap_or_else(|e| panic!("PostgreSQL at {url}: {e:#}"));
         let dir = tempfile::tempdir().unwrap();
-        Some(Self::with_store(Arc::new(store), dir, 256 << 20))
+        let raw = RawDb::Pg(store.pool().clone());
+        let mut app = Self::with_store(Arc::new(store), dir, 256 << 20);
+        app.raw = Some(raw);
+        Some(app)
     }
 
     /// Built by the constructor `serve` uses, with a test configuration.
@@ -90,6 +116,7 @@ impl TestApp {
             router: web::app(state),
             store,
             dir,
+            raw: None,
         }
     }
 
@@ -169,6 +196,97 @@ impl TestApp {
     pub async fn submit(&self, bundle: &[u8], signature: &[u8]) -> (StatusCode, Value) {
         self.send(multipart(&[("bundle", bundle), ("signature", signature)]))
             .await
+    }
+
+    /// Stores a bundle as the service would, but without the rules that
+    /// came later (the one-submission-per-run rule: `content` is recorded
+    /// as given): a row from an older deployment. Its blob is real.
+    pub async fn insert_directly(
+        &self,
+        bundle: &[u8],
+        key: &PrivateKey,
+        status: wattcounts::domain::Status,
+        content: &str,
+    ) -> uuid::Uuid {
+        let mut new = self.new_submission(bundle, key, status).await;
+        new.content_sha256 = content.into();
+        self.insert(&new).await;
+        new.id
+    }
+
+    /// `n` copies of a bundle's rows under new ids and digests (same blob),
+    /// inserted straight into the store: many submissions, quickly.
+    pub async fn insert_copies(&self, bundle: &[u8], key: &PrivateKey, n: usize) {
+        let template = self
+            .new_submission(bundle, key, wattcounts::domain::Status::Accepted)
+            .await;
+        for i in 0..n {
+            let mut new = template.clone();
+            new.id = uuid::Uuid::new_v4();
+            new.bundle_sha256 = format!("{:064x}", i + 1);
+            new.content_sha256 = format!("copy-{}", new.id);
+            new.received_at = chrono::Utc::now();
+            self.insert(&new).await;
+        }
+    }
+
+    async fn insert(&self, new: &wattcounts::store::NewSubmission) {
+        assert_eq!(
+            self.store.insert_submission(new).await.unwrap(),
+            wattcounts::store::InsertOutcome::Inserted
+        );
+    }
+
+    async fn new_submission(
+        &self,
+        bundle: &[u8],
+        key: &PrivateKey,
+        status: wattcounts::domain::Status,
+    ) -> wattcounts::store::NewSubmission {
+        use wattcounts::ingest::{analyse, sha256_hex, IngestConfig, StageTimings};
+        let analysis = analyse(
+            bundle,
+            &wattcounts::bundle::manifest::ManifestSchema::new(),
+            &IngestConfig {
+                public_url: AUDIENCE.into(),
+                unpack: Default::default(),
+                thresholds: Default::default(),
+            },
+            &mut StageTimings::default(),
+        )
+        .unwrap();
+        let k = self
+            .store
+            .key_by_fingerprint(&signing::fingerprint(key.public_key()))
+            .await
+            .unwrap()
+            .unwrap();
+        let digest = sha256_hex(bundle);
+        let blobs = self.service.blobs();
+        let staged = blobs.stage(bundle).unwrap();
+        let blob_path = blobs.commit(staged, &digest).unwrap();
+        let m = &analysis.manifest;
+        wattcounts::store::NewSubmission {
+            id: m.submission_id,
+            bundle_sha256: digest,
+            submitter_id: k.submitter_id,
+            key_id: k.key_id,
+            status,
+            received_at: chrono::Utc::now(),
+            gpu_name: m.system.gpu.name.clone(),
+            gpu_id: analysis.gpu.map(|g| g.id.clone()),
+            run_name: m.run.name.clone(),
+            is_demo: k.handle == "demo",
+            bundle_bytes: bundle.len() as u64,
+            blob_path,
+            signature: String::from_utf8(sign(key, bundle)).unwrap(),
+            manifest_json: serde_json::to_string(m).unwrap(),
+            content_sha256: analysis.content_sha256.clone(),
+            protocol: analysis.protocol,
+            runs: analysis.runs,
+            configurations: analysis.configurations,
+            checks: analysis.checks,
+        }
     }
 
     pub async fn counts(&self) -> TableCounts {
