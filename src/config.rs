@@ -87,6 +87,23 @@ impl ServeConfig {
     }
 }
 
+/// The database a maintenance command works on: `url` when given, else the
+/// data dir's embedded one, which must exist (a typo in --data-dir would
+/// otherwise create an empty database).
+pub fn existing_database_url(data_dir: &Path, url: Option<&str>) -> anyhow::Result<String> {
+    if let Some(u) = url {
+        return Ok(u.to_string());
+    }
+    let db = sqlite_path(data_dir);
+    if !db.exists() {
+        anyhow::bail!(
+            "no database at {}: give --data-dir of a service (or --database-url)",
+            db.display()
+        );
+    }
+    Ok(format!("sqlite:{}", db.display()))
+}
+
 /// The embedded database of a data dir.
 pub fn sqlite_path(data_dir: &Path) -> PathBuf {
     data_dir.join("wattcounts.db")

@@ -158,15 +158,6 @@ impl Ingestor {
         Ok((Outcome::Replayed, r))
     }
 
-    pub async fn submit(
-        &self,
-        bundle: Vec<u8>,
-        signature: Vec<u8>,
-    ) -> Result<(Outcome, Receipt), IngestError> {
-        let mut t = StageTimings::default();
-        self.submit_timed(bundle, signature, &mut t).await
-    }
-
     pub async fn submit_timed(
         &self,
         bundle: Vec<u8>,

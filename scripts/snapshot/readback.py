@@ -126,10 +126,14 @@ def key(model, scenario, lam):
     return (model, scenario, None if lam is None or (isinstance(lam, float) and math.isnan(lam)) else round(float(lam), 9))
 
 
+def group_key(r):
+    return (r["origin"], r["protocol_id"], r["gpu_id"]) + key(r["model"], r["scenario"], r["lambda_qps"])
+
+
 def check_configurations(snap, leaderboard):
     df = pl.read_parquet(snap / "configurations.parquet")
-    rows = {(r["gpu_id"],) + key(r["model"], r["scenario"], r["lambda_qps"]): r for r in df.iter_rows(named=True)}
-    api = {(e["gpu_id"],) + key(e["model"], e["scenario"], e["lambda_qps"]): e for e in leaderboard}
+    rows = {group_key(r): r for r in df.iter_rows(named=True)}
+    api = {group_key(e): e for e in leaderboard}
     if set(rows) != set(api):
         problem(f"configurations.parquet has {len(rows)} rows, the API {len(api)}; differing keys: "
                 f"{sorted(set(rows) ^ set(api), key=str)[:5]}")
@@ -142,7 +146,12 @@ def check_configurations(snap, leaderboard):
         for f in fields:
             if not same_float(r[f], e.get(f)):
                 problem(f"configurations {k} {f}: snapshot {r[f]!r}, API {e.get(f)!r}")
-        for f in ["iterations", "submissions", "demo", "gpu_name"]:
+        interval = e["energy_per_token_interval"]
+        for f, g in [("energy_per_token_lo_j", "lo"), ("energy_per_token_hi_j", "hi"),
+                     ("energy_per_token_confidence", "confidence")]:
+            if not same_float(r[f], interval[g]):
+                problem(f"configurations {k} {f}: snapshot {r[f]!r}, API {interval[g]!r}")
+        for f in ["iterations", "submissions", "submitters", "demo", "gpu_name", "protocol"]:
             if r[f] != e[f]:
                 problem(f"configurations {k} {f}: snapshot {r[f]!r}, API {e[f]!r}")
         if r["evidence_submission_id"] != e["evidence"]:
@@ -221,10 +230,10 @@ def main():
     manifest = json.loads((snap / "manifest.json").read_text())
     card = (snap / "README.md").read_text()
     check_schema(snap, manifest, card)
-    check_csv_round_trip(snap, "runs", {"submission_id", "submitter", "gpu_id", "gpu_name", "model",
-                                        "scenario", "started_at"})
-    check_csv_round_trip(snap, "configurations", {"gpu_id", "gpu_name", "model", "scenario",
-                                                  "evidence_submission_id"})
+    check_csv_round_trip(snap, "runs", {"submission_id", "submitter", "origin", "protocol_id", "gpu_id",
+                                        "gpu_name", "model", "scenario", "started_at"})
+    check_csv_round_trip(snap, "configurations", {"gpu_id", "gpu_name", "model", "scenario", "origin",
+                                                  "protocol_id", "protocol", "evidence_submission_id"})
     n_conf = check_configurations(snap, dump["leaderboard"])
     n_runs = check_runs(snap, dump["receipts"])
     n_traces = check_traces(snap)

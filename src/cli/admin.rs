@@ -60,12 +60,7 @@ pub async fn run(cmd: AdminCommand) -> anyhow::Result<()> {
 
 /// Prints one block per refused key; returns how many there were.
 async fn weak_keys(a: &WeakKeysArgs) -> anyhow::Result<()> {
-    let url = a.database_url.clone().unwrap_or_else(|| {
-        format!(
-            "sqlite:{}",
-            crate::config::sqlite_path(&a.data_dir).display()
-        )
-    });
+    let url = crate::config::existing_database_url(&a.data_dir, a.database_url.as_deref())?;
     let store = crate::store::open(&url).await?;
     let keys = store.keys().await?;
     let mut weak = 0usize;

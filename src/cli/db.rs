@@ -72,17 +72,7 @@ pub async fn run(cmd: DbCommand) -> anyhow::Result<()> {
 }
 
 async fn rebuild(a: &RebuildArgs) -> anyhow::Result<()> {
-    let db = crate::config::sqlite_path(&a.data_dir);
-    if a.database_url.is_none() && !db.exists() {
-        anyhow::bail!(
-            "no database at {}: give --data-dir of a service (or --database-url)",
-            db.display()
-        );
-    }
-    let url = a
-        .database_url
-        .clone()
-        .unwrap_or_else(|| format!("sqlite:{}", db.display()));
+    let url = crate::config::existing_database_url(&a.data_dir, a.database_url.as_deref())?;
     let store = crate::store::open(&url).await?;
     let service = crate::service::Service::new(
         store,

@@ -73,17 +73,7 @@ pub async fn run(cmd: SnapshotCommand) -> anyhow::Result<()> {
     match cmd {
         SnapshotCommand::Create(a) => {
             let data_dir = &a.storage.data_dir;
-            let db = crate::config::sqlite_path(data_dir);
-            if a.database_url.is_none() && !db.exists() {
-                anyhow::bail!(
-                    "no database at {}: give --data-dir of a service (or --database-url)",
-                    db.display()
-                );
-            }
-            let url = a
-                .database_url
-                .clone()
-                .unwrap_or_else(|| format!("sqlite:{}", db.display()));
+            let url = crate::config::existing_database_url(&data_dir, a.database_url.as_deref())?;
             let store = crate::store::open(&url).await?;
             let blobs = BlobStore::new(data_dir.join("blobs"))?;
             let library = Library::new(data_dir.join("snapshots"))?;

@@ -13,9 +13,9 @@ use sqlx::Row;
 use uuid::Uuid;
 
 use super::sql::{
-    db_err, group_query, json_err, opt_ts, sql_store, status_of, unique_violation, EventRow, Param,
-    COUNTER_ADD, GROUP_COLUMNS, GROUP_INSERT, GROUP_KEY_INSERT, KEY_SELECT, MEMBER_SELECT,
-    RUN_COLUMNS, SUBMISSION_SELECT,
+    bind_all, db_err, group_query, json_err, opt_ts, sql_store, status_of, unique_violation,
+    EventRow, Param, COUNTER_ADD, GROUP_COLUMNS, GROUP_INSERT, GROUP_KEY_INSERT, KEY_SELECT,
+    MEMBER_SELECT, RUN_COLUMNS, SUBMISSION_SELECT,
 };
 use super::{
     parse_ts, ts, Actor, DatasetCounts, Decided, InsertOutcome, KeyRecord, ModerationEvent,
@@ -78,6 +78,8 @@ impl PgStore {
     /// instances adding to one group at once take turns and lose nothing.
     const LOCK_GROUP: Option<&'static str> =
         Some("SELECT group_key FROM group_keys WHERE group_key = $1 FOR UPDATE");
+    /// Row locks and unique constraints order writers; a plain BEGIN.
+    const BEGIN_WRITE: &'static str = "BEGIN";
     const READ_SNAPSHOT: Option<&'static str> =
         Some("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
 }

@@ -186,6 +186,23 @@ pub(super) struct EventRow<'a> {
     pub(super) reason: &'a str,
 }
 
+/// Binds [`Param`]s in order to a query of any kind.
+macro_rules! bind_all {
+    ($query:expr, $params:expr) => {{
+        let mut query = $query;
+        for p in $params {
+            query = match p {
+                Param::Text(t) => query.bind(t.clone()),
+                Param::Real(v) => query.bind(*v),
+                Param::Flag(b) => query.bind(*b),
+                Param::Int(n) => query.bind(*n),
+            };
+        }
+        query
+    }};
+}
+pub(super) use bind_all;
+
 /// Implements `Store` for a backend struct with `pool` and `write_lock()`.
 macro_rules! sql_store {
     ($store:ty, $name:literal, $row:ty, $conn:ty) => {
@@ -533,7 +550,7 @@ macro_rules! sql_store {
 
             async fn create_submitter(&self, s: &NewSubmitter) -> Result<i64, StoreError> {
                 let _w = self.write_lock().await;
-                let mut tx = self.pool.begin().await.map_err(db_err)?;
+                let mut tx = self.pool.begin_with(<$store>::BEGIN_WRITE).await.map_err(db_err)?;
                 let now = ts(&chrono::Utc::now());
                 let res = sqlx::query_scalar::<_, i64>("INSERT INTO submitters (handle, handle_lower, display_name, created_at) VALUES ($1, $2, $3, $4) RETURNING id")
                     .bind(&s.handle)
@@ -606,7 +623,7 @@ macro_rules! sql_store {
                 by: &Actor,
             ) -> Result<Option<Vec<Uuid>>, StoreError> {
                 let _w = self.write_lock().await;
-                let mut tx = self.pool.begin().await.map_err(db_err)?;
+                let mut tx = self.pool.begin_with(<$store>::BEGIN_WRITE).await.map_err(db_err)?;
                 let key: Option<(i64, String)> = sqlx::query_as(
                     "SELECT k.id, s.handle FROM keys k JOIN submitters s ON s.id = k.submitter_id WHERE k.fingerprint = $1",
                 )
@@ -688,7 +705,7 @@ macro_rules! sql_store {
 
             async fn suspend_submitter(&self, handle: &str, by: &Actor) -> Result<bool, StoreError> {
                 let _w = self.write_lock().await;
-                let mut tx = self.pool.begin().await.map_err(db_err)?;
+                let mut tx = self.pool.begin_with(<$store>::BEGIN_WRITE).await.map_err(db_err)?;
                 let r = sqlx::query(
                     "UPDATE submitters SET suspended_at = COALESCE(suspended_at, $1) WHERE handle_lower = $2",
                 )
@@ -727,7 +744,7 @@ macro_rules! sql_store {
                 by: &Actor,
             ) -> Result<Decided, StoreError> {
                 let _w = self.write_lock().await;
-                let mut tx = self.pool.begin().await.map_err(db_err)?;
+                let mut tx = self.pool.begin_with(<$store>::BEGIN_WRITE).await.map_err(db_err)?;
                 let id_text = id.to_string();
                 let current: Option<(String, String)> = sqlx::query_as(
                     "SELECT s.status, u.handle FROM submissions s JOIN submitters u ON u.id = s.submitter_id WHERE s.id = $1",
@@ -940,7 +957,7 @@ macro_rules! sql_store {
 
             async fn insert_submission(&self, s: &NewSubmission) -> Result<InsertOutcome, StoreError> {
                 let _w = self.write_lock().await;
-                let mut tx = self.pool.begin().await.map_err(db_err)?;
+                let mut tx = self.pool.begin_with(<$store>::BEGIN_WRITE).await.map_err(db_err)?;
                 let id = s.id.to_string();
                 let res = sqlx::query(
                     "INSERT INTO submissions (id, bundle_sha256, submitter_id, key_id, status, received_at, gpu_name, gpu_id,
@@ -1133,27 +1150,15 @@ macro_rules! sql_store {
                 let (filter, tail, params) = group_query(q);
                 let page_sql = format!("SELECT {GROUP_COLUMNS} FROM leaderboard_groups {filter} {tail}");
                 let count_sql = format!("SELECT COUNT(*) FROM leaderboard_groups {filter}");
-                let mut page = sqlx::query(&page_sql);
-                let mut count = sqlx::query_scalar::<_, i64>(&count_sql);
-                let filters = params.len() - 2;
-                for (i, p) in params.iter().enumerate() {
-                    page = match p {
-                        Param::Text(t) => page.bind(t.clone()),
-                        Param::Real(v) => page.bind(*v),
-                        Param::Flag(b) => page.bind(*b),
-                        Param::Int(n) => page.bind(*n),
-                    };
-                    if i < filters {
-                        count = match p {
-                            Param::Text(t) => count.bind(t.clone()),
-                            Param::Real(v) => count.bind(*v),
-                            Param::Flag(b) => count.bind(*b),
-                            Param::Int(n) => count.bind(*n),
-                        };
-                    }
-                }
-                let rows = page.fetch_all(&self.pool).await.map_err(db_err)?;
-                let total = count.fetch_one(&self.pool).await.map_err(db_err)?;
+                let filters = &params[..params.len() - 2];
+                let rows = bind_all!(sqlx::query(&page_sql), &params)
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(db_err)?;
+                let total = bind_all!(sqlx::query_scalar::<_, i64>(&count_sql), filters)
+                    .fetch_one(&self.pool)
+                    .await
+                    .map_err(db_err)?;
                 let entries = rows.iter().map(group_entry).collect::<Result<Vec<_>, _>>()?;
                 Ok((entries, total as u64))
             }
@@ -1168,18 +1173,9 @@ macro_rules! sql_store {
                 let (filter, _, params) = group_query(&view);
                 let params = &params[..params.len() - 2];
                 macro_rules! bound {
-                    ($q:expr) => {{
-                        let mut query = $q;
-                        for p in params {
-                            query = match p {
-                                Param::Text(t) => query.bind(t.clone()),
-                                Param::Real(v) => query.bind(*v),
-                                Param::Flag(b) => query.bind(*b),
-                                Param::Int(n) => query.bind(*n),
-                            };
-                        }
-                        query
-                    }};
+                    ($q:expr) => {
+                        bind_all!($q, params)
+                    };
                 }
                 let sql = format!("SELECT DISTINCT model FROM leaderboard_groups {filter}");
                 let mut models: Vec<String> = bound!(sqlx::query_scalar::<_, String>(&sql))
@@ -1350,7 +1346,7 @@ macro_rules! sql_store {
                 derived: &std::collections::HashMap<Uuid, ($crate::domain::Protocol, String)>,
             ) -> Result<$crate::store::RebuildReport, StoreError> {
                 let _w = self.write_lock().await;
-                let mut tx = self.pool.begin().await.map_err(db_err)?;
+                let mut tx = self.pool.begin_with(<$store>::BEGIN_WRITE).await.map_err(db_err)?;
                 let mut report = $crate::store::RebuildReport::default();
                 let subs = sqlx::query(&format!("{SUBMISSION_SELECT} ORDER BY s.received_at, s.id"))
                     .fetch_all(&mut *tx)

@@ -12,9 +12,9 @@ use sqlx::{Row, SqlitePool};
 use uuid::Uuid;
 
 use super::sql::{
-    db_err, group_query, json_err, opt_ts, sql_store, status_of, unique_violation, EventRow, Param,
-    COUNTER_ADD, GROUP_COLUMNS, GROUP_INSERT, GROUP_KEY_INSERT, KEY_SELECT, MEMBER_SELECT,
-    RUN_COLUMNS, SUBMISSION_SELECT,
+    bind_all, db_err, group_query, json_err, opt_ts, sql_store, status_of, unique_violation,
+    EventRow, Param, COUNTER_ADD, GROUP_COLUMNS, GROUP_INSERT, GROUP_KEY_INSERT, KEY_SELECT,
+    MEMBER_SELECT, RUN_COLUMNS, SUBMISSION_SELECT,
 };
 use super::{
     parse_ts, ts, Actor, DatasetCounts, Decided, InsertOutcome, KeyRecord, ModerationEvent,
@@ -65,6 +65,11 @@ impl SqliteStore {
     /// Run first in a transaction that reads a snapshot: SQLite's read transaction already sees one state of the database.
     /// SQLite needs no row lock: one writer holds the database.
     const LOCK_GROUP: Option<&'static str> = None;
+    /// Write transactions take SQLite's write lock up front: a second
+    /// process on the same file then waits (busy timeout) instead of
+    /// failing with "database is locked" when a deferred transaction
+    /// that has read tries to write.
+    const BEGIN_WRITE: &'static str = "BEGIN IMMEDIATE";
     const READ_SNAPSHOT: Option<&'static str> = None;
 }
 

@@ -162,7 +162,8 @@ pub async fn index(State(s): State<AppState>) -> Result<Response, PageError> {
     Ok(render(
         StatusCode::OK,
         &IndexPage {
-            demo: counts.demo_submissions > 0,
+            // The pages show the demo only while no real data exists.
+            demo: counts.demo_submissions > 0 && counts.demo_submissions == counts.submissions,
             counts,
             latest,
             version: VERSION,

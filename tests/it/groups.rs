@@ -272,8 +272,13 @@ async fn a_gpu_page_lists_its_submissions_under_newer_ones_elsewhere() {
     let (_, l4) = app.submit(&gz, &sign(&key, &gz)).await;
     // 501 newer submissions on another GPU, stored directly (fast).
     let h100 = small_run("h100-pcie", &["Qwen/Qwen2.5-0.5B-Instruct"]);
-    app.insert_copies(&bundle_of(&h100, "alice", &key), &key, 501)
-        .await;
+    app.insert_copies(
+        &bundle_of(&h100, "alice", &key),
+        &key,
+        501,
+        wattcounts::domain::Status::Accepted,
+    )
+    .await;
     let (status, json) = app.get("/api/v1/gpus/l4").await;
     assert_eq!(status, StatusCode::OK);
     let listed: Vec<&str> = json["submissions"]

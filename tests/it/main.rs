@@ -12,6 +12,7 @@ mod demo_findings;
 mod demo_load;
 mod explore;
 mod groups;
+mod hardening;
 mod instances;
 mod intake;
 mod moderation;

@@ -216,10 +216,15 @@ impl TestApp {
 
     /// `n` copies of a bundle's rows under new ids and digests (same blob),
     /// inserted straight into the store: many submissions, quickly.
-    pub async fn insert_copies(&self, bundle: &[u8], key: &PrivateKey, n: usize) {
-        let template = self
-            .new_submission(bundle, key, wattcounts::domain::Status::Accepted)
-            .await;
+    pub async fn insert_copies(
+        &self,
+        bundle: &[u8],
+        key: &PrivateKey,
+        n: usize,
+        status: wattcounts::domain::Status,
+    ) -> Vec<uuid::Uuid> {
+        let template = self.new_submission(bundle, key, status).await;
+        let mut ids = Vec::with_capacity(n);
         for i in 0..n {
             let mut new = template.clone();
             new.id = uuid::Uuid::new_v4();
@@ -227,7 +232,9 @@ impl TestApp {
             new.content_sha256 = format!("copy-{}", new.id);
             new.received_at = chrono::Utc::now();
             self.insert(&new).await;
+            ids.push(new.id);
         }
+        ids
     }
 
     async fn insert(&self, new: &wattcounts::store::NewSubmission) {
