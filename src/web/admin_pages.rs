@@ -111,7 +111,15 @@ pub async fn admin_home(
     ))
 }
 
-pub async fn login(State(s): State<AppState>, Form(f): Form<HashMap<String, String>>) -> Response {
+pub async fn login(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Form(f): Form<HashMap<String, String>>,
+) -> Response {
+    // A sign-in posted from another site would plant a session cookie.
+    if let Err(e) = auth::same_origin(&headers, &s.service.config().public_url) {
+        return PageError(e).into_response();
+    }
     let token = f.get("token").map(|t| t.trim()).unwrap_or_default();
     if s.maintainers.is_empty() {
         return login_page(
@@ -136,12 +144,13 @@ pub async fn login(State(s): State<AppState>, Form(f): Form<HashMap<String, Stri
         .into_response()
 }
 
-/// The session behind a form post, with its CSRF token checked.
+/// The session behind a form post, with its origin and CSRF token checked.
 pub(crate) fn form_session(
     headers: &HeaderMap,
     s: &AppState,
     form: &HashMap<String, String>,
 ) -> Result<AdminSession, PageError> {
+    auth::same_origin(headers, &s.service.config().public_url)?;
     let session = AdminSession::from_headers(headers, s).ok_or_else(|| {
         ApiError::new(
             StatusCode::UNAUTHORIZED,

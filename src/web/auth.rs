@@ -195,3 +195,74 @@ mod tests {
         assert!(!csrf_ok("wct_a", ""));
     }
 }
+
+/// `scheme://host[:port]` of a URL (its origin, as browsers send it).
+fn origin_of(url: &str) -> &str {
+    let after = url.find("://").map_or(0, |i| i + 3);
+    match url[after..].find('/') {
+        Some(i) => &url[..after + i],
+        None => url,
+    }
+}
+
+/// A state-changing form must come from this service's own pages: its
+/// `Origin` (or, where a browser sends none, its `Referer`) names the
+/// public URL. A foreign or `null` origin, or neither header, is refused,
+/// so another site cannot post a maintainer's or a submitter's form.
+pub fn same_origin(headers: &HeaderMap, public_url: &str) -> Result<(), ApiError> {
+    let ours = origin_of(public_url.trim_end_matches('/'));
+    let refuse = |what: String| {
+        ApiError::new(
+            StatusCode::FORBIDDEN,
+            "foreign_origin",
+            format!("{what}; this form must be sent from a page of {ours}"),
+        )
+    };
+    let text =
+        |name: header::HeaderName| headers.get(name).map(|v| v.to_str().unwrap_or("\u{fffd}"));
+    if let Some(origin) = text(header::ORIGIN) {
+        return if origin == ours {
+            Ok(())
+        } else {
+            Err(refuse(format!("the request came from origin '{origin}'")))
+        };
+    }
+    match text(header::REFERER) {
+        Some(r) if origin_of(r) == ours => Ok(()),
+        Some(r) => Err(refuse(format!(
+            "the request came from page '{}'",
+            origin_of(r)
+        ))),
+        None => Err(refuse("the request names no origin".into())),
+    }
+}
+
+#[cfg(test)]
+mod origin_tests {
+    use super::*;
+
+    fn with(name: &'static str, v: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(name, v.parse().unwrap());
+        h
+    }
+
+    #[test]
+    fn origins() {
+        let ours = "https://wattcounts.example";
+        assert!(same_origin(&with("origin", ours), ours).is_ok());
+        assert!(same_origin(&with("origin", ours), "https://wattcounts.example/").is_ok());
+        assert!(same_origin(&with("referer", "https://wattcounts.example/admin"), ours).is_ok());
+        for (h, v) in [
+            ("origin", "https://evil.example"),
+            ("origin", "null"),
+            ("origin", "https://wattcounts.example.evil.example"),
+            ("origin", "http://wattcounts.example"),
+            ("referer", "https://evil.example/wattcounts.example"),
+        ] {
+            let e = same_origin(&with(h, v), ours).unwrap_err();
+            assert_eq!(e.code, "foreign_origin", "{h}: {v}");
+        }
+        assert!(same_origin(&HeaderMap::new(), ours).is_err());
+    }
+}

@@ -187,9 +187,9 @@ pub async fn submission_page(
     let mut facts = manifest.as_ref().map(manifest_facts).unwrap_or_default();
     if let Some(p) = &r.protocol {
         facts.push((
-            "Protocol",
+            "Compared with",
             format!(
-                "batch: {} ({}); server: {} ({}) — groups only compare runs of one protocol",
+                "runs of the same protocol only — batch: {} (id {}); server: {} (id {})",
                 p.batch_label, p.batch_id, p.server_label, p.server_id
             ),
         ));

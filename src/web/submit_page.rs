@@ -40,6 +40,7 @@ pub async fn submit_form(
     headers: HeaderMap,
     multipart: Result<Multipart, MultipartRejection>,
 ) -> Result<Response, PageError> {
+    super::auth::same_origin(&headers, &s.service.config().public_url)?;
     let (bundle, signature) = read_upload(&s, &headers, multipart).await?;
     let (_, receipt) = s
         .service

@@ -167,8 +167,21 @@ async fn browser_upload_form_stores_or_explains() {
 
     let gz = bundle("alice", &key);
     let sig = sign(&key, &gz);
+    // From another site (or naming none), the form is refused and nothing stored.
+    for origin in [Some("https://evil.example"), Some("null"), None] {
+        let mut req = multipart(&[("bundle", &gz), ("signature", &sig)]);
+        *req.uri_mut() = "/submit".parse().unwrap();
+        if let Some(o) = origin {
+            req.headers_mut().insert(header::ORIGIN, o.parse().unwrap());
+        }
+        let resp = app.router.clone().oneshot(req).await.unwrap();
+        assert_eq!(resp.status(), StatusCode::FORBIDDEN, "{origin:?}");
+        assert_eq!(app.counts().await.submissions, 0);
+    }
     let mut req = multipart(&[("bundle", &gz), ("signature", &sig)]);
     *req.uri_mut() = "/submit".parse().unwrap();
+    req.headers_mut()
+        .insert(header::ORIGIN, AUDIENCE.parse().unwrap());
     let resp = app.router.clone().oneshot(req).await.unwrap();
     assert_eq!(resp.status(), StatusCode::SEE_OTHER);
     let to = resp.headers()[header::LOCATION]
@@ -223,6 +236,10 @@ async fn browser_upload_form_stores_or_explains() {
     let sig = sign(&key, &bad);
     let mut req = multipart(&[("bundle", &bad), ("signature", &sig)]);
     *req.uri_mut() = "/submit".parse().unwrap();
+    req.headers_mut().insert(
+        header::REFERER,
+        format!("{AUDIENCE}/submit").parse().unwrap(),
+    );
     let resp = app.router.clone().oneshot(req).await.unwrap();
     assert_eq!(resp.status(), StatusCode::UNPROCESSABLE_ENTITY);
     let bytes = resp.into_body().collect().await.unwrap().to_bytes();

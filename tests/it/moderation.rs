@@ -226,8 +226,10 @@ fn form(path: &str, cookie: Option<&str>, fields: &[(&str, &str)]) -> Request<Bo
         .map(|(k, v)| format!("{k}={}", urlencode(v)))
         .collect::<Vec<_>>()
         .join("&");
-    let mut r =
-        Request::post(path).header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
+    // A browser posting one of the service's own pages names its origin.
+    let mut r = Request::post(path)
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .header(header::ORIGIN, AUDIENCE);
     if let Some(c) = cookie {
         r = r.header(header::COOKIE, c);
     }
