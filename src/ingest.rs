@@ -520,7 +520,42 @@ pub fn analyse(
 
     let start = Instant::now();
     let runs: Vec<IterationMetrics> = parsed.rows.iter().map(metrics::derive).collect();
+    // Finite but huge samples can overflow a mean or a spread: such a
+    // figure cannot be stored, compared or written as JSON.
+    for (row, run) in parsed.rows.iter().zip(&runs) {
+        if let Some(field) = metrics::first_non_finite(run) {
+            return Err(Rejection::invalid(
+                "figure_not_finite",
+                format!(
+                    "{} row {}: {field} computes to a non-finite number (are the power samples plausible watts?)",
+                    row.file, row.line
+                ),
+            )
+            .with(
+                Detail::new(format!("{field} is not finite"))
+                    .file(&row.file)
+                    .row(row.line)
+                    .column("gpu_0_power_draw_watts"),
+            ));
+        }
+    }
     let configurations = metrics::aggregate(&runs);
+    if let Some((c, field)) = configurations
+        .iter()
+        .find_map(|c| metrics::first_non_finite_spread(c).map(|f| (c, f)))
+    {
+        return Err(Rejection::invalid(
+            "figure_not_finite",
+            format!(
+                "{} {} {}: the spread of {field} over iterations is not a finite number",
+                c.model,
+                c.scenario.as_str(),
+                c.lambda_qps
+                    .map(|l| format!("at {l} req/s"))
+                    .unwrap_or_default()
+            ),
+        ));
+    }
     t.derive = start.elapsed();
     if configurations.is_empty() {
         return Err(Rejection::invalid(

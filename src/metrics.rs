@@ -209,6 +209,56 @@ pub fn derive(row: &IterationRow) -> IterationMetrics {
     }
 }
 
+/// The first derived figure of an iteration that is NaN or infinite.
+pub fn first_non_finite(m: &IterationMetrics) -> Option<&'static str> {
+    let figures = [
+        ("duration_s", Some(m.duration_s)),
+        ("gpu_energy_j", Some(m.gpu_energy_j)),
+        ("reported_gpu_energy_j", Some(m.reported_gpu_energy_j)),
+        ("cpu_energy_j", Some(m.cpu_energy_j)),
+        ("dram_energy_j", Some(m.dram_energy_j)),
+        ("power_mean_w", Some(m.power_mean_w)),
+        ("power_max_w", Some(m.power_max_w)),
+        ("power_min_w", Some(m.power_min_w)),
+        ("temp_first_c", Some(m.temp_first_c)),
+        ("temp_max_c", Some(m.temp_max_c)),
+        ("energy_per_token_j", m.energy_per_token_j),
+        ("energy_per_request_j", m.energy_per_request_j),
+        ("throughput_tok_s", Some(m.throughput_tok_s)),
+        ("itl_s", m.itl_s),
+        ("ttft_p50_s", m.ttft_p50_s),
+        ("ttft_p90_s", m.ttft_p90_s),
+        ("e2e_p50_s", m.e2e_p50_s),
+        ("e2e_p90_s", m.e2e_p90_s),
+    ];
+    figures
+        .into_iter()
+        .find(|(_, v)| v.is_some_and(|x| !x.is_finite()))
+        .map(|(name, _)| name)
+}
+
+/// The first spread of a configuration with a non-finite part (a CV of
+/// finite but huge values can overflow).
+pub fn first_non_finite_spread(c: &ConfigurationMetrics) -> Option<&'static str> {
+    let finite = |s: &Spread| {
+        [s.median, s.min, s.max, s.cv].iter().all(|v| v.is_finite())
+            && s.interval
+                .is_none_or(|i| i.lo.is_finite() && i.hi.is_finite())
+    };
+    [
+        ("energy_per_token_j", Some(&c.energy_per_token_j)),
+        ("energy_per_request_j", c.energy_per_request_j.as_ref()),
+        ("throughput_tok_s", Some(&c.throughput_tok_s)),
+        ("power_mean_w", Some(&c.power_mean_w)),
+        ("itl_s", c.itl_s.as_ref()),
+        ("ttft_p50_s", c.ttft_p50_s.as_ref()),
+        ("e2e_p50_s", c.e2e_p50_s.as_ref()),
+    ]
+    .into_iter()
+    .find(|(_, s)| s.is_some_and(|s| !finite(s)))
+    .map(|(name, _)| name)
+}
+
 /// Groups iterations into configurations, in first-seen order.
 pub fn aggregate(iterations: &[IterationMetrics]) -> Vec<ConfigurationMetrics> {
     let mut keys: Vec<(&str, Scenario, Option<u64>)> = Vec::new();

@@ -281,9 +281,20 @@ impl<'a> Columns<'a> {
         col: &'static str,
     ) -> Result<String, Rejection> {
         let b = self.cell(rec, line, col)?;
-        std::str::from_utf8(b)
-            .map(str::to_owned)
-            .map_err(|_| self.err("csv_bad_text", line, col, "cell is not valid UTF-8".into()))
+        let t = std::str::from_utf8(b)
+            .map_err(|_| self.err("csv_bad_text", line, col, "cell is not valid UTF-8".into()))?;
+        // Control characters (NUL and the like; a model id not even tab or
+        // newline) would be stored and then written into pages and CSVs.
+        let allowed = |c: char| col != "model" && matches!(c, '\t' | '\n' | '\r');
+        if let Some(c) = t.chars().find(|c| c.is_control() && !allowed(*c)) {
+            return Err(self.err(
+                "csv_control_character",
+                line,
+                col,
+                format!("cell holds the control character U+{:04X}", c as u32),
+            ));
+        }
+        Ok(t.to_owned())
     }
 
     fn number(

@@ -113,6 +113,65 @@ impl Manifest {
     }
 }
 
+/// Largest integer a JSON number carries exactly in every reader (2^53 − 1).
+const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
+/// The first string holding a control character (NUL and the like; tab
+/// and newline are no part of any manifest field either) or integer past
+/// ±(2^53 − 1), which JavaScript and many JSON readers would round.
+fn first_bad_value(v: &Value, pointer: &mut String) -> Option<Detail> {
+    let here = |msg: String, pointer: &str| {
+        Some(
+            Detail::new(msg)
+                .file(MANIFEST_NAME)
+                .pointer(if pointer.is_empty() { "/" } else { pointer }),
+        )
+    };
+    match v {
+        Value::String(s) => s.chars().find(|c| c.is_control()).and_then(|c| {
+            here(
+                format!("a string holds the control character U+{:04X}", c as u32),
+                pointer,
+            )
+        }),
+        Value::Number(n) => {
+            // Integers past u64 reach us as whole floats: the same problem.
+            let big = n.as_u64().is_some_and(|u| u > MAX_SAFE_INTEGER)
+                || n.as_i64()
+                    .is_some_and(|i| i.unsigned_abs() > MAX_SAFE_INTEGER)
+                || n.as_f64()
+                    .is_some_and(|f| f.fract() == 0.0 && f.abs() > MAX_SAFE_INTEGER as f64);
+            big.then(|| {
+                here(
+                    format!("the integer {n} is beyond ±(2^53 − 1) and would be rounded"),
+                    pointer,
+                )
+            })
+            .flatten()
+        }
+        Value::Array(items) => items.iter().enumerate().find_map(|(i, item)| {
+            let len = pointer.len();
+            pointer.push_str(&format!("/{i}"));
+            let found = first_bad_value(item, pointer);
+            pointer.truncate(len);
+            found
+        }),
+        Value::Object(map) => map.iter().find_map(|(k, item)| {
+            let len = pointer.len();
+            pointer.push('/');
+            pointer.push_str(&k.replace('~', "~0").replace('/', "~1"));
+            let found = if k.chars().any(char::is_control) {
+                here("a key holds a control character".into(), pointer)
+            } else {
+                first_bad_value(item, pointer)
+            };
+            pointer.truncate(len);
+            found
+        }),
+        _ => None,
+    }
+}
+
 /// The compiled schema; build it once at start-up.
 pub struct ManifestSchema {
     validator: jsonschema::Validator,
@@ -150,6 +209,13 @@ impl ManifestSchema {
             }
             Rejection::invalid(code, format!("{MANIFEST_NAME} is not valid JSON")).with(d)
         })?;
+        if let Some(d) = first_bad_value(&value, &mut String::new()) {
+            return Err(Rejection::invalid(
+                "manifest_bad_value",
+                format!("{MANIFEST_NAME}: {}", d.message),
+            )
+            .with(d));
+        }
         // Versions first: a newer manifest fails the v1 schema in many
         // places, and one clear message beats twenty confusing ones.
         match value.get("schema_version") {

@@ -130,3 +130,148 @@ async fn sign_in_from_another_site_sets_no_cookie() {
     assert_eq!(status, StatusCode::SEE_OTHER);
     assert!(h.get("set-cookie").is_some());
 }
+
+/// Every route answers a 4xx, never a 500, whatever byte a percent-encoded
+/// path holds.
+#[tokio::test]
+async fn no_path_byte_makes_a_500() {
+    let app = TestApp::new().await;
+    let key = app.register("alice").await;
+    let gz = bundle("alice", &key);
+    let (_, r) = app.submit(&gz, &sign(&key, &gz)).await;
+    let id = r["submission_id"].as_str().unwrap().to_string();
+    let templates = [
+        "/snapshots/latest/{}".to_string(),
+        "/snapshots/{}".to_string(),
+        "/snapshots/{}/runs.csv".to_string(),
+        "/models/{}".to_string(),
+        "/api/v1/models/a{}b".to_string(),
+        "/gpus/{}".to_string(),
+        "/submissions/{}".to_string(),
+        format!("/submissions/{id}/{{}}"),
+        "/api/v1/submissions/{}".to_string(),
+        "/{}".to_string(),
+    ];
+    for t in &templates {
+        for b in 0..=255u8 {
+            let path = t.replace("{}", &format!("%{b:02X}"));
+            let (status, _, body) = app
+                .raw(
+                    axum::http::Request::get(path.as_str())
+                        .body(axum::body::Body::empty())
+                        .unwrap(),
+                )
+                .await;
+            assert!(
+                status.as_u16() < 500,
+                "{path}: {status} {}",
+                String::from_utf8_lossy(&body)
+            );
+            if b < 0x20 || b == 0x7f {
+                assert_eq!(status, StatusCode::BAD_REQUEST, "{path}");
+            }
+        }
+    }
+}
+
+/// Submits `gz`, expecting a 422 with `code`; nothing may be stored.
+async fn refused(
+    app: &TestApp,
+    key: &ssh_key::PrivateKey,
+    gz: &[u8],
+    code: &str,
+) -> serde_json::Value {
+    let (status, body) = app.submit(gz, &sign(key, gz)).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_error(&body, code);
+    app.assert_nothing_stored().await;
+    body
+}
+
+#[tokio::test]
+async fn control_characters_and_unsafe_integers_in_the_manifest_are_refused() {
+    let app = TestApp::new().await;
+    let key = app.register("alice").await;
+    let m = manifest_json("alice", &key);
+    let mut nul = m.clone();
+    nul["run"]["name"] = json!("run\u{0}name");
+    let mut bell = m.clone();
+    bell["software"]["vllm"] = json!("0.14\u{7}");
+    let mut big = m.clone();
+    big["system"]["memory_gib"] = json!(9_007_199_254_740_993u64);
+    let mut huge = m.clone();
+    huge["system"]["gpu"]["count"] = json!(1e300);
+    for (doc, pointer, says) in [
+        (nul, "/run/name", "U+0000"),
+        (bell, "/software/vllm", "U+0007"),
+        (big, "/system/memory_gib", "2^53"),
+        (huge, "/system/gpu/count", "2^53"),
+    ] {
+        let text = serde_json::to_vec(&doc).unwrap();
+        let gz = archive(&text, &fixture().files);
+        let body = refused(&app, &key, &gz, "manifest_bad_value").await;
+        let d = first_detail(&body);
+        assert_eq!(d["pointer"], pointer, "{body}");
+        assert_eq!(d["file"], "wattcounts.json");
+        assert!(d["message"].as_str().unwrap().contains(says), "{body}");
+    }
+}
+
+#[tokio::test]
+async fn a_control_character_in_a_model_id_is_refused() {
+    let app = TestApp::new().await;
+    let key = app.register("alice").await;
+    let files = edited_files(
+        "Qwen2.5-0.5B-Instruct/llm_batch_optimized_results.csv",
+        |t| {
+            t.replace(
+                "Qwen/Qwen2.5-0.5B-Instruct",
+                "Qwen/Qwen2.5\u{0}-0.5B-Instruct",
+            )
+        },
+    );
+    let gz = bundle_with(files, "alice", &key);
+    let body = refused(&app, &key, &gz, "csv_control_character").await;
+    let d = first_detail(&body);
+    assert_eq!(d["column"], "model");
+    assert_eq!(d["row"], 2);
+    assert!(d["message"].as_str().unwrap().contains("U+0000"));
+}
+
+/// A power trace of finite but huge values overflows the mean: refused
+/// with the file and row, never stored as a figure that cannot be read.
+#[tokio::test]
+async fn a_trace_whose_figures_overflow_is_refused() {
+    let app = TestApp::new().await;
+    let key = app.register("alice").await;
+    let files = edited_files(
+        "Qwen2.5-0.5B-Instruct/llm_batch_optimized_results.csv",
+        |t| {
+            let mut r = csv::Reader::from_reader(t.as_bytes());
+            let header = r.headers().unwrap().clone();
+            let at = header
+                .iter()
+                .position(|h| h == "gpu_0_power_draw_watts")
+                .unwrap();
+            let mut w = csv::Writer::from_writer(Vec::new());
+            w.write_record(&header).unwrap();
+            for (i, rec) in r.records().enumerate() {
+                let mut rec: Vec<String> = rec.unwrap().iter().map(str::to_string).collect();
+                if i == 0 {
+                    let n = rec[at].matches(',').count() + 1;
+                    rec[at] = format!("[{}]", vec!["1.7e308"; n].join(", "));
+                }
+                w.write_record(&rec).unwrap();
+            }
+            String::from_utf8(w.into_inner().unwrap()).unwrap()
+        },
+    );
+    let gz = bundle_with(files, "alice", &key);
+    let body = refused(&app, &key, &gz, "figure_not_finite").await;
+    let d = first_detail(&body);
+    assert_eq!(d["row"], 2);
+    assert!(d["file"]
+        .as_str()
+        .unwrap()
+        .ends_with("llm_batch_optimized_results.csv"));
+}
