@@ -63,6 +63,11 @@ pub struct ServeConfig {
     /// instances' within 2 s).
     #[arg(long, env = "WATTCOUNTS_NO_RESPONSE_CACHE")]
     pub no_response_cache: bool,
+    /// On start, staging files and bundle blobs that no submission
+    /// references (left by a crash or a lost race) are removed once older
+    /// than this many seconds.
+    #[arg(long, env = "WATTCOUNTS_ORPHAN_GRACE_SECS", default_value_t = 3600)]
+    pub orphan_grace_secs: u64,
 }
 
 impl ServeConfig {
@@ -83,6 +88,7 @@ impl ServeConfig {
             thresholds: None,
             admin_tokens: Vec::new(),
             no_response_cache: false,
+            orphan_grace_secs: 3600,
         }
     }
 }

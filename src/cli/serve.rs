@@ -18,6 +18,14 @@ pub async fn run(cfg: ServeConfig) -> anyhow::Result<()> {
     let addr = listener.local_addr()?;
     let public_url = cfg.public_url_for(addr);
     let state = AppState::build(&cfg, public_url.clone()).await?;
+    let (files, bytes) = state
+        .service
+        .recover(std::time::Duration::from_secs(cfg.orphan_grace_secs))
+        .await?;
+    eprintln!(
+        "recovery: removed {files} orphan staging file(s) and blob(s), {bytes} bytes (older than {} s, referenced by no submission)",
+        cfg.orphan_grace_secs
+    );
     // A deployment that has just migrated: derive what the read model needs.
     if state.service.needs_rebuild().await? {
         eprintln!("read model: stored submissions predate it; rebuilding (wattcounts db rebuild)");

@@ -254,6 +254,15 @@ impl Service {
         r
     }
 
+    /// Start-up recovery: removes staging files and blobs no submission
+    /// references, once older than `grace`. Returns (files, bytes).
+    pub async fn recover(&self, grace: Duration) -> anyhow::Result<(u64, u64)> {
+        let keep: std::collections::HashSet<String> =
+            self.store.blob_paths().await?.into_iter().collect();
+        let blobs = self.blobs().clone();
+        Ok(tokio::task::spawn_blocking(move || blobs.sweep(&keep, grace)).await??)
+    }
+
     // Snapshots.
 
     pub async fn create_snapshot(

@@ -58,6 +58,56 @@ impl BlobStore {
     pub fn read(&self, relative: &str) -> std::io::Result<Vec<u8>> {
         std::fs::read(self.root.join(relative))
     }
+
+    /// Removes what a crash or a lost race left behind: staging files, and
+    /// blobs no row references (`keep` holds the referenced relative
+    /// paths), each only once older than `grace`, so a bundle that another
+    /// instance is storing right now is left alone. Returns (files, bytes).
+    pub fn sweep(
+        &self,
+        keep: &std::collections::HashSet<String>,
+        grace: std::time::Duration,
+    ) -> std::io::Result<(u64, u64)> {
+        let now = std::time::SystemTime::now();
+        let old = |m: &std::fs::Metadata| {
+            m.modified()
+                .ok()
+                .and_then(|t| now.duration_since(t).ok())
+                .is_some_and(|age| age >= grace)
+        };
+        let mut removed = (0u64, 0u64);
+        let mut remove = |path: &Path, m: &std::fs::Metadata| -> std::io::Result<()> {
+            std::fs::remove_file(path)?;
+            removed.0 += 1;
+            removed.1 += m.len();
+            Ok(())
+        };
+        if let Ok(rd) = std::fs::read_dir(self.root.join("tmp")) {
+            for e in rd.flatten() {
+                let m = e.metadata()?;
+                if m.is_file() && old(&m) {
+                    remove(&e.path(), &m)?;
+                }
+            }
+        }
+        for shard in std::fs::read_dir(self.root.join("sha256"))?.flatten() {
+            let Ok(rd) = std::fs::read_dir(shard.path()) else {
+                continue;
+            };
+            for e in rd.flatten() {
+                let m = e.metadata()?;
+                let rel = format!(
+                    "sha256/{}/{}",
+                    shard.file_name().to_string_lossy(),
+                    e.file_name().to_string_lossy()
+                );
+                if m.is_file() && !keep.contains(&rel) && old(&m) {
+                    remove(&e.path(), &m)?;
+                }
+            }
+        }
+        Ok(removed)
+    }
 }
 
 fn sync_dir(dir: &Path) {

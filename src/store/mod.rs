@@ -122,6 +122,8 @@ pub trait Store: Send + Sync {
     async fn ping(&self) -> Result<(), StoreError>;
     async fn create_submitter(&self, s: &NewSubmitter) -> Result<i64, StoreError>;
     async fn key_by_fingerprint(&self, fingerprint: &str) -> Result<Option<KeyRecord>, StoreError>;
+    /// Every blob path a submission references (start-up recovery).
+    async fn blob_paths(&self) -> Result<Vec<String>, StoreError>;
     /// Every registered key, oldest first (maintainer audits; small table).
     async fn keys(&self) -> Result<Vec<KeyRecord>, StoreError>;
     /// The submissions signed with a key, oldest first, with their status.

@@ -590,6 +590,13 @@ macro_rules! sql_store {
                 row.as_ref().map(key_record).transpose()
             }
 
+            async fn blob_paths(&self) -> Result<Vec<String>, StoreError> {
+                sqlx::query_scalar("SELECT DISTINCT blob_path FROM submissions")
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(db_err)
+            }
+
             async fn keys(&self) -> Result<Vec<KeyRecord>, StoreError> {
                 let rows = sqlx::query(&format!("{KEY_SELECT} ORDER BY k.id"))
                     .fetch_all(&self.pool)

@@ -275,3 +275,44 @@ async fn a_trace_whose_figures_overflow_is_refused() {
         .unwrap()
         .ends_with("llm_batch_optimized_results.csv"));
 }
+
+/// After a crash: staging files and blobs no row references are removed
+/// on start (once past the grace period), and nothing a row needs is.
+#[tokio::test]
+async fn recovery_removes_orphans_and_keeps_what_rows_reference() {
+    let app = TestApp::new().await;
+    let key = app.register("alice").await;
+    let gz = bundle("alice", &key);
+    let (_, r) = app.submit(&gz, &sign(&key, &gz)).await;
+    let blobs = app.dir.path().join("blobs");
+    std::fs::create_dir_all(blobs.join("tmp")).unwrap();
+    std::fs::write(blobs.join("tmp/.tmpCRASH"), vec![1u8; 1000]).unwrap();
+    std::fs::create_dir_all(blobs.join("sha256/ff")).unwrap();
+    let orphan = blobs.join(format!("sha256/ff/{}.tar.gz", "f".repeat(64)));
+    std::fs::write(&orphan, vec![2u8; 500]).unwrap();
+    // Young files are left alone (another instance may be storing them).
+    let young = app
+        .service
+        .recover(std::time::Duration::from_secs(3600))
+        .await
+        .unwrap();
+    assert_eq!(young, (0, 0));
+    let swept = app
+        .service
+        .recover(std::time::Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(swept, (2, 1500));
+    assert!(!orphan.exists());
+    // The stored bundle is still there and downloads as it was sent.
+    let id = r["submission_id"].as_str().unwrap();
+    let (status, _, bytes) = app
+        .raw(
+            axum::http::Request::get(format!("/submissions/{id}/bundle.tar.gz"))
+                .body(axum::body::Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(bytes.to_vec(), gz);
+}
