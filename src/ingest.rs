@@ -328,7 +328,7 @@ impl Ingestor {
                         .canonical()
                     })
                     .collect();
-                self.store.peer_medians(&keys).await?
+                self.store.peer_groups(&keys).await?
             }
             None => Vec::new(),
         };

@@ -36,6 +36,9 @@ pub const EVIDENCE_KEPT: usize = 20;
 pub struct Figures {
     pub ept_median: f64,
     pub ept_interval: Interval,
+    /// Median absolute deviation of the members' medians around
+    /// `ept_median` (the consistency check's scale).
+    pub ept_mad: f64,
     /// Largest coefficient of variation over iterations among the members.
     pub ept_cv: f64,
     pub epr_median: Option<f64>,
@@ -76,8 +79,10 @@ pub fn aggregate(members: &[Member]) -> Option<Figures> {
     let mut submitters: Vec<i64> = members.iter().map(|m| m.submitter_id).collect();
     submitters.sort_unstable();
     submitters.dedup();
+    let ept_median = crate::metrics::percentile_sorted(&medians, 0.5);
     Some(Figures {
-        ept_median: crate::metrics::percentile_sorted(&medians, 0.5),
+        ept_median,
+        ept_mad: crate::metrics::median_absolute_deviation(&medians, ept_median),
         ept_interval,
         ept_cv: members.iter().map(|m| m.ept_cv).fold(0.0, f64::max),
         epr_median: median_of(members.iter().filter_map(|m| m.epr_median).collect()),

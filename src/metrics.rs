@@ -122,6 +122,13 @@ pub struct ConfigurationMetrics {
     pub e2e_p50_s: Option<Spread>,
 }
 
+/// The median absolute deviation of `values` around their median `m`.
+pub fn median_absolute_deviation(values: &[f64], m: f64) -> f64 {
+    let mut deviations: Vec<f64> = values.iter().map(|v| (v - m).abs()).collect();
+    deviations.sort_by(f64::total_cmp);
+    percentile_sorted(&deviations, 0.5)
+}
+
 /// Linear interpolation between closest ranks (numpy's default).
 pub fn percentile_sorted(sorted: &[f64], q: f64) -> f64 {
     if sorted.is_empty() {

@@ -62,6 +62,8 @@ CREATE TABLE leaderboard_groups (
     ept_hi             DOUBLE PRECISION NOT NULL,
     ept_confidence     DOUBLE PRECISION NOT NULL,
     ept_cv             DOUBLE PRECISION NOT NULL,
+    -- Median absolute deviation of the members' medians (the consistency check's scale).
+    ept_mad            DOUBLE PRECISION NOT NULL,
     epr_median         DOUBLE PRECISION,
     throughput_median  DOUBLE PRECISION NOT NULL,
     power_median       DOUBLE PRECISION NOT NULL,

@@ -62,6 +62,8 @@ CREATE TABLE leaderboard_groups (
     ept_hi             REAL NOT NULL,
     ept_confidence     REAL NOT NULL,
     ept_cv             REAL NOT NULL,
+    -- Median absolute deviation of the members' medians (the consistency check's scale).
+    ept_mad            REAL NOT NULL,
     epr_median         REAL,
     throughput_median  REAL NOT NULL,
     power_median       REAL NOT NULL,

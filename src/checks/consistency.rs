@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use super::{skip, CheckResult, Location, Rule, Severity, Tally, Thresholds};
 use crate::bundle::harness::Scenario;
-use crate::metrics::{percentile_sorted, ConfigurationMetrics};
+use crate::metrics::ConfigurationMetrics;
 
 pub const RULE: Rule = Rule {
     id: "consistency.robust_z",
@@ -15,47 +15,45 @@ pub const RULE: Rule = Rule {
     unit: "z",
 };
 
-/// One accepted submission's median energy per token for one configuration.
+/// What the accepted submissions of one group measured: the median of
+/// their medians, the median absolute deviation around it, and how many.
 #[derive(Debug, Clone, PartialEq)]
-pub struct PeerMedian {
+pub struct PeerGroup {
     pub model: String,
     pub scenario: Scenario,
     pub lambda_qps: Option<f64>,
-    pub energy_per_token_j: f64,
+    pub median: f64,
+    pub mad: f64,
+    pub submissions: u64,
 }
 
 type Key<'a> = (&'a str, Scenario, Option<u64>);
 
-fn median(sorted: &[f64]) -> f64 {
-    percentile_sorted(sorted, 0.5)
-}
-
 pub fn consistency(
     configurations: &[ConfigurationMetrics],
-    peers: &[PeerMedian],
+    peers: &[PeerGroup],
     t: &Thresholds,
 ) -> CheckResult {
-    let mut by_key: HashMap<Key, Vec<f64>> = HashMap::new();
-    for p in peers {
-        by_key
-            .entry((p.model.as_str(), p.scenario, p.lambda_qps.map(f64::to_bits)))
-            .or_default()
-            .push(p.energy_per_token_j);
-    }
+    let by_key: HashMap<Key, &PeerGroup> = peers
+        .iter()
+        .map(|p| {
+            (
+                (p.model.as_str(), p.scenario, p.lambda_qps.map(f64::to_bits)),
+                p,
+            )
+        })
+        .collect();
     let mut tally = Tally::new(RULE, Some(t.robust_z));
     for c in configurations {
         let key = (c.model.as_str(), c.scenario, c.lambda_qps.map(f64::to_bits));
-        let Some(values) = by_key.get_mut(&key) else {
+        let Some(peer) = by_key.get(&key) else {
             continue;
         };
-        if values.len() < t.consistency_min_peers as usize {
+        if peer.submissions < u64::from(t.consistency_min_peers) {
             continue;
         }
-        values.sort_by(f64::total_cmp);
-        let m = median(values);
-        let mut deviations: Vec<f64> = values.iter().map(|v| (v - m).abs()).collect();
-        deviations.sort_by(f64::total_cmp);
-        let mad = median(&deviations).max(m.abs() * t.mad_floor_pct / 100.0);
+        let m = peer.median;
+        let mad = peer.mad.max(m.abs() * t.mad_floor_pct / 100.0);
         let x = c.energy_per_token_j.median;
         let z = if mad > 0.0 {
             (x - m) / (1.4826 * mad)

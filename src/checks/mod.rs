@@ -27,7 +27,7 @@ use crate::bundle::system_info::SystemInfo;
 use crate::catalog::GpuSpec;
 use crate::metrics::{ConfigurationMetrics, IterationMetrics};
 
-pub use consistency::{consistency, PeerMedian};
+pub use consistency::{consistency, PeerGroup};
 pub use thresholds::Thresholds;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -186,6 +186,7 @@ const TABLES: &[(&str, &[(&str, Kind)])] = &[
             ("ept_hi", Real),
             ("ept_confidence", Real),
             ("ept_cv", Real),
+            ("ept_mad", Real),
             ("epr_median", Real),
             ("throughput_median", Real),
             ("power_median", Real),

@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use crate::checks::{CheckResult, PeerMedian};
+use crate::checks::{CheckResult, PeerGroup};
 use crate::metrics::{ConfigurationMetrics, IterationMetrics};
 
 #[derive(Debug, thiserror::Error)]
@@ -150,9 +150,10 @@ pub trait Store: Send + Sync {
     ) -> Result<Decided, StoreError>;
     async fn moderation_events(&self, id: Uuid) -> Result<Vec<ModerationEvent>, StoreError>;
     async fn check_results(&self, id: Uuid) -> Result<Vec<CheckResult>, StoreError>;
-    /// Median energy per token of every accepted configuration in these
-    /// groups (canonical group keys: same GPU, protocol and origin).
-    async fn peer_medians(&self, group_keys: &[String]) -> Result<Vec<PeerMedian>, StoreError>;
+    /// What the accepted members of these groups measured (canonical
+    /// group keys: same GPU, protocol and origin), from the read model: one
+    /// row per group, however many submissions it holds.
+    async fn peer_groups(&self, group_keys: &[String]) -> Result<Vec<PeerGroup>, StoreError>;
     /// The submission holding this run content, with its status.
     async fn submission_by_content(
         &self,

@@ -22,7 +22,7 @@ use super::{
     NewSubmission, NewSubmitter, Status, StoreError, SubmissionRecord, TableCounts,
 };
 use crate::bundle::harness::Scenario;
-use crate::checks::{CheckResult, PeerMedian};
+use crate::checks::{CheckResult, PeerGroup};
 use crate::metrics::ConfigurationMetrics;
 
 pub struct PgStore {

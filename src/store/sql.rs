@@ -23,9 +23,9 @@ pub(super) const MEMBER_SELECT: &str = "SELECT s.id, s.submitter_id, s.status, c
 pub(super) const GROUP_INSERT: &str = "INSERT INTO leaderboard_groups (group_key, visibility, gpu_id, gpu_name, model, scenario,
         lambda_qps, protocol_id, protocol_label, is_reference, origin, size_class, ept_median, ept_lo, ept_hi, ept_confidence,
         ept_cv, epr_median, throughput_median, power_median, ttft_median, itl_median, iterations, submissions, submitters,
-        in_review, evidence)
+        in_review, evidence, ept_mad)
      SELECT group_key, $2, gpu_id, gpu_name, model, scenario, lambda_qps, protocol_id, protocol_label, is_reference, origin,
-        size_class, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17
+        size_class, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18
      FROM group_keys WHERE group_key = $1";
 
 pub(super) const GROUP_KEY_INSERT: &str =
@@ -366,6 +366,7 @@ macro_rules! sql_store {
                     .bind(f.submitters as i64)
                     .bind(f.in_review as i64)
                     .bind(serde_json::to_string(&f.evidence).map_err(json_err)?)
+                    .bind(f.ept_mad)
                     .execute(&mut *tx)
                     .await
                     .map_err(db_err)?;
@@ -859,33 +860,35 @@ macro_rules! sql_store {
                 .await
             }
 
-            async fn peer_medians(&self, group_keys: &[String]) -> Result<Vec<PeerMedian>, StoreError> {
+            async fn peer_groups(&self, group_keys: &[String]) -> Result<Vec<PeerGroup>, StoreError> {
                 if group_keys.is_empty() {
                     return Ok(Vec::new());
                 }
-                let placeholders = (1..=group_keys.len())
+                let placeholders = (2..=group_keys.len() + 1)
                     .map(|i| format!("${i}"))
                     .collect::<Vec<_>>()
                     .join(", ");
                 let sql = format!(
-                    "SELECT c.model, c.scenario, c.lambda_qps, c.ept_median_j
-                     FROM configurations c JOIN submissions s ON s.id = c.submission_id
-                     WHERE s.status = 'accepted' AND s.duplicate_of IS NULL AND c.group_key IN ({placeholders})"
+                    "SELECT model, scenario, lambda_qps, ept_median, ept_mad, submissions FROM leaderboard_groups
+                     WHERE visibility = $1 AND group_key IN ({placeholders})"
                 );
-                let mut query = sqlx::query_as::<_, (String, String, Option<f64>, f64)>(&sql);
+                let mut query =
+                    sqlx::query_as::<_, (String, String, Option<f64>, f64, f64, i64)>(&sql).bind("accepted");
                 for k in group_keys {
                     query = query.bind(k);
                 }
                 let rows = query.fetch_all(&self.pool).await.map_err(db_err)?;
                 rows.into_iter()
-                    .map(|(model, scenario, lambda_qps, ept)| {
-                        Ok(PeerMedian {
+                    .map(|(model, scenario, lambda_qps, median, mad, n)| {
+                        Ok(PeerGroup {
                             scenario: Scenario::parse(&scenario).ok_or_else(|| {
                                 StoreError::Other(anyhow::anyhow!("bad scenario {scenario}"))
                             })?,
                             model,
                             lambda_qps,
-                            energy_per_token_j: ept,
+                            median,
+                            mad,
+                            submissions: n as u64,
                         })
                     })
                     .collect()

@@ -403,11 +403,12 @@ async fn consistency_compares_with_stored_peers(app: TestApp) {
             })
             .collect()
     };
-    let peers = app.store.peer_medians(&keys(false)).await.unwrap();
-    assert_eq!(peers.len(), 9, "3 submissions × 3 configurations");
+    let peers = app.store.peer_groups(&keys(false)).await.unwrap();
+    assert_eq!(peers.len(), 3, "3 configurations");
+    assert!(peers.iter().all(|p| p.submissions == 3), "{peers:?}");
     assert!(app
         .store
-        .peer_medians(&keys(true))
+        .peer_groups(&keys(true))
         .await
         .unwrap()
         .is_empty());
@@ -425,7 +426,7 @@ async fn consistency_compares_with_stored_peers(app: TestApp) {
         .collect();
     assert!(app
         .store
-        .peer_medians(&other_keys)
+        .peer_groups(&other_keys)
         .await
         .unwrap()
         .is_empty());
