@@ -225,10 +225,12 @@ macro_rules! seed_copies {
         let pool = $pool;
         let mut tx = pool.begin().await?;
         let originals: Vec<(String, String)> = sqlx::query_as(
-            "SELECT id, bundle_sha256 FROM submissions WHERE is_demo = $1 AND id <> $2",
+            "SELECT id, bundle_sha256 FROM submissions WHERE is_demo = $1 AND id NOT IN ($2, $3, $4)",
         )
         .bind(true)
-        .bind($skip)
+        .bind(&$skip[0])
+        .bind(&$skip[1])
+        .bind(&$skip[2])
         .fetch_all(&mut *tx)
         .await?;
         for copy in 1..=$copies {
@@ -304,8 +306,9 @@ struct Scale {
     pages: Vec<(String, f64)>,
     rss_kb: u64,
     hwm_kb: u64,
+    /// Median of three submissions' times, and their ids.
     submit_s: f64,
-    submitted: String,
+    submitted: Vec<String>,
     snapshot_s: f64,
     snapshot_kb: u64,
     medians: Vec<(String, f64, u64)>,
@@ -351,13 +354,21 @@ async fn measure(
             )
         })
         .collect();
-    let (bundle, sig) = tokio::task::spawn_blocking({
-        let key = key.clone();
-        let audience = audience.to_string();
-        move || one_more(&key, &audience, seed)
-    })
-    .await??;
-    let (submit_s, submitted) = submit_one(&server, &bundle, &sig).await?;
+    let mut times = Vec::new();
+    let mut submitted = Vec::new();
+    for n in 0..3 {
+        let (bundle, sig) = tokio::task::spawn_blocking({
+            let key = key.clone();
+            let audience = audience.to_string();
+            move || one_more(&key, &audience, seed + n)
+        })
+        .await??;
+        let (t, id) = submit_one(&server, &bundle, &sig).await?;
+        times.push(t);
+        submitted.push(id);
+    }
+    times.sort_by(f64::total_cmp);
+    let submit_s = times[1];
     Ok(Scale {
         label: label.into(),
         runs: counts.runs,
@@ -463,7 +474,7 @@ async fn main() -> anyhow::Result<()> {
         &db,
         audience,
         &key,
-        9002,
+        9100,
     )
     .await?;
 
@@ -495,7 +506,7 @@ async fn main() -> anyhow::Result<()> {
         big.hwm_kb as f64 / 1024.0
     );
     println!(
-        "one more submission (an L4 demo bundle of all 50 models, into groups of 1 and of 162 submissions): demo {:.2} s, {} {:.2} s ({:.2}x)",
+        "one more submission (an L4 demo bundle of all 50 models, into groups of 1-4 and of 164-167 submissions; median of 3): demo {:.2} s, {} {:.2} s ({:.2}x)",
         demo.submit_s,
         big.label,
         big.submit_s,
@@ -519,13 +530,13 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     // The medians at N× equal the demo's, each group counting N+1 times the
-    // submissions; the L4 groups also hold the two extra L4 bundles.
+    // submissions; the L4 groups also hold the three extra L4 bundles.
     let mut same = 0;
     for ((k, m, n), (k2, m2, n2)) in demo.medians.iter().zip(&big.medians) {
         anyhow::ensure!(k == k2, "row order differs: {k} / {k2}");
         if k.starts_with("\"l4\"") {
             anyhow::ensure!(
-                *n2 == n * u64::from(copies + 1) + 1,
+                *n2 == n * u64::from(copies + 1) + 3,
                 "{k}: {n} then {n2} submissions"
             );
             continue;

@@ -131,6 +131,25 @@ fn power_limit(input: &CheckInput) -> CheckResult {
     };
     let mut t = Tally::new(POWER_LIMIT, Some(default));
     let lowered = current < default - 0.5;
+    match input.system_info.map(|i| i.power_limit_w) {
+        // The limit nvidia-smi shows is the evidence: a manifest that
+        // states another is not taken at its word.
+        Some(Some(seen)) if (seen - gpu.power_limit_w).abs() > 0.5 => t.missing(
+            format!(
+                "{MANIFEST_NAME} /system/gpu/power_limit_w says {:.0} W but {SYSTEM_INFO} shows a current power limit of {seen:.0} W",
+                gpu.power_limit_w
+            ),
+            || Location::file(SYSTEM_INFO),
+        ),
+        Some(None) => t.missing(
+            format!(
+                "{SYSTEM_INFO} has no 'Current Power Limit' line from nvidia-smi -q, so the {:.0} W in {MANIFEST_NAME} is unconfirmed",
+                gpu.power_limit_w
+            ),
+            || Location::file(SYSTEM_INFO),
+        ),
+        _ => {}
+    }
     t.observe(
         current,
         -current,

@@ -100,7 +100,8 @@ fn sampling_params(input: &CheckInput) -> CheckResult {
 type ConfigKey<'a> = (&'a str, &'static str, Option<u64>);
 
 fn iterations(input: &CheckInput, t: &Thresholds) -> [CheckResult; 2] {
-    let mut per: BTreeMap<ConfigKey, (u32, &IterationRow)> = BTreeMap::new();
+    // (iterations, of which generated tokens, first row)
+    let mut per: BTreeMap<ConfigKey, (u32, u32, &IterationRow)> = BTreeMap::new();
     for r in input.rows {
         let e = per
             .entry((
@@ -108,14 +109,17 @@ fn iterations(input: &CheckInput, t: &Thresholds) -> [CheckResult; 2] {
                 r.scenario.as_str(),
                 r.lambda_qps.map(f64::to_bits),
             ))
-            .or_insert((0, r));
+            .or_insert((0, 0, r));
         e.0 += 1;
+        if r.generation_tokens_total > 0 {
+            e.1 += 1;
+        }
     }
     let configured = input.manifest.harness_config().iterations;
     let min = f64::from(t.min_iterations);
     let mut hard = Tally::new(ITERATIONS_MINIMUM, Some(min));
     let mut soft = Tally::new(ITERATIONS_CONFIGURED, Some(f64::from(configured)));
-    for (n, first) in per.values() {
+    for (n, generated, first) in per.values() {
         let at = || Location {
             file: Some(first.file.clone()),
             iteration: None,
@@ -123,7 +127,19 @@ fn iterations(input: &CheckInput, t: &Thresholds) -> [CheckResult; 2] {
             ..Location::of_row(first)
         };
         hard.at_least(f64::from(*n), min, at);
-        soft.at_least(f64::from(*n), f64::from(configured), at);
+        // Iterations without tokens are dropped from the figures (as the
+        // paper does); a configuration left with none has no figure at all,
+        // which is flagged, not passed over.
+        if *generated == 0 {
+            soft.missing(
+                format!(
+                    "none of its {n} iterations generated tokens, so it has no energy per token"
+                ),
+                at,
+            );
+        } else {
+            soft.at_least(f64::from(*n), f64::from(configured), at);
+        }
     }
     [
         hard.finish(|v| format!("{v:.0} iterations")),
@@ -134,7 +150,13 @@ fn iterations(input: &CheckInput, t: &Thresholds) -> [CheckResult; 2] {
 fn start_temperature(input: &CheckInput, t: &Thresholds) -> CheckResult {
     let limit = t.max_start_temperature_c;
     let mut tally = Tally::new(START_TEMPERATURE, Some(limit));
-    for r in input.rows.iter().filter(|r| r.temperature_c.n > 0) {
+    for r in input.rows {
+        if r.temperature_c.n == 0 {
+            tally.missing("no GPU temperature samples (gpu_0_temp is empty)", || {
+                Location::of_row(r)
+            });
+            continue;
+        }
         tally.at_most(r.temperature_c.first, limit, || Location::of_row(r));
     }
     tally.finish(|v| format!("first temperature sample {v:.0} °C"))

@@ -192,6 +192,9 @@ pub(crate) struct Tally {
     worst: Option<(f64, f64, Location, bool)>,
     /// Why the rule was skipped if nothing was observed.
     empty: &'static str,
+    /// What was missing, when the worst instance is data the rule needs
+    /// and the bundle lacks: the rule fails rather than passing by absence.
+    missing: Option<String>,
 }
 
 impl Tally {
@@ -203,6 +206,18 @@ impl Tally {
             failing: 0,
             worst: None,
             empty: "nothing in the bundle to check",
+            missing: None,
+        }
+    }
+
+    /// An instance the rule cannot evaluate because its data is missing:
+    /// it counts as breaking the rule, and the message says what is missing.
+    pub fn missing(&mut self, what: impl Into<String>, at: impl FnOnce() -> Location) {
+        self.evaluated += 1;
+        self.failing += 1;
+        if self.missing.is_none() {
+            self.missing = Some(what.into());
+            self.worst = Some((f64::INFINITY, f64::NAN, at(), true));
         }
     }
 
@@ -259,7 +274,14 @@ impl Tally {
             .threshold
             .map(|t| format!("; limit {}", fmt_figure(t, self.rule.unit)))
             .unwrap_or_default();
-        let message = if failed {
+        let message = if let (true, Some(what)) = (failed, &self.missing) {
+            let more = if self.failing > 1 {
+                format!(" ({} of {} instances)", self.failing, self.evaluated)
+            } else {
+                String::new()
+            };
+            format!("{location}: {what}{more}. Rule: {}", self.rule.rule)
+        } else if failed {
             let more = if self.failing > 1 {
                 format!(
                     " ({} of {} instances break the rule)",
@@ -286,7 +308,7 @@ impl Tally {
             id: self.rule.id.to_string(),
             severity: self.rule.severity,
             outcome,
-            figure: Some(figure),
+            figure: figure.is_finite().then_some(figure),
             threshold: self.threshold,
             unit: self.rule.unit.to_string(),
             evaluated: self.evaluated,

@@ -106,7 +106,13 @@ fn energy_per_token(input: &CheckInput, t: &Thresholds) -> CheckResult {
 fn temperature(input: &CheckInput, t: &Thresholds) -> CheckResult {
     let (lo, hi) = (t.min_temperature_c, t.max_temperature_c);
     let mut tally = Tally::new(TEMPERATURE, Some(hi));
-    for r in input.rows.iter().filter(|r| r.temperature_c.n > 0) {
+    for r in input.rows {
+        if r.temperature_c.n == 0 {
+            tally.missing("no GPU temperature samples (gpu_0_temp is empty)", || {
+                Location::of_row(r)
+            });
+            continue;
+        }
         let s = &r.temperature_c;
         // The sample furthest outside (or closest to leaving) the band.
         let (figure, badness) = if hi - s.max <= s.min - lo {

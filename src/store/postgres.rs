@@ -73,15 +73,21 @@ impl PgStore {
 }
 
 impl PgStore {
-    /// Run first in a transaction that reads a snapshot: PostgreSQL's default (READ COMMITTED) lets each statement see newer commits.
     /// The group row a writer holds while it recomputes the group: two
     /// instances adding to one group at once take turns and lose nothing.
     const LOCK_GROUP: Option<&'static str> =
         Some("SELECT group_key FROM group_keys WHERE group_key = $1 FOR UPDATE");
     /// Row locks and unique constraints order writers; a plain BEGIN.
     const BEGIN_WRITE: &'static str = "BEGIN";
-    const READ_SNAPSHOT: Option<&'static str> =
-        Some("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
+    /// Statistics for the tables a rebuild rewrote (allowed in a transaction).
+    const ANALYZE: Option<&'static str> = Some("ANALYZE configurations, submissions");
+    /// Run first in a transaction that reads a snapshot: PostgreSQL's default (READ COMMITTED) lets each statement see newer commits.
+    const READ_SNAPSHOT: &'static [&'static str] = &[
+        "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ",
+        // The runs stream for as long as the files take to write: the
+        // service-wide statement timeout is for requests, not exports.
+        "SET LOCAL statement_timeout = 0",
+    ];
 }
 
 sql_store!(

@@ -1260,7 +1260,7 @@ macro_rules! sql_store {
                 use $crate::store::SnapshotPart;
                 let gone = || StoreError::Other(anyhow::anyhow!("the snapshot writer stopped"));
                 let mut tx = self.pool.begin().await.map_err(db_err)?;
-                if let Some(sql) = <$store>::READ_SNAPSHOT {
+                for sql in <$store>::READ_SNAPSHOT {
                     sqlx::query(sql).execute(&mut *tx).await.map_err(db_err)?;
                 }
                 let submissions = sqlx::query(&format!(
@@ -1446,6 +1446,12 @@ macro_rules! sql_store {
                     "DELETE FROM group_keys",
                     "DELETE FROM dataset_counters",
                 ] {
+                    sqlx::query(sql).execute(&mut *tx).await.map_err(db_err)?;
+                }
+                // Every group key was just written: fresh statistics let the
+                // planner use the group index for the recomputation below
+                // (after a bulk load it would otherwise scan the table per group).
+                if let Some(sql) = <$store>::ANALYZE {
                     sqlx::query(sql).execute(&mut *tx).await.map_err(db_err)?;
                 }
                 for (key, g) in &groups {

@@ -62,7 +62,6 @@ impl SqliteStore {
 }
 
 impl SqliteStore {
-    /// Run first in a transaction that reads a snapshot: SQLite's read transaction already sees one state of the database.
     /// SQLite needs no row lock: one writer holds the database.
     const LOCK_GROUP: Option<&'static str> = None;
     /// Write transactions take SQLite's write lock up front: a second
@@ -70,7 +69,10 @@ impl SqliteStore {
     /// failing with "database is locked" when a deferred transaction
     /// that has read tries to write.
     const BEGIN_WRITE: &'static str = "BEGIN IMMEDIATE";
-    const READ_SNAPSHOT: Option<&'static str> = None;
+    /// SQLite's planner takes the group index without statistics.
+    const ANALYZE: Option<&'static str> = None;
+    /// Run first in a transaction that reads a snapshot: SQLite's read transaction already sees one state of the database.
+    const READ_SNAPSHOT: &'static [&'static str] = &[];
 }
 
 sql_store!(

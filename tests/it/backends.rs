@@ -406,12 +406,7 @@ async fn consistency_compares_with_stored_peers(app: TestApp) {
     let peers = app.store.peer_groups(&keys(false)).await.unwrap();
     assert_eq!(peers.len(), 3, "3 configurations");
     assert!(peers.iter().all(|p| p.submissions == 3), "{peers:?}");
-    assert!(app
-        .store
-        .peer_groups(&keys(true))
-        .await
-        .unwrap()
-        .is_empty());
+    assert!(app.store.peer_groups(&keys(true)).await.unwrap().is_empty());
     let other = wattcounts::domain::Protocol {
         max_tokens: Some(128),
         ..protocol.clone()
@@ -424,12 +419,7 @@ async fn consistency_compares_with_stored_peers(app: TestApp) {
                 .canonical()
         })
         .collect();
-    assert!(app
-        .store
-        .peer_groups(&other_keys)
-        .await
-        .unwrap()
-        .is_empty());
+    assert!(app.store.peer_groups(&other_keys).await.unwrap().is_empty());
     let gz = bundle_of(&fault_run(Fault::HalfPower, 4), "alice", &key);
     let (_, r) = app.submit(&gz, &sign(&key, &gz)).await;
     assert_eq!(r["status"], "needs_review");

@@ -9,7 +9,8 @@ fn tiny() -> SynthOptions {
     SynthOptions {
         iterations: 3,
         batch_prompts: 200,
-        server_duration_s: 5.0,
+        // Long enough that every server configuration generates tokens.
+        server_duration_s: 20.0,
         ..SynthOptions::small()
     }
 }

@@ -244,28 +244,12 @@ async fn a_control_character_in_a_model_id_is_refused() {
 async fn a_trace_whose_figures_overflow_is_refused() {
     let app = TestApp::new().await;
     let key = app.register("alice").await;
-    let files = edited_files(
-        "Qwen2.5-0.5B-Instruct/llm_batch_optimized_results.csv",
-        |t| {
-            let mut r = csv::Reader::from_reader(t.as_bytes());
-            let header = r.headers().unwrap().clone();
-            let at = header
-                .iter()
-                .position(|h| h == "gpu_0_power_draw_watts")
-                .unwrap();
-            let mut w = csv::Writer::from_writer(Vec::new());
-            w.write_record(&header).unwrap();
-            for (i, rec) in r.records().enumerate() {
-                let mut rec: Vec<String> = rec.unwrap().iter().map(str::to_string).collect();
-                if i == 0 {
-                    let n = rec[at].matches(',').count() + 1;
-                    rec[at] = format!("[{}]", vec!["1.7e308"; n].join(", "));
-                }
-                w.write_record(&rec).unwrap();
-            }
-            String::from_utf8(w.into_inner().unwrap()).unwrap()
-        },
-    );
+    let files = edit_cells(BATCH_QWEN, |i, col, cell| {
+        (i == 0 && col == "gpu_0_power_draw_watts").then(|| {
+            let n = cell.matches(',').count() + 1;
+            format!("[{}]", vec!["1.7e308"; n].join(", "))
+        })
+    });
     let gz = bundle_with(files, "alice", &key);
     let body = refused(&app, &key, &gz, "figure_not_finite").await;
     let d = first_detail(&body);
@@ -315,4 +299,166 @@ async fn recovery_removes_orphans_and_keeps_what_rows_reference() {
         .await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(bytes.to_vec(), gz);
+}
+
+const BATCH_QWEN: &str = "Qwen2.5-0.5B-Instruct/llm_batch_optimized_results.csv";
+
+/// The fixture with cells of one results file rewritten: `edit(row index,
+/// column, cell)` returns the new text, or None to keep it.
+fn edit_cells(
+    suffix: &str,
+    edit: impl Fn(usize, &str, &str) -> Option<String>,
+) -> Vec<(String, Vec<u8>)> {
+    edited_files(suffix, |t| {
+        let mut r = csv::Reader::from_reader(t.as_bytes());
+        let header = r.headers().unwrap().clone();
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.write_record(&header).unwrap();
+        for (i, rec) in r.records().enumerate() {
+            let rec: Vec<String> = rec
+                .unwrap()
+                .iter()
+                .zip(header.iter())
+                .map(|(cell, col)| edit(i, col, cell).unwrap_or_else(|| cell.to_string()))
+                .collect();
+            w.write_record(&rec).unwrap();
+        }
+        String::from_utf8(w.into_inner().unwrap()).unwrap()
+    })
+}
+
+fn check<'a>(receipt: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
+    receipt["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap_or_else(|| panic!("no check {id}"))
+}
+
+async fn stored(
+    app: &TestApp,
+    key: &ssh_key::PrivateKey,
+    files: Vec<(String, Vec<u8>)>,
+) -> serde_json::Value {
+    let gz = bundle_with(files, "alice", key);
+    let (status, body) = app.submit(&gz, &sign(key, &gz)).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    body
+}
+
+/// A rule whose data is missing fails or warns and says what is missing;
+/// it never passes because there was nothing to look at.
+#[tokio::test]
+async fn checks_never_pass_by_absence() {
+    let app = TestApp::new().await;
+    let key = app.register("alice").await;
+
+    // An empty temperature list.
+    let r = stored(
+        &app,
+        &key,
+        edit_cells(BATCH_QWEN, |i, col, _| {
+            (i == 1 && col == "gpu_0_temp").then(|| "[]".to_string())
+        }),
+    )
+    .await;
+    for id in ["physics.temperature", "method.start_temperature"] {
+        let c = check(&r, id);
+        assert_ne!(c["outcome"], "pass", "{c:#}");
+        assert_ne!(c["outcome"], "skip", "{c:#}");
+        assert!(
+            c["message"]
+                .as_str()
+                .unwrap()
+                .contains("no GPU temperature samples"),
+            "{c:#}"
+        );
+        assert_eq!(c["location"]["row"], 3, "{c:#}");
+    }
+    assert_eq!(
+        r["status"], "rejected",
+        "the temperature band is a hard rule"
+    );
+
+    // A configuration none of whose iterations generated tokens.
+    let r = stored(
+        &app,
+        &key,
+        edit_cells(BATCH_QWEN, |_, col, cell| match col {
+            "generation_tokens_total" => Some("0".into()),
+            "request_generation_tokens" => {
+                let n = cell.matches(',').count() + 1;
+                Some(format!("[{}]", vec!["0"; n].join(", ")))
+            }
+            _ => None,
+        }),
+    )
+    .await;
+    let c = check(&r, "method.iterations_configured");
+    assert_eq!(c["outcome"], "warn", "{c:#}");
+    assert!(
+        c["message"]
+            .as_str()
+            .unwrap()
+            .contains("none of its 3 iterations generated tokens"),
+        "{c:#}"
+    );
+    assert_ne!(r["status"], "accepted");
+
+    // No power-limit lines in system_info.txt, and a limit that differs from it.
+    let without = edited_files("system_info.txt", |t| {
+        t.lines()
+            .filter(|l| !l.contains("Power Limit"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    });
+    // `pack` reads the limits from system_info.txt (and refuses without
+    // them): a hand-made manifest, still saying 72 W, brings these bundles.
+    let r = with_manifest_of_fixture(&app, &key, without).await;
+    let c = check(&r, "identity.power_limit");
+    assert_eq!(c["outcome"], "warn", "{c:#}");
+    assert!(
+        c["message"]
+            .as_str()
+            .unwrap()
+            .contains("has no 'Current Power Limit' line"),
+        "{c:#}"
+    );
+    let lowered = edited_files("system_info.txt", |t| {
+        t.replacen(
+            "Current Power Limit               : 72.00 W",
+            "Current Power Limit               : 60.00 W",
+            1,
+        )
+    });
+    let r = with_manifest_of_fixture(&app, &key, lowered).await;
+    let c = check(&r, "identity.power_limit");
+    assert_eq!(c["outcome"], "warn", "{c:#}");
+    assert!(
+        c["message"]
+            .as_str()
+            .unwrap()
+            .contains("says 72 W but system_info.txt shows a current power limit of 60 W"),
+        "{c:#}"
+    );
+}
+
+/// `files` under the fixture's own manifest (its claims unchanged), with
+/// the edited files' sizes and digests brought up to date.
+async fn with_manifest_of_fixture(
+    app: &TestApp,
+    key: &ssh_key::PrivateKey,
+    files: Vec<(String, Vec<u8>)>,
+) -> serde_json::Value {
+    let mut m = manifest_json("alice", key);
+    for f in m["files"].as_array_mut().unwrap() {
+        let data = &files.iter().find(|(p, _)| *p == f["path"]).unwrap().1;
+        f["bytes"] = json!(data.len());
+        f["sha256"] = json!(hex::encode(<sha2::Sha256 as sha2::Digest>::digest(data)));
+    }
+    let gz = archive(&serde_json::to_vec(&m).unwrap(), &files);
+    let (status, r) = app.submit(&gz, &sign(key, &gz)).await;
+    assert_eq!(status, StatusCode::CREATED, "{r}");
+    r
 }
