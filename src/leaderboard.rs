@@ -192,7 +192,8 @@ pub struct Entry {
     pub needs_review: bool,
     /// The oldest submission of the group.
     pub evidence: uuid::Uuid,
-    /// Up to [`EVIDENCE_KEPT`] submissions, oldest first.
+    /// Up to [`EVIDENCE_KEPT`] submissions, oldest first (only the first
+    /// where the query did not ask for the list).
     pub evidence_ids: Vec<uuid::Uuid>,
 }
 
@@ -306,6 +307,9 @@ pub struct Query {
     pub protocol: ProtocolFilter,
     pub page: usize,
     pub per_page: usize,
+    /// Read each row's list of evidence ids (the leaderboard shows them;
+    /// pages that compare whole views need only the first).
+    pub evidence_list: bool,
 }
 
 impl Default for Query {
@@ -322,6 +326,7 @@ impl Default for Query {
             protocol: ProtocolFilter::Reference,
             page: 1,
             per_page: 100,
+            evidence_list: true,
         }
     }
 }

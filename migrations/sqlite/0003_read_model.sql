@@ -73,8 +73,17 @@ CREATE TABLE leaderboard_groups (
     submissions        INTEGER NOT NULL,
     submitters         INTEGER NOT NULL,
     in_review          INTEGER NOT NULL,
-    -- JSON array of submission ids, oldest first (at most 20).
+    -- The oldest submission of the group (the row's link).
     evidence           TEXT NOT NULL,
+    PRIMARY KEY (group_key, visibility)
+);
+-- The submissions a group shows as its evidence: a JSON array of ids,
+-- oldest first (at most 20). Apart from the figures, so that scanning
+-- every group (views, facets) reads narrow rows however many there are.
+CREATE TABLE group_evidence (
+    group_key   TEXT NOT NULL,
+    visibility  TEXT NOT NULL,
+    ids         TEXT NOT NULL,
     PRIMARY KEY (group_key, visibility)
 );
 CREATE INDEX groups_view ON leaderboard_groups(visibility, origin, is_reference, scenario, lambda_qps, ept_median);

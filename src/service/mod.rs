@@ -221,6 +221,7 @@ impl Service {
         self.leaderboard(&Query {
             page: 1,
             per_page: 100_000,
+            evidence_list: false,
             ..q.clone()
         })
         .await

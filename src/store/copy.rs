@@ -200,6 +200,10 @@ const TABLES: &[(&str, &[(&str, Kind)])] = &[
         ],
     ),
     (
+        "group_evidence",
+        &[("group_key", Text), ("visibility", Text), ("ids", Text)],
+    ),
+    (
         "dataset_counters",
         &[
             ("origin", Text),

@@ -282,8 +282,13 @@ macro_rules! sql_store {
             let origin: String = r.get(8);
             let origin = $crate::domain::Origin::parse(&origin)
                 .ok_or_else(|| StoreError::Other(anyhow::anyhow!("bad origin {origin}")))?;
-            let evidence: String = r.get(23);
-            let evidence_ids: Vec<Uuid> = serde_json::from_str(&evidence).map_err(json_err)?;
+            let first: String = r.get(23);
+            let evidence = Uuid::parse_str(&first).map_err(|e| StoreError::Other(e.into()))?;
+            // The whole list only where the query asked for it (a 25th column).
+            let evidence_ids = match r.try_get::<Option<String>, _>(24) {
+                Ok(Some(list)) => serde_json::from_str(&list).map_err(json_err)?,
+                _ => vec![evidence],
+            };
             Ok($crate::leaderboard::Entry {
                 gpu_id: r.get(0),
                 gpu_name: r.get(1),
@@ -312,7 +317,7 @@ macro_rules! sql_store {
                 submitters: r.get::<i64, _>(21) as u64,
                 demo: origin == $crate::domain::Origin::Demo,
                 needs_review: r.get::<i64, _>(22) > 0,
-                evidence: evidence_ids.first().copied().unwrap_or_default(),
+                evidence,
                 evidence_ids,
             })
         }
@@ -331,11 +336,16 @@ macro_rules! sql_store {
                 .iter()
                 .map(member_row)
                 .collect::<Result<Vec<_>, _>>()?;
-            sqlx::query("DELETE FROM leaderboard_groups WHERE group_key = $1")
-                .bind(key)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
+            for sql in [
+                "DELETE FROM group_evidence WHERE group_key = $1",
+                "DELETE FROM leaderboard_groups WHERE group_key = $1",
+            ] {
+                sqlx::query(sql)
+                    .bind(key)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+            }
             for (visibility, shown) in [
                 ("accepted", &[Status::Accepted][..]),
                 ("with_review", &[Status::Accepted, Status::NeedsReview][..]),
@@ -365,8 +375,16 @@ macro_rules! sql_store {
                     .bind(f.submissions as i64)
                     .bind(f.submitters as i64)
                     .bind(f.in_review as i64)
-                    .bind(serde_json::to_string(&f.evidence).map_err(json_err)?)
+                    .bind(f.evidence.first().map(|u| u.to_string()))
                     .bind(f.ept_mad)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+                // The list lives apart, so scans of the groups stay narrow.
+                sqlx::query("INSERT INTO group_evidence (group_key, visibility, ids) VALUES ($1, $2, $3)")
+                    .bind(key)
+                    .bind(visibility)
+                    .bind(serde_json::to_string(&f.evidence).map_err(json_err)?)
                     .execute(&mut *tx)
                     .await
                     .map_err(db_err)?;
@@ -1158,7 +1176,13 @@ macro_rules! sql_store {
                 q: &$crate::leaderboard::Query,
             ) -> Result<(Vec<$crate::leaderboard::Entry>, u64), StoreError> {
                 let (filter, tail, params) = group_query(q);
-                let page_sql = format!("SELECT {GROUP_COLUMNS} FROM leaderboard_groups {filter} {tail}");
+                let list = if q.evidence_list {
+                    ", (SELECT e.ids FROM group_evidence e
+                        WHERE e.group_key = leaderboard_groups.group_key AND e.visibility = leaderboard_groups.visibility)"
+                } else {
+                    ""
+                };
+                let page_sql = format!("SELECT {GROUP_COLUMNS}{list} FROM leaderboard_groups {filter} {tail}");
                 let count_sql = format!("SELECT COUNT(*) FROM leaderboard_groups {filter}");
                 let filters = &params[..params.len() - 2];
                 let rows = bind_all!(sqlx::query(&page_sql), &params)
@@ -1442,6 +1466,7 @@ macro_rules! sql_store {
                     }
                 }
                 for sql in [
+                    "DELETE FROM group_evidence",
                     "DELETE FROM leaderboard_groups",
                     "DELETE FROM group_keys",
                     "DELETE FROM dataset_counters",
