@@ -535,8 +535,11 @@ async fn main() -> anyhow::Result<()> {
     for ((k, m, n), (k2, m2, n2)) in demo.medians.iter().zip(&big.medians) {
         anyhow::ensure!(k == k2, "row order differs: {k} / {k2}");
         if k.starts_with("\"l4\"") {
+            // The extras may wait for review (the consistency check
+            // compares them with 161 identical peers).
+            let base = n * u64::from(copies + 1);
             anyhow::ensure!(
-                *n2 == n * u64::from(copies + 1) + 3,
+                (base..=base + 3).contains(n2),
                 "{k}: {n} then {n2} submissions"
             );
             continue;

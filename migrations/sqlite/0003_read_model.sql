@@ -13,6 +13,8 @@ ALTER TABLE submissions ADD COLUMN iterations INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE submissions ADD COLUMN power_samples INTEGER NOT NULL DEFAULT 0;
 CREATE UNIQUE INDEX submissions_content ON submissions(content_sha256);
 CREATE INDEX submissions_gpu ON submissions(gpu_id, status, received_at);
+-- Covering: a group's members need only these of their submission.
+CREATE INDEX submissions_member ON submissions(id, status, received_at, submitter_id, duplicate_of);
 UPDATE submissions SET
     iterations = (SELECT COUNT(*) FROM runs r WHERE r.submission_id = submissions.id),
     power_samples = (SELECT COALESCE(SUM(power_samples), 0) FROM runs r WHERE r.submission_id = submissions.id);
@@ -25,7 +27,9 @@ ALTER TABLE configurations ADD COLUMN ept_conf REAL;
 ALTER TABLE configurations ADD COLUMN epr_median REAL;
 ALTER TABLE configurations ADD COLUMN ttft_median REAL;
 ALTER TABLE configurations ADD COLUMN itl_median REAL;
-CREATE INDEX configurations_group ON configurations(group_key);
+-- Covering: recomputing a group reads its members from the index alone.
+CREATE INDEX configurations_group ON configurations(group_key, submission_id, iterations, ept_median_j, ept_lo,
+    ept_hi, ept_conf, ept_cv, epr_median, throughput_median, power_mean_median_w, ttft_median, itl_median);
 
 -- One row per group ever seen: what it is. Also the row a writer locks
 -- before recomputing the group (PostgreSQL: SELECT ... FOR UPDATE).
