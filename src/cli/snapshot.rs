@@ -73,7 +73,7 @@ pub async fn run(cmd: SnapshotCommand) -> anyhow::Result<()> {
     match cmd {
         SnapshotCommand::Create(a) => {
             let data_dir = &a.storage.data_dir;
-            let url = crate::config::existing_database_url(&data_dir, a.database_url.as_deref())?;
+            let url = crate::config::existing_database_url(data_dir, a.database_url.as_deref())?;
             let store = crate::store::open(&url).await?;
             let blobs = BlobStore::new(data_dir.join("blobs"))?;
             let library = Library::new(data_dir.join("snapshots"))?;
