@@ -180,20 +180,16 @@ pub fn parse_query(params: &HashMap<String, String>) -> Result<leaderboard::Quer
         }
         match k.as_str() {
             "scenario" => {
-                // "batch", "server", or "server@0.33" for one arrival rate.
-                let (s, rate) = v
-                    .split_once('@')
-                    .map_or((v.as_str(), None), |(s, r)| (s, Some(r)));
-                q.scenario = Some(
-                    Scenario::parse(s).ok_or_else(|| bad(k, v, "batch, server or server@RATE"))?,
-                );
-                if let Some(r) = rate {
-                    q.lambda_qps = Some(
-                        r.parse::<f64>()
-                            .ok()
-                            .filter(|x| x.is_finite() && *x > 0.0)
-                            .ok_or_else(|| bad(k, v, "server@RATE with a positive rate"))?,
-                    );
+                // "batch", "server@0.33" (one rate: ScenarioKey's own
+                // parser), or a bare "server" for every rate.
+                if v == "server" {
+                    q.scenario = Some(Scenario::Server);
+                } else {
+                    let key = crate::domain::ScenarioKey::parse(v).ok_or_else(|| {
+                        bad(k, v, "batch, server or server@RATE with a positive rate")
+                    })?;
+                    q.scenario = Some(key.scenario);
+                    q.lambda_qps = key.lambda_qps;
                 }
             }
             "rate" => {
