@@ -23,9 +23,12 @@ pub struct GenerateArgs {
     /// Model ids (comma separated); default: all 50 catalogue models.
     #[arg(long, value_delimiter = ',')]
     pub models: Vec<String>,
+    /// Random seed. `serve --demo` uses 2025: the same seed makes the same
+    /// run, which a service holding the demo refuses as already stored.
     #[arg(long, default_value_t = 2025)]
     pub seed: u64,
-    /// Small runs (3 iterations, 40 prompts, 20 s server tests) for quick trials.
+    /// Small runs (3 iterations, 40 prompts, 20 s server tests) for quick
+    /// trials. Off the reference protocol: their rows form groups of their own.
     #[arg(long)]
     pub small: bool,
 }
