@@ -428,6 +428,7 @@ async fn blocking<T: Send + 'static>(
 /// bundle passed every rule when it was stored, so no rule is run again.
 pub fn derive_stored(
     bundle: &[u8],
+    schema: &ManifestSchema,
     limits: &UnpackLimits,
 ) -> Result<(crate::domain::Protocol, String), Rejection> {
     let mut manifest_bytes = None;
@@ -452,7 +453,7 @@ pub fn derive_stored(
     let manifest_bytes = manifest_bytes.ok_or_else(|| {
         Rejection::invalid("manifest_missing", "the stored bundle has no manifest")
     })?;
-    let manifest = ManifestSchema::new().parse(&manifest_bytes)?;
+    let manifest = schema.parse(&manifest_bytes)?;
     let gpu = crate::catalog::gpu_by_nvml_name(&manifest.system.gpu.name);
     let protocol = crate::protocol::derive(&manifest, &rows, gpu)?;
     Ok((protocol, crate::protocol::content_digest(&manifest)))

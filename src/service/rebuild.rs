@@ -23,7 +23,10 @@ impl Service {
         let missing = self.store.submissions_to_derive().await?;
         let mut derived = HashMap::new();
         let total = missing.len();
+        // Compiled once for every bundle, not once per bundle.
+        let schema = std::sync::Arc::new(crate::bundle::manifest::ManifestSchema::new());
         for (i, rec) in missing.into_iter().enumerate() {
+            let schema = schema.clone();
             let blobs = self.blobs().clone();
             let limits = self.config().unpack;
             let path = rec.blob_path.clone();
@@ -38,7 +41,7 @@ impl Service {
                     got == want,
                     "the stored bundle of {id} has sha256 {got}, the database says {want}"
                 );
-                crate::ingest::derive_stored(&bytes, &limits)
+                crate::ingest::derive_stored(&bytes, &schema, &limits)
                     .map_err(|r| anyhow::anyhow!("bundle of {id}: {}", r.message))
             })
             .await??;
