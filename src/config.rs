@@ -68,6 +68,65 @@ pub struct ServeConfig {
     /// than this many seconds.
     #[arg(long, env = "WATTCOUNTS_ORPHAN_GRACE_SECS", default_value_t = 3600)]
     pub orphan_grace_secs: u64,
+    /// Largest single file in a bundle, unpacked, bytes.
+    #[arg(long, env = "WATTCOUNTS_MAX_ENTRY_BYTES", default_value_t = UnpackLimits::default().max_entry_bytes)]
+    pub max_entry_bytes: u64,
+
+    /// A connection must deliver a request's head (request line and
+    /// headers) within this many seconds of opening, or of the previous
+    /// response when kept alive; otherwise it is closed.
+    #[arg(long, env = "WATTCOUNTS_HEADER_TIMEOUT_SECS", default_value_t = 10)]
+    pub header_timeout_secs: u64,
+    /// Deadline for a whole request other than an upload (408 after it).
+    #[arg(long, env = "WATTCOUNTS_REQUEST_TIMEOUT_SECS", default_value_t = 30)]
+    pub request_timeout_secs: u64,
+    /// Deadline for a whole upload, receiving and checking (408 after it).
+    #[arg(long, env = "WATTCOUNTS_UPLOAD_TIMEOUT_SECS", default_value_t = 600)]
+    pub upload_timeout_secs: u64,
+    /// Slowest upload body accepted, bytes per second on average, measured
+    /// once the grace period has passed (408 below it).
+    #[arg(long, env = "WATTCOUNTS_UPLOAD_MIN_BYTES_PER_SEC", default_value_t = 8192)]
+    pub upload_min_bytes_per_sec: u64,
+    /// Seconds of an upload before its rate is judged.
+    #[arg(long, env = "WATTCOUNTS_UPLOAD_RATE_GRACE_SECS", default_value_t = 10)]
+    pub upload_rate_grace_secs: u64,
+    /// Connections served at once; more wait in the listen backlog.
+    #[arg(long, env = "WATTCOUNTS_MAX_CONNECTIONS", default_value_t = 1024)]
+    pub max_connections: usize,
+    /// Submissions checked at once (default: the number of cores).
+    #[arg(long, env = "WATTCOUNTS_MAX_CONCURRENT_INGESTS")]
+    pub max_concurrent_ingests: Option<usize>,
+    /// Submissions waiting for a turn; one more gets 503 with Retry-After.
+    #[arg(long, env = "WATTCOUNTS_INGEST_QUEUE", default_value_t = 32)]
+    pub ingest_queue: usize,
+    /// Upload bytes on the staging disk at once; beyond it 503.
+    #[arg(long, env = "WATTCOUNTS_MAX_STAGING_BYTES", default_value_t = 4 << 30)]
+    pub max_staging_bytes: u64,
+
+    /// Length of a rate-limit window, seconds.
+    #[arg(long, env = "WATTCOUNTS_RATE_WINDOW_SECS", default_value_t = 60)]
+    pub rate_window_secs: u64,
+    /// Submissions per client address per window (0: no limit).
+    #[arg(long, env = "WATTCOUNTS_SUBMIT_LIMIT_PER_IP", default_value_t = 30)]
+    pub submit_limit_per_ip: u32,
+    /// Submissions per signing key per window (0: no limit).
+    #[arg(long, env = "WATTCOUNTS_SUBMIT_LIMIT_PER_KEY", default_value_t = 20)]
+    pub submit_limit_per_key: u32,
+    /// Registrations per client address per window (0: no limit).
+    #[arg(long, env = "WATTCOUNTS_REGISTER_LIMIT_PER_IP", default_value_t = 10)]
+    pub register_limit_per_ip: u32,
+    /// Registration attempts per public key per window (0: no limit).
+    #[arg(long, env = "WATTCOUNTS_REGISTER_LIMIT_PER_KEY", default_value_t = 5)]
+    pub register_limit_per_key: u32,
+    /// Addresses of reverse proxies whose `X-Forwarded-For` is believed;
+    /// repeat the flag, or separate with commas in the variable. Without
+    /// one, the client is the socket's peer.
+    #[arg(
+        long = "trusted-proxy",
+        env = "WATTCOUNTS_TRUSTED_PROXIES",
+        value_delimiter = ','
+    )]
+    pub trusted_proxies: Vec<std::net::IpAddr>,
 }
 
 impl ServeConfig {
@@ -89,6 +148,24 @@ impl ServeConfig {
             admin_tokens: Vec::new(),
             no_response_cache: false,
             orphan_grace_secs: 3600,
+            max_entry_bytes: UnpackLimits::default().max_entry_bytes,
+            header_timeout_secs: 10,
+            request_timeout_secs: 30,
+            upload_timeout_secs: 600,
+            upload_min_bytes_per_sec: 8192,
+            upload_rate_grace_secs: 10,
+            max_connections: 1024,
+            max_concurrent_ingests: None,
+            ingest_queue: 32,
+            max_staging_bytes: 4 << 30,
+            rate_window_secs: 60,
+            // Off: tests that are not about limits send many requests from
+            // one address; the tests about them turn them on.
+            submit_limit_per_ip: 0,
+            submit_limit_per_key: 0,
+            register_limit_per_ip: 0,
+            register_limit_per_key: 0,
+            trusted_proxies: Vec::new(),
         }
     }
 }
@@ -144,9 +221,36 @@ impl ServeConfig {
     pub fn maintainers(&self) -> anyhow::Result<Maintainers> {
         Maintainers::parse(&self.admin_tokens)
     }
+    pub fn rate_limits(&self) -> crate::limits::RateLimits {
+        crate::limits::RateLimits::new(
+            std::time::Duration::from_secs(self.rate_window_secs),
+            self.submit_limit_per_ip,
+            self.submit_limit_per_key,
+            self.register_limit_per_ip,
+            self.register_limit_per_key,
+        )
+    }
+    pub fn admission_limits(&self) -> crate::service::admission::AdmissionLimits {
+        let machine = crate::service::admission::AdmissionLimits::for_this_machine();
+        crate::service::admission::AdmissionLimits {
+            concurrent_ingests: self
+                .max_concurrent_ingests
+                .unwrap_or(machine.concurrent_ingests),
+            queued_ingests: self.ingest_queue,
+            staging_bytes: self.max_staging_bytes,
+        }
+    }
+    pub fn connection_limits(&self) -> crate::web::server::ConnectionLimits {
+        crate::web::server::ConnectionLimits {
+            header_timeout: std::time::Duration::from_secs(self.header_timeout_secs.max(1)),
+            max_connections: self.max_connections,
+            drain_timeout: std::time::Duration::from_secs(self.upload_timeout_secs),
+        }
+    }
     pub fn unpack_limits(&self) -> UnpackLimits {
         UnpackLimits {
             max_entries: self.max_entries,
+            max_entry_bytes: self.max_entry_bytes,
             max_unpacked_bytes: self.max_unpacked_bytes,
             max_ratio: self.max_ratio,
         }

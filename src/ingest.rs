@@ -23,7 +23,7 @@ use crate::metrics::{self, ConfigurationMetrics, IterationMetrics};
 use crate::receipt::{self, Receipt};
 use crate::rejection::{Detail, RejectKind, Rejection};
 use crate::signing;
-use crate::store::blobs::BlobStore;
+use crate::store::blobs::{BlobStore, StagedBundle};
 use crate::store::{InsertOutcome, NewSubmission, Store, StoreError};
 
 /// The handle the service registers for its own synthetic demo data.
@@ -119,6 +119,8 @@ pub struct Ingestor {
     pub blobs: BlobStore,
     schema: Arc<ManifestSchema>,
     pub config: IngestConfig,
+    /// Submissions per signing key (and the other request limits).
+    pub limits: crate::limits::RateLimits,
 }
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
@@ -126,12 +128,18 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 impl Ingestor {
-    pub fn new(store: Arc<dyn Store>, blobs: BlobStore, config: IngestConfig) -> Self {
+    pub fn new(
+        store: Arc<dyn Store>,
+        blobs: BlobStore,
+        config: IngestConfig,
+        limits: crate::limits::RateLimits,
+    ) -> Self {
         Ingestor {
             store,
             blobs,
             schema: Arc::new(ManifestSchema::new()),
             config,
+            limits,
         }
     }
 
@@ -158,19 +166,16 @@ impl Ingestor {
         Ok((Outcome::Replayed, r))
     }
 
-    pub async fn submit_timed(
+    /// Ingests a bundle already streamed to a staging file (digested on
+    /// the way) with its signature: nothing but the signature and the
+    /// entries that are parsed is ever held in memory.
+    pub async fn submit_staged(
         &self,
-        bundle: Vec<u8>,
+        bundle: StagedBundle,
         signature: Vec<u8>,
         t: &mut StageTimings,
     ) -> Result<(Outcome, Receipt), IngestError> {
-        let bundle = Arc::new(bundle);
-        let start = Instant::now();
-        let digest = {
-            let b = bundle.clone();
-            blocking(move || sha256_hex(&b)).await?
-        };
-        t.hash = start.elapsed();
+        let digest = bundle.sha256_hex.clone();
 
         // The same bytes again: the same receipt, nothing new stored.
         if let Some(id) = self.store.submission_by_digest(&digest).await? {
@@ -180,6 +185,9 @@ impl Ingestor {
         let start = Instant::now();
         let sig = signing::parse_signature(&signature, signing::SUBMISSION_NAMESPACE, "signature")?;
         let fingerprint = signing::signer_fingerprint(&sig);
+        self.limits
+            .count(&*self.store, crate::limits::Action::Submit, crate::limits::Subject::Key(&fingerprint))
+            .await?;
         let key = self.store.key_by_fingerprint(&fingerprint).await?.ok_or_else(|| {
             Rejection::forbidden(
                 "unknown_key",
@@ -209,50 +217,43 @@ impl Ingestor {
             .into());
         }
         let public = signing::parse_stored_key(&key.public_key)?;
-        {
-            let b = bundle.clone();
-            let sig = sig.clone();
-            blocking(move || {
-                signing::verify(
-                    &public,
-                    signing::SUBMISSION_NAMESPACE,
-                    &b,
-                    &sig,
-                    "signature",
-                )
-            })
-            .await??;
-        }
+        // Checked against the digests taken while the body streamed in,
+        // before a byte of the archive is inflated.
+        signing::verify_digests(
+            &public,
+            signing::SUBMISSION_NAMESPACE,
+            &bundle.digests,
+            &sig,
+            "signature",
+        )?;
         t.verify = start.elapsed();
 
-        // The raw bundle is written to a temporary file while it is being
-        // analysed; it gets its content address only once the bundle is
-        // stored, and is deleted otherwise.
-        let staged = {
-            let blobs = self.blobs.clone();
-            let b = bundle.clone();
-            blocking(move || blobs.stage(&b))
-        };
-        let analysed = {
-            let b = bundle.clone();
+        let bundle_bytes = bundle.len;
+        let (bundle, analysed) = {
             let cfg = self.config.clone();
             let schema = self.schema.clone();
             blocking(move || {
                 let mut local = StageTimings::default();
-                (analyse(&b, &schema, &cfg, &mut local), local)
+                let r = bundle
+                    .open()
+                    .map_err(|e| IngestError::Internal(format!("reading the staged bundle: {e}")))
+                    .map(|f| {
+                        let source = std::io::BufReader::with_capacity(256 * 1024, f);
+                        analyse_stream(source, bundle.len, &schema, &cfg, &mut local)
+                    });
+                (bundle, r, local)
             })
+            .await
+            .map(|(b, r, local)| (b, (r, local)))?
         };
-        let (staged, analysed) = tokio::join!(staged, analysed);
-        let staged =
-            staged?.map_err(|e| IngestError::Internal(format!("writing the bundle blob: {e}")))?;
         let analysis = {
-            let (r, local) = analysed?;
+            let (r, local) = analysed;
             t.decompress = local.decompress;
             t.parse = local.parse;
             t.derive = local.derive;
             t.checks = local.checks;
             t.unpacked_bytes = local.unpacked_bytes;
-            r?
+            r??
         };
         let m = &analysis.manifest;
         if m.submitter.key_fingerprint != fingerprint {
@@ -343,8 +344,7 @@ impl Ingestor {
         let start = Instant::now();
         let blob_path = {
             let blobs = self.blobs.clone();
-            let d = digest.clone();
-            blocking(move || blobs.commit(staged, &d))
+            blocking(move || blobs.commit(bundle))
                 .await?
                 .map_err(|e| IngestError::Internal(format!("writing the bundle blob: {e}")))?
         };
@@ -359,7 +359,7 @@ impl Ingestor {
             gpu_id,
             run_name: m.run.name.clone(),
             is_demo,
-            bundle_bytes: bundle.len() as u64,
+            bundle_bytes,
             blob_path,
             signature: String::from_utf8_lossy(&signature).into_owned(),
             manifest_json: serde_json::to_string(m)
@@ -467,25 +467,47 @@ pub fn analyse(
     cfg: &IngestConfig,
     t: &mut StageTimings,
 ) -> Result<Analysis, Rejection> {
+    analyse_stream(bundle, bundle.len() as u64, schema, cfg, t)
+}
+
+/// Bytes of parsed entries waiting for, or in, a worker at once: the
+/// inflating thread waits beyond it, so a fast inflate cannot pile up a
+/// bundle's worth of CSVs in memory ahead of slower parsing.
+const IN_FLIGHT_BYTES: u64 = 64 << 20;
+
+/// [`analyse`] over a stream (`compressed_len` bytes of tar.gz): only the
+/// manifest and the files that are parsed are held, the rest are digested
+/// as they stream past.
+pub fn analyse_stream(
+    source: impl std::io::BufRead,
+    compressed_len: u64,
+    schema: &ManifestSchema,
+    cfg: &IngestConfig,
+    t: &mut StageTimings,
+) -> Result<Analysis, Rejection> {
     // Inflate on this thread while the pool digests and parses each file
     // as soon as it is out of the archive.
     let start = Instant::now();
     let processed = std::sync::Mutex::new(Vec::new());
+    let in_flight = InFlight::default();
     let mut manifest_bytes = None;
     let mut paths = Vec::new();
     let mut unpacked = 0u64;
     let mut inflated_at = start.elapsed();
     rayon::in_place_scope(|scope| {
-        let r = unpack::unpack_each(bundle, &cfg.unpack, |e| {
-            unpacked += e.data.len() as u64;
+        let r = unpack::unpack_stream(source, compressed_len, &cfg.unpack, is_parsed, |e| {
+            unpacked += e.size;
             if e.path == MANIFEST_NAME {
                 manifest_bytes = Some(e.data);
                 return;
             }
             paths.push(e.path.clone());
-            let processed = &processed;
+            let held = e.data.len() as u64;
+            in_flight.take(held);
+            let (processed, in_flight) = (&processed, &in_flight);
             scope.spawn(move |_| {
                 let p = process_file(e);
+                in_flight.give_back(held);
                 processed.lock().expect("no panics while holding").push(p);
             });
         });
@@ -674,6 +696,37 @@ struct Processed {
     outcome: Result<FileOutcome, Rejection>,
 }
 
+/// The entries analysis reads: the manifest, the harness CSVs of each
+/// model folder and `system_info.txt`. Everything else is only digested.
+fn is_parsed(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    path == MANIFEST_NAME
+        || path == system_info::FILE_NAME
+        || (harness::classify(name).is_some() && path.matches('/').count() == 1)
+}
+
+/// A byte budget the inflating thread waits on (see [`IN_FLIGHT_BYTES`]).
+#[derive(Default)]
+struct InFlight {
+    held: std::sync::Mutex<u64>,
+    freed: std::sync::Condvar,
+}
+
+impl InFlight {
+    fn take(&self, bytes: u64) {
+        let mut held = self.held.lock().expect("no panics while holding");
+        // One entry larger than the budget still goes, alone.
+        while *held > 0 && *held + bytes > IN_FLIGHT_BYTES {
+            held = self.freed.wait(held).expect("no panics while holding");
+        }
+        *held += bytes;
+    }
+    fn give_back(&self, bytes: u64) {
+        *self.held.lock().expect("no panics while holding") -= bytes;
+        self.freed.notify_all();
+    }
+}
+
 fn process_file(e: Entry) -> Processed {
     let name = e.path.rsplit('/').next().unwrap_or(&e.path);
     let depth = e.path.matches('/').count();
@@ -690,8 +743,8 @@ fn process_file(e: Entry) -> Processed {
         _ => Ok(FileOutcome::Other),
     };
     Processed {
-        sha256: sha256_hex(&e.data),
-        size: e.data.len() as u64,
+        sha256: e.streamed_sha256.unwrap_or_else(|| sha256_hex(&e.data)),
+        size: e.size,
         path: e.path,
         outcome,
     }

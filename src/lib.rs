@@ -16,6 +16,7 @@ pub mod demo;
 pub mod domain;
 pub mod ingest;
 pub mod leaderboard;
+pub mod limits;
 pub mod metrics;
 pub mod pack;
 pub mod protocol;

@@ -63,6 +63,12 @@ pub enum RejectKind {
     TooLarge,
     /// The thing asked for does not exist.
     NotFound,
+    /// Too many requests from this address or key; `retry_after_secs` says
+    /// when the window ends.
+    RateLimited,
+    /// The service is at capacity right now (ingest queue or staging disk
+    /// full); try again after `retry_after_secs`.
+    Busy,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -72,6 +78,8 @@ pub struct Rejection {
     pub code: &'static str,
     pub message: String,
     pub details: Vec<Detail>,
+    /// Seconds after which trying again can succeed (429 and 503 only).
+    pub retry_after_secs: Option<u64>,
 }
 
 impl Rejection {
@@ -81,6 +89,19 @@ impl Rejection {
             code,
             message: message.into(),
             details: Vec::new(),
+            retry_after_secs: None,
+        }
+    }
+    /// A refusal that passes with time: `kind` is RateLimited or Busy.
+    pub fn retry_later(
+        kind: RejectKind,
+        code: &'static str,
+        message: impl Into<String>,
+        after_secs: u64,
+    ) -> Self {
+        Rejection {
+            retry_after_secs: Some(after_secs.max(1)),
+            ..Self::new(kind, code, message)
         }
     }
     pub fn invalid(code: &'static str, message: impl Into<String>) -> Self {

@@ -153,15 +153,70 @@ pub fn signer_fingerprint(sig: &SshSig) -> String {
     sig.public_key().fingerprint(HashAlg::Sha256).to_string()
 }
 
-/// Checks `sig` over `message` with `key`. Ed25519 is verified strictly
-/// (`verify_strict`: no small-order key or R, no non-canonical R, the
-/// unbatched equation) over the sshsig signed data rebuilt here, because
-/// ssh-key 0.6 verifies Ed25519 leniently. The key is checked again, so a key
-/// stored before the weak-key rule is refused at submission too.
+/// The digests of a message, computed while it streamed in: an sshsig
+/// signs the message's SHA-256 or SHA-512, so checking one never needs
+/// the message in memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MessageDigests {
+    pub sha256: [u8; 32],
+    pub sha512: [u8; 64],
+}
+
+impl MessageDigests {
+    pub fn of(message: &[u8]) -> Self {
+        use sha2::Digest;
+        MessageDigests {
+            sha256: sha2::Sha256::digest(message).into(),
+            sha512: sha2::Sha512::digest(message).into(),
+        }
+    }
+    fn for_alg(&self, alg: HashAlg) -> Option<&[u8]> {
+        match alg {
+            HashAlg::Sha256 => Some(&self.sha256),
+            HashAlg::Sha512 => Some(&self.sha512),
+            _ => None,
+        }
+    }
+}
+
+/// The bytes an sshsig signature covers (PROTOCOL.sshsig): the magic
+/// preamble, then namespace, reserved (empty), hash algorithm and the
+/// message's hash, each as an SSH string.
+pub fn signed_data(namespace: &str, alg: HashAlg, message_hash: &[u8]) -> Vec<u8> {
+    let mut out = b"SSHSIG".to_vec();
+    for field in [
+        namespace.as_bytes(),
+        b"".as_slice(),
+        alg.as_str().as_bytes(),
+        message_hash,
+    ] {
+        out.extend_from_slice(&(field.len() as u32).to_be_bytes());
+        out.extend_from_slice(field);
+    }
+    out
+}
+
+/// Checks `sig` over `message` with `key`.
 pub fn verify(
     key: &PublicKey,
     namespace: &str,
     message: &[u8],
+    sig: &SshSig,
+    part: &str,
+) -> Result<(), Rejection> {
+    verify_digests(key, namespace, &MessageDigests::of(message), sig, part)
+}
+
+/// Checks `sig` over the message whose digests are given, with `key`.
+/// Ed25519 is verified strictly (`verify_strict`: no small-order key or R,
+/// no non-canonical R, the unbatched equation) over the sshsig signed data
+/// rebuilt here, because ssh-key 0.6 verifies Ed25519 leniently. The key is
+/// checked again, so a key stored before the weak-key rule is refused at
+/// submission too.
+pub fn verify_digests(
+    key: &PublicKey,
+    namespace: &str,
+    digests: &MessageDigests,
     sig: &SshSig,
     part: &str,
 ) -> Result<(), Rejection> {
@@ -182,16 +237,21 @@ pub fn verify(
     if key.key_data() != sig.public_key() || namespace != sig.namespace() {
         return Err(bad());
     }
+    let hash = digests.for_alg(sig.hash_alg()).ok_or_else(bad)?;
+    let signed = signed_data(namespace, sig.hash_alg(), hash);
     match key.key_data().ed25519() {
         Some(ed) => {
             let vk = ed25519_dalek::VerifyingKey::from_bytes(&ed.0).map_err(|_| bad())?;
             let signature =
                 ed25519_dalek::Signature::from_slice(sig.signature_bytes()).map_err(|_| bad())?;
-            let signed =
-                SshSig::signed_data(namespace, sig.hash_alg(), message).map_err(|_| bad())?;
             vk.verify_strict(&signed, &signature).map_err(|_| bad())
         }
-        None => key.verify(namespace, message, sig).map_err(|_| bad()),
+        None => {
+            use signature::Verifier;
+            key.key_data()
+                .verify(&signed, sig.signature())
+                .map_err(|_| bad())
+        }
     }
 }
 
@@ -255,5 +315,37 @@ mod tests {
         assert_eq!(err.code, "bad_signature");
         let err = parse_signature(armored.as_bytes(), REGISTER_NAMESPACE, "signature").unwrap_err();
         assert_eq!(err.code, "wrong_namespace");
+    }
+
+    #[test]
+    fn signed_data_is_the_sshsig_encoding() {
+        let msg = b"the bytes of a bundle";
+        let digests = MessageDigests::of(msg);
+        for (alg, hash) in [
+            (HashAlg::Sha256, digests.sha256.as_slice()),
+            (HashAlg::Sha512, digests.sha512.as_slice()),
+        ] {
+            assert_eq!(
+                signed_data(SUBMISSION_NAMESPACE, alg, hash),
+                SshSig::signed_data(SUBMISSION_NAMESPACE, alg, msg).unwrap()
+            );
+        }
+    }
+
+    #[test]
+    fn ecdsa_verifies_from_digests() {
+        let key = PrivateKey::random(
+            &mut rand_core::OsRng,
+            Algorithm::Ecdsa {
+                curve: EcdsaCurve::NistP256,
+            },
+        )
+        .unwrap();
+        let armored = sign(&key, SUBMISSION_NAMESPACE, b"bundle").unwrap();
+        let sig = parse_signature(armored.as_bytes(), SUBMISSION_NAMESPACE, "signature").unwrap();
+        let public = key.public_key();
+        verify(public, SUBMISSION_NAMESPACE, b"bundle", &sig, "signature").unwrap();
+        let err = verify(public, SUBMISSION_NAMESPACE, b"bundlf", &sig, "signature").unwrap_err();
+        assert_eq!(err.code, "bad_signature");
     }
 }

@@ -1,19 +1,26 @@
-//! Safe, bounded unpacking of a bundle (`.tar.gz`) into memory.
+//! Safe, bounded unpacking of a bundle (`.tar.gz`), read as a stream.
 //!
 //! The archive comes from strangers, so every entry is checked before a
 //! single byte of it is kept: only regular files and folders with clean
 //! relative UTF-8 paths, no duplicates, and hard caps on entry count,
-//! unpacked size and compression ratio (a gzip bomb is refused while it is
-//! being inflated, not after).
+//! entry size, unpacked size and compression ratio (a gzip bomb is refused
+//! while it is being inflated, not after). Only the entries the caller
+//! asks for are held in memory, each at most `max_entry_bytes`; the others
+//! are digested as they stream past, so what an upload costs in memory does
+//! not grow with what it inflates to.
 
 use std::collections::HashSet;
-use std::io::{self, Read};
+use std::io::{self, BufRead, Read};
+
+use sha2::{Digest, Sha256};
 
 use crate::rejection::{Detail, RejectKind, Rejection};
 
 #[derive(Debug, Clone, Copy)]
 pub struct UnpackLimits {
     pub max_entries: usize,
+    /// Largest single file, unpacked.
+    pub max_entry_bytes: u64,
     pub max_unpacked_bytes: u64,
     /// Unpacked bytes per compressed byte.
     pub max_ratio: f64,
@@ -23,6 +30,7 @@ impl Default for UnpackLimits {
     fn default() -> Self {
         UnpackLimits {
             max_entries: 20_000,
+            max_entry_bytes: 256 << 20,
             max_unpacked_bytes: 4 << 30,
             max_ratio: 200.0,
         }
@@ -33,7 +41,12 @@ impl Default for UnpackLimits {
 pub struct Entry {
     /// Normalised relative path with `/` separators.
     pub path: String,
+    /// Unpacked size, bytes.
+    pub size: u64,
+    /// The bytes, for an entry the caller keeps; empty otherwise.
     pub data: Vec<u8>,
+    /// SHA-256 (hex) computed while streaming, for an entry not kept.
+    pub streamed_sha256: Option<String>,
 }
 
 /// Reader that counts inflated bytes and stops as soon as a limit is passed,
@@ -68,29 +81,44 @@ pub fn unpack(gz: &[u8], limits: &UnpackLimits) -> Result<Vec<Entry>, Rejection>
     Ok(out)
 }
 
-/// Unpacks entry by entry, handing each checked file to `on_entry` as soon
-/// as it is inflated, so callers can work on it while the rest inflates.
+/// Unpacks bytes in memory, keeping every entry.
 pub fn unpack_each(
     gz: &[u8],
     limits: &UnpackLimits,
+    on_entry: impl FnMut(Entry),
+) -> Result<(), Rejection> {
+    unpack_stream(gz, gz.len() as u64, limits, |_| true, on_entry)
+}
+
+/// Unpacks entry by entry from `source` (`compressed_len` bytes of
+/// tar.gz), handing each checked file to `on_entry` as soon as it is
+/// inflated, so callers can work on it while the rest inflates. Entries
+/// for whose path `keep` says false arrive digested, without their bytes.
+pub fn unpack_stream(
+    source: impl BufRead,
+    compressed_len: u64,
+    limits: &UnpackLimits,
+    keep: impl Fn(&str) -> bool,
     mut on_entry: impl FnMut(Entry),
 ) -> Result<(), Rejection> {
-    if !is_gzip(gz) {
+    let mut source = source;
+    let head = source.fill_buf().map_err(corrupt)?;
+    if !is_gzip(head) {
         return Err(Rejection::malformed(
             "not_gzip",
             "the bundle is not a gzip file (it must be the .tar.gz written by `wattcounts pack`)",
         ));
     }
-    let ratio_cap = (gz.len() as f64 * limits.max_ratio) as u64;
+    let ratio_cap = (compressed_len as f64 * limits.max_ratio) as u64;
     let cap = limits.max_unpacked_bytes.min(ratio_cap.max(1 << 20));
     let ratio_binds = ratio_cap < limits.max_unpacked_bytes;
     let mut reader = Bounded {
-        inner: flate2::read::GzDecoder::new(gz),
+        inner: flate2::bufread::GzDecoder::new(source),
         read: 0,
         cap,
         tripped: false,
     };
-    let result = read_entries(&mut reader, limits, &mut on_entry);
+    let result = read_entries(&mut reader, limits, &keep, &mut on_entry);
     if reader.tripped {
         return Err(if ratio_binds {
             Rejection::new(
@@ -99,7 +127,7 @@ pub fn unpack_each(
                 format!(
                     "the bundle inflates past {:.0}x its compressed size of {} bytes (limit {:.0}x)",
                     limits.max_ratio,
-                    gz.len(),
+                    compressed_len,
                     limits.max_ratio
                 ),
             )
@@ -127,6 +155,7 @@ pub fn unpack_each(
 fn read_entries<R: Read>(
     reader: R,
     limits: &UnpackLimits,
+    keep: &impl Fn(&str) -> bool,
     on_entry: &mut impl FnMut(Entry),
 ) -> Result<usize, Rejection> {
     let mut archive = tar::Archive::new(reader);
@@ -190,11 +219,55 @@ fn read_entries<R: Read>(
             )
             .with(Detail::new("second entry with this path").file(path)));
         }
-        let size = entry.header().size().unwrap_or(0);
-        let mut data = Vec::with_capacity(size.min(limits.max_unpacked_bytes) as usize);
-        entry.read_to_end(&mut data).map_err(corrupt)?;
+        // The header's size is the stranger's word: it is checked before
+        // anything is allocated, and reading stops one byte past the cap
+        // whatever the header said.
+        let declared = entry.header().size().unwrap_or(0);
+        let too_big = |size: u64| {
+            Rejection::new(
+                RejectKind::TooLarge,
+                "entry_too_large",
+                format!(
+                    "{path} unpacks to {size} bytes or more; the limit for one file is {} bytes",
+                    limits.max_entry_bytes
+                ),
+            )
+            .with(Detail::new(format!("at least {size} bytes")).file(path.as_str()))
+        };
+        if declared > limits.max_entry_bytes {
+            return Err(too_big(declared));
+        }
+        let mut bounded = (&mut entry).take(limits.max_entry_bytes + 1);
+        let (size, data, streamed_sha256) = if keep(&path) {
+            // Grown as bytes arrive: a header that lies about its size
+            // reserves nothing.
+            let mut data = Vec::with_capacity(declared.min(1 << 20) as usize);
+            bounded.read_to_end(&mut data).map_err(corrupt)?;
+            (data.len() as u64, data, None)
+        } else {
+            let mut hasher = Sha256::new();
+            let mut buf = [0u8; 64 * 1024];
+            let mut size = 0u64;
+            loop {
+                let n = bounded.read(&mut buf).map_err(corrupt)?;
+                if n == 0 {
+                    break;
+                }
+                hasher.update(&buf[..n]);
+                size += n as u64;
+            }
+            (size, Vec::new(), Some(hex::encode(hasher.finalize())))
+        };
+        if size > limits.max_entry_bytes {
+            return Err(too_big(size));
+        }
         files += 1;
-        on_entry(Entry { path, data });
+        on_entry(Entry {
+            path,
+            size,
+            data,
+            streamed_sha256,
+        });
     }
     Ok(files)
 }
@@ -290,5 +363,14 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(unpack(&gz, &tight).unwrap_err().code, "too_large_unpacked");
+        // The header declares 16 MiB: refused before a byte is read.
+        let one_file = UnpackLimits {
+            max_entry_bytes: 8 << 20,
+            max_ratio: 1e6,
+            ..Default::default()
+        };
+        let err = unpack(&gz, &one_file).unwrap_err();
+        assert_eq!(err.code, "entry_too_large", "{err}");
+        assert_eq!(err.details[0].file.as_deref(), Some("zeros.bin"));
     }
 }

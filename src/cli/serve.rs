@@ -69,9 +69,13 @@ pub async fn run(cfg: ServeConfig) -> anyhow::Result<()> {
             }
         });
     }
-    axum::serve(listener, web::app(state))
-        .with_graceful_shutdown(shutdown())
-        .await?;
+    web::server::serve(
+        listener,
+        web::app(state),
+        cfg.connection_limits(),
+        shutdown(),
+    )
+    .await?;
     Ok(())
 }
 

@@ -3,9 +3,11 @@
 //! it), the blob store and the data version that response caches key on,
 //! and bumps that version on every write it makes.
 
+pub mod admission;
 pub mod moderation;
 pub mod rebuild;
 pub mod register;
+pub mod upload;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -18,6 +20,7 @@ use crate::checks::CheckResult;
 use crate::domain::{Origin, Status};
 use crate::ingest::{IngestConfig, IngestError, Ingestor, Outcome, StageTimings};
 use crate::leaderboard::{Entry, ProtocolFilter, Query};
+use crate::limits::RateLimits;
 use crate::metrics::ConfigurationMetrics;
 use crate::receipt::Receipt;
 use crate::store::blobs::BlobStore;
@@ -31,6 +34,7 @@ pub use moderation::{Decision, ModerationError};
 pub struct Service {
     store: Arc<dyn Store>,
     ingestor: Ingestor,
+    admission: admission::Admission,
     /// Bumped whenever this instance changes what readers see.
     data_version: AtomicU64,
 }
@@ -47,12 +51,48 @@ pub struct Board {
 }
 
 impl Service {
+    /// A service without rate limits, admitting as many ingests at once as
+    /// the machine has cores (tools, the demo loader, benchmarks).
     pub fn new(store: Arc<dyn Store>, blobs: BlobStore, config: IngestConfig) -> Self {
+        Self::with_limits(
+            store,
+            blobs,
+            config,
+            admission::AdmissionLimits::for_this_machine(),
+            RateLimits::off(),
+        )
+    }
+
+    pub fn with_limits(
+        store: Arc<dyn Store>,
+        blobs: BlobStore,
+        config: IngestConfig,
+        admission: admission::AdmissionLimits,
+        rates: RateLimits,
+    ) -> Self {
         Service {
-            ingestor: Ingestor::new(store.clone(), blobs, config),
+            ingestor: Ingestor::new(store.clone(), blobs, config, rates),
+            admission: admission::Admission::new(admission),
             store,
             data_version: AtomicU64::new(0),
         }
+    }
+
+    pub fn limits(&self) -> &RateLimits {
+        &self.ingestor.limits
+    }
+
+    /// Counts a request of `action` from a client address against its
+    /// limit (the edge calls this before reading a body).
+    pub async fn count_request(
+        &self,
+        action: crate::limits::Action,
+        ip: std::net::IpAddr,
+    ) -> Result<(), crate::limits::LimitError> {
+        self.ingestor
+            .limits
+            .count(&*self.store, action, crate::limits::Subject::Ip(ip))
+            .await
     }
 
     pub fn config(&self) -> &IngestConfig {
@@ -106,13 +146,42 @@ impl Service {
         self.submit_timed(bundle, signature, &mut t).await
     }
 
+    /// A bundle in memory: staged (and digested) like an upload, then
+    /// ingested; `t.hash` is the staging time.
     pub async fn submit_timed(
         &self,
         bundle: Vec<u8>,
         signature: Vec<u8>,
         t: &mut StageTimings,
     ) -> Result<(Outcome, Receipt), IngestError> {
-        let r = self.ingestor.submit_timed(bundle, signature, t).await?;
+        let start = std::time::Instant::now();
+        let mut upload = self.begin_upload()?;
+        upload.write(bundle).await?;
+        let staged = upload.finish().await?;
+        t.hash = start.elapsed();
+        self.submit_upload(staged, signature, t).await
+    }
+
+    /// Starts receiving an upload into the staging folder.
+    pub fn begin_upload(&self) -> Result<upload::Upload, IngestError> {
+        let writer = self
+            .blobs()
+            .staging()
+            .map_err(|e| IngestError::Internal(format!("creating a staging file: {e}")))?;
+        Ok(upload::Upload::new(writer, self.admission.staging_claim()))
+    }
+
+    /// Ingests a received upload when its turn comes (503 when the queue
+    /// is full).
+    pub async fn submit_upload(
+        &self,
+        staged: upload::StagedUpload,
+        signature: Vec<u8>,
+        t: &mut StageTimings,
+    ) -> Result<(Outcome, Receipt), IngestError> {
+        let _turn = self.admission.ingest_turn().await?;
+        let (bundle, _claim) = staged.into_parts();
+        let r = self.ingestor.submit_staged(bundle, signature, t).await?;
         if r.0 == Outcome::Created {
             self.changed();
         }

@@ -82,6 +82,13 @@ impl Service {
         }
         let key = signing::parse_public_key(&req.public_key)?;
         let fingerprint = signing::fingerprint(&key);
+        self.limits()
+            .count(
+                &*self.store,
+                crate::limits::Action::Register,
+                crate::limits::Subject::Key(&fingerprint),
+            )
+            .await?;
         let proof =
             signing::parse_signature(req.proof.as_bytes(), signing::REGISTER_NAMESPACE, "proof")?;
         let message = signing::registration_message(

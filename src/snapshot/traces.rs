@@ -19,6 +19,7 @@ use crate::store::SubmissionRecord;
 /// guard against a damaged blob.
 const STORED_LIMITS: UnpackLimits = UnpackLimits {
     max_entries: 1_000_000,
+    max_entry_bytes: 1 << 40,
     max_unpacked_bytes: 1 << 40,
     max_ratio: 1e6,
 };

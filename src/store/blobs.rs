@@ -5,6 +5,67 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use sha2::{Digest, Sha256, Sha512};
+
+use crate::signing::MessageDigests;
+
+/// An upload on its way to the staging file, digested as it is written.
+pub struct StagingWriter {
+    file: tempfile::NamedTempFile,
+    sha256: Sha256,
+    sha512: Sha512,
+    len: u64,
+}
+
+impl StagingWriter {
+    pub fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.sha256.update(bytes);
+        self.sha512.update(bytes);
+        self.len += bytes.len() as u64;
+        self.file.write_all(bytes)
+    }
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// Flushes to disk (an acknowledged submission survives a crash).
+    pub fn finish(self) -> std::io::Result<StagedBundle> {
+        self.file.as_file().sync_all()?;
+        let sha256: [u8; 32] = self.sha256.finalize().into();
+        Ok(StagedBundle {
+            sha256_hex: hex::encode(sha256),
+            digests: MessageDigests {
+                sha256,
+                sha512: self.sha512.finalize().into(),
+            },
+            len: self.len,
+            file: self.file,
+        })
+    }
+}
+
+/// A whole bundle in the staging folder, with its digests.
+pub struct StagedBundle {
+    file: tempfile::NamedTempFile,
+    pub len: u64,
+    /// The bundle's address: SHA-256 of its bytes, hex.
+    pub sha256_hex: String,
+    /// What its signature is checked against.
+    pub digests: MessageDigests,
+}
+
+impl StagedBundle {
+    pub fn path(&self) -> &Path {
+        self.file.path()
+    }
+    /// A fresh reader from the start of the file.
+    pub fn open(&self) -> std::io::Result<std::fs::File> {
+        self.file.reopen()
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct BlobStore {
     root: PathBuf,
@@ -26,31 +87,36 @@ impl BlobStore {
         self.root.join(relative)
     }
 
-    /// Writes bytes to a temporary file in the store (fsynced); it is
+    /// A temporary file in the store that an upload streams into; it is
     /// deleted when dropped unless [`commit`](Self::commit)ted.
-    pub fn stage(&self, bytes: &[u8]) -> std::io::Result<tempfile::NamedTempFile> {
+    pub fn staging(&self) -> std::io::Result<StagingWriter> {
         let dir = self.root.join("tmp");
         std::fs::create_dir_all(&dir)?;
-        let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-        tmp.write_all(bytes)?;
-        tmp.as_file().sync_all()?;
-        Ok(tmp)
+        Ok(StagingWriter {
+            file: tempfile::NamedTempFile::new_in(dir)?,
+            sha256: Sha256::new(),
+            sha512: Sha512::new(),
+            len: 0,
+        })
+    }
+
+    /// Stages bytes already in memory (tools, the demo loader, tests).
+    pub fn stage(&self, bytes: &[u8]) -> std::io::Result<StagedBundle> {
+        let mut w = self.staging()?;
+        w.write(bytes)?;
+        w.finish()
     }
 
     /// Moves a staged file to its content address.
-    pub fn commit(
-        &self,
-        staged: tempfile::NamedTempFile,
-        sha256_hex: &str,
-    ) -> std::io::Result<String> {
-        let rel = Self::relative_path(sha256_hex);
+    pub fn commit(&self, staged: StagedBundle) -> std::io::Result<String> {
+        let rel = Self::relative_path(&staged.sha256_hex);
         let dest = self.root.join(&rel);
         if dest.exists() {
             return Ok(rel);
         }
         let dir = dest.parent().expect("blob path has a parent");
         std::fs::create_dir_all(dir)?;
-        staged.persist(&dest).map_err(|e| e.error)?;
+        staged.file.persist(&dest).map_err(|e| e.error)?;
         sync_dir(dir);
         Ok(rel)
     }

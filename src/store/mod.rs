@@ -120,6 +120,12 @@ pub struct TableCounts {
 pub trait Store: Send + Sync {
     fn backend(&self) -> &'static str;
     async fn ping(&self) -> Result<(), StoreError>;
+    /// Counts one hit in `bucket`'s fixed window starting at `window_start`
+    /// (unix seconds) and returns the hits in that window, this one
+    /// included. A bucket whose stored window is older starts again at 1.
+    async fn count_hit(&self, bucket: &str, window_start: i64) -> Result<i64, StoreError>;
+    /// Drops counters of windows that started before `before`.
+    async fn forget_hits(&self, before: i64) -> Result<u64, StoreError>;
     async fn create_submitter(&self, s: &NewSubmitter) -> Result<i64, StoreError>;
     async fn key_by_fingerprint(&self, fingerprint: &str) -> Result<Option<KeyRecord>, StoreError>;
     /// Every blob path a submission references (start-up recovery).

@@ -567,6 +567,33 @@ macro_rules! sql_store {
                 Ok(())
             }
 
+            async fn count_hit(&self, bucket: &str, window_start: i64) -> Result<i64, StoreError> {
+                // One statement: atomic on both backends, and no write lock
+                // of ours held (the submission writer is not delayed).
+                sqlx::query_scalar(
+                    "INSERT INTO rate_counters (bucket, window_start, hits) VALUES ($1, $2, 1)
+                     ON CONFLICT (bucket) DO UPDATE SET
+                        hits = CASE WHEN rate_counters.window_start = excluded.window_start
+                                    THEN rate_counters.hits + 1 ELSE 1 END,
+                        window_start = excluded.window_start
+                     RETURNING hits",
+                )
+                .bind(bucket)
+                .bind(window_start)
+                .fetch_one(&self.pool)
+                .await
+                .map_err(db_err)
+            }
+
+            async fn forget_hits(&self, before: i64) -> Result<u64, StoreError> {
+                sqlx::query("DELETE FROM rate_counters WHERE window_start < $1")
+                    .bind(before)
+                    .execute(&self.pool)
+                    .await
+                    .map(|r| r.rows_affected())
+                    .map_err(db_err)
+            }
+
             async fn create_submitter(&self, s: &NewSubmitter) -> Result<i64, StoreError> {
                 let _w = self.write_lock().await;
                 let mut tx = self.pool.begin_with(<$store>::BEGIN_WRITE).await.map_err(db_err)?;

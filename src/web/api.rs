@@ -9,7 +9,10 @@ use axum::Json;
 use serde_json::json;
 
 use super::error::ApiError;
+use super::guard::{ClientIp, Pace};
 use super::AppState;
+use crate::limits::Action;
+use crate::service::upload::StagedUpload;
 use crate::ingest::Outcome;
 use crate::service::register::Registration;
 
@@ -26,8 +29,10 @@ pub async fn not_found() -> ApiError {
 
 pub async fn register(
     State(s): State<AppState>,
+    ip: ClientIp,
     body: Result<Json<Registration>, JsonRejection>,
 ) -> Result<Response, ApiError> {
+    ip.count(&s, Action::Register).await?;
     let Json(req) = body.map_err(|e| ApiError::bad_request("bad_json", e.body_text()))?;
     let done = s.service.register(&req).await?;
     Ok((StatusCode::CREATED, Json(done)).into_response())
@@ -35,13 +40,15 @@ pub async fn register(
 
 pub async fn submit(
     State(s): State<AppState>,
+    ip: ClientIp,
     headers: HeaderMap,
     multipart: Result<Multipart, MultipartRejection>,
 ) -> Result<Response, ApiError> {
+    ip.count(&s, Action::Submit).await?;
     let (bundle, signature) = read_upload(&s, &headers, multipart).await?;
     let (outcome, receipt) = s
         .service
-        .submit(bundle.to_vec(), signature.to_vec())
+        .submit_upload(bundle, signature, &mut Default::default())
         .await?;
     let status = match outcome {
         Outcome::Created => StatusCode::CREATED,
@@ -50,13 +57,17 @@ pub async fn submit(
     Ok((status, Json(receipt)).into_response())
 }
 
-/// The `bundle` and `signature` parts of an upload, within the body limit
-/// (a declared Content-Length over it is refused before reading).
+/// Largest signature part: an armored sshsig is well under 1 KiB.
+const MAX_SIGNATURE_BYTES: usize = 64 * 1024;
+
+/// The `bundle` part streamed to a staging file (digested on the way) and
+/// the `signature` part, within the body limit (a declared Content-Length
+/// over it is refused before reading) and the upload pace.
 pub async fn read_upload(
     s: &AppState,
     headers: &HeaderMap,
     multipart: Result<Multipart, MultipartRejection>,
-) -> Result<(axum::body::Bytes, axum::body::Bytes), ApiError> {
+) -> Result<(StagedUpload, Vec<u8>), ApiError> {
     let declared = headers
         .get(axum::http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
@@ -73,22 +84,24 @@ pub async fn read_upload(
             ),
         )
     })?;
+    let pace = Pace::start(&s.deadlines);
+    let mut received = 0u64;
     let mut bundle = None;
-    let mut signature = None;
+    let mut signature: Option<Vec<u8>> = None;
     loop {
-        let field = match multipart.next_field().await {
-            Ok(Some(f)) => f,
-            Ok(None) => break,
-            Err(e) => return Err(multipart_error(e, s.max_body_bytes)),
+        let field = match next_or_tick(multipart.next_field()).await {
+            Tick::Ready(Ok(Some(f))) => f,
+            Tick::Ready(Ok(None)) => break,
+            Tick::Ready(Err(e)) => return Err(multipart_error(e, s.max_body_bytes)),
+            Tick::Waiting => {
+                pace.check(received)?;
+                continue;
+            }
         };
         let name = field.name().unwrap_or("").to_string();
-        let data = field
-            .bytes()
-            .await
-            .map_err(|e| multipart_error(e, s.max_body_bytes))?;
         match name.as_str() {
-            "bundle" if bundle.is_none() => bundle = Some(data),
-            "signature" if signature.is_none() => signature = Some(data),
+            "bundle" if bundle.is_none() => {}
+            "signature" if signature.is_none() => {}
             "bundle" | "signature" => {
                 return Err(ApiError::bad_request(
                     "duplicate_part",
@@ -102,6 +115,40 @@ pub async fn read_upload(
                 ))
             }
         }
+        let mut field = field;
+        let mut upload = if name == "bundle" {
+            Some(s.service.begin_upload()?)
+        } else {
+            None
+        };
+        let mut text = Vec::new();
+        loop {
+            let chunk = match next_or_tick(field.chunk()).await {
+                Tick::Ready(Ok(Some(c))) => c,
+                Tick::Ready(Ok(None)) => break,
+                Tick::Ready(Err(e)) => return Err(multipart_error(e, s.max_body_bytes)),
+                Tick::Waiting => {
+                    pace.check(received)?;
+                    continue;
+                }
+            };
+            received += chunk.len() as u64;
+            pace.check(received)?;
+            match upload.as_mut() {
+                Some(u) => u.write(&chunk).await?,
+                None if text.len() + chunk.len() > MAX_SIGNATURE_BYTES => {
+                    return Err(ApiError::bad_request(
+                        "signature_too_large",
+                        format!("the 'signature' part is over {MAX_SIGNATURE_BYTES} bytes; send the .sig file of `wattcounts pack`"),
+                    ))
+                }
+                None => text.extend_from_slice(&chunk),
+            }
+        }
+        match upload {
+            Some(u) => bundle = Some(u.finish().await?),
+            None => signature = Some(text),
+        }
     }
     let bundle = bundle.ok_or_else(|| {
         ApiError::bad_request("missing_part", "the 'bundle' part (the .tar.gz) is missing")
@@ -113,6 +160,22 @@ pub async fn read_upload(
         )
     })?;
     Ok((bundle, signature))
+}
+
+enum Tick<T> {
+    Ready(T),
+    /// A second passed with nothing from the client.
+    Waiting,
+}
+
+/// Polls `f` for up to a second, so a stalled body is judged by its pace
+/// even while no byte arrives. Multipart reads are cancel-safe: a read
+/// cut short here loses nothing, and is asked again.
+async fn next_or_tick<T>(f: impl std::future::Future<Output = T>) -> Tick<T> {
+    match tokio::time::timeout(std::time::Duration::from_secs(1), f).await {
+        Ok(v) => Tick::Ready(v),
+        Err(_) => Tick::Waiting,
+    }
 }
 
 fn multipart_error(e: axum::extract::multipart::MultipartError, limit: u64) -> ApiError {

@@ -16,6 +16,8 @@ pub struct ApiError {
     pub code: &'static str,
     pub message: String,
     pub details: Vec<Detail>,
+    /// Sent as `Retry-After` (429, 503).
+    pub retry_after_secs: Option<u64>,
 }
 
 impl ApiError {
@@ -25,7 +27,11 @@ impl ApiError {
             code,
             message: message.into(),
             details: Vec::new(),
+            retry_after_secs: None,
         }
+    }
+    pub fn timeout(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::REQUEST_TIMEOUT, code, message)
     }
     pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, code, message)
@@ -48,11 +54,14 @@ impl ApiError {
         )
     }
     fn unavailable() -> Self {
-        Self::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "unavailable",
-            "the database is not answering; try again shortly",
-        )
+        ApiError {
+            retry_after_secs: Some(5),
+            ..Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "the database is not answering; try again shortly",
+            )
+        }
     }
 }
 
@@ -64,6 +73,8 @@ pub fn status_of(kind: RejectKind) -> StatusCode {
         RejectKind::Conflict => StatusCode::CONFLICT,
         RejectKind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
         RejectKind::NotFound => StatusCode::NOT_FOUND,
+        RejectKind::RateLimited => StatusCode::TOO_MANY_REQUESTS,
+        RejectKind::Busy => StatusCode::SERVICE_UNAVAILABLE,
     }
 }
 
@@ -74,6 +85,7 @@ impl From<Rejection> for ApiError {
             code: r.code,
             message: r.message,
             details: r.details,
+            retry_after_secs: r.retry_after_secs,
         }
     }
 }
@@ -129,6 +141,11 @@ impl IntoResponse for ApiError {
                 "details": self.details,
             }
         });
-        (self.status, Json(body)).into_response()
+        let mut resp = (self.status, Json(body)).into_response();
+        if let Some(secs) = self.retry_after_secs {
+            resp.headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, secs.into());
+        }
+        resp
     }
 }

@@ -9,7 +9,9 @@ pub mod charts;
 pub mod csv_export;
 pub mod error;
 pub mod explore;
+pub mod guard;
 pub mod pages;
+pub mod server;
 pub mod snapshots;
 pub mod submission_page;
 pub mod submit_page;
@@ -42,6 +44,9 @@ pub struct AppState {
     pub cache: Arc<cache::ResponseCache>,
     /// Published dataset snapshots (`<data-dir>/snapshots`).
     pub snapshots: Arc<snapshots::Shelf>,
+    pub deadlines: guard::Deadlines,
+    /// Proxies whose X-Forwarded-For names the client.
+    pub trusted_proxies: Arc<Vec<std::net::IpAddr>>,
 }
 
 impl AppState {
@@ -65,7 +70,7 @@ impl AppState {
         public_url: String,
     ) -> anyhow::Result<AppState> {
         let blobs = BlobStore::new(cfg.data_dir.join("blobs"))?;
-        let service = Service::new(
+        let service = Service::with_limits(
             store,
             blobs,
             IngestConfig {
@@ -73,6 +78,8 @@ impl AppState {
                 unpack: cfg.unpack_limits(),
                 thresholds: cfg.check_thresholds()?,
             },
+            cfg.admission_limits(),
+            cfg.rate_limits(),
         );
         Ok(AppState {
             service: Arc::new(service),
@@ -80,6 +87,13 @@ impl AppState {
             maintainers: Arc::new(cfg.maintainers()?),
             cache: Arc::new(cache::ResponseCache::new(!cfg.no_response_cache)),
             snapshots: Arc::new(snapshots::Shelf::new(cfg.data_dir.join("snapshots"))?),
+            deadlines: guard::Deadlines {
+                request: std::time::Duration::from_secs(cfg.request_timeout_secs.max(1)),
+                upload: std::time::Duration::from_secs(cfg.upload_timeout_secs.max(1)),
+                upload_min_bytes_per_sec: cfg.upload_min_bytes_per_sec,
+                upload_rate_grace: std::time::Duration::from_secs(cfg.upload_rate_grace_secs),
+            },
+            trusted_proxies: Arc::new(cfg.trusted_proxies.clone()),
         })
     }
 }
@@ -254,6 +268,10 @@ pub fn app(state: AppState) -> Router {
                     }),
             ),
         )
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            guard::deadline,
+        ))
         .layer(axum::middleware::from_fn(path_guard))
         .layer(TraceLayer::new_for_http())
         .layer(axum::middleware::from_fn_with_state(

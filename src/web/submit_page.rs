@@ -37,14 +37,16 @@ pub async fn submit_page(State(s): State<AppState>) -> Response {
 /// → an error page naming the file, pointer or row and the rule.
 pub async fn submit_form(
     State(s): State<AppState>,
+    ip: super::guard::ClientIp,
     headers: HeaderMap,
     multipart: Result<Multipart, MultipartRejection>,
 ) -> Result<Response, PageError> {
     super::auth::same_origin(&headers, &s.service.config().public_url)?;
+    ip.count(&s, crate::limits::Action::Submit).await?;
     let (bundle, signature) = read_upload(&s, &headers, multipart).await?;
     let (_, receipt) = s
         .service
-        .submit(bundle.to_vec(), signature.to_vec())
+        .submit_upload(bundle, signature, &mut Default::default())
         .await
         .map_err(super::error::ApiError::from)?;
     Ok(Redirect::to(&receipt.links.html).into_response())

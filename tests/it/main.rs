@@ -18,6 +18,7 @@ mod intake;
 mod moderation;
 mod outage;
 mod pages;
+mod properties;
 mod registration;
 mod rejections;
 mod snapshots;
