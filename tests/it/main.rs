@@ -3,6 +3,7 @@
 
 mod common;
 
+mod admission;
 mod backends;
 mod browser;
 mod cache;
@@ -20,5 +21,7 @@ mod outage;
 mod pages;
 mod properties;
 mod registration;
+mod rate_limits;
 mod rejections;
+mod slow_clients;
 mod snapshots;

@@ -102,10 +102,45 @@ impl TestApp {
         Some(app)
     }
 
+    /// A TestApp on SQLite whose configuration `tweak` changed.
+    pub async fn configured(tweak: impl FnOnce(&mut ServeConfig)) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite:{}", dir.path().join("test.db").display());
+        let store = wattcounts::store::sqlite::SqliteStore::open(&url)
+            .await
+            .unwrap();
+        let raw = RawDb::Sqlite(store.pool().clone());
+        let mut app = Self::with_store_config(Arc::new(store), dir, tweak);
+        app.raw = Some(raw);
+        app
+    }
+
+    /// A TestApp on PostgreSQL in `schema` (created if new: two apps on one
+    /// schema are two instances on one database), configured by `tweak`.
+    pub async fn postgres_in(schema: &str, tweak: impl FnOnce(&mut ServeConfig)) -> Option<Self> {
+        let url = pg_url()?;
+        let store = wattcounts::store::postgres::PgStore::open(&url, Some(schema))
+            .await
+            .unwrap_or_else(|e| panic!("PostgreSQL at {url}: {e:#}"));
+        let raw = RawDb::Pg(store.pool().clone());
+        let mut app =
+            Self::with_store_config(Arc::new(store), tempfile::tempdir().unwrap(), tweak);
+        app.raw = Some(raw);
+        Some(app)
+    }
+
     /// Built by the constructor `serve` uses, with a test configuration.
     pub fn with_store(store: Arc<dyn Store>, dir: tempfile::TempDir, max_body_bytes: u64) -> Self {
+        Self::with_store_config(store, dir, |c| c.max_body_bytes = max_body_bytes)
+    }
+
+    pub fn with_store_config(
+        store: Arc<dyn Store>,
+        dir: tempfile::TempDir,
+        tweak: impl FnOnce(&mut ServeConfig),
+    ) -> Self {
         let mut cfg = ServeConfig::defaults(dir.path());
-        cfg.max_body_bytes = max_body_bytes;
+        tweak(&mut cfg);
         cfg.admin_tokens = vec![format!(
             "maintainer:{}",
             hex::encode(sha2::Sha256::digest(ADMIN_TOKEN))
@@ -542,6 +577,27 @@ pub fn first_detail(body: &Value) -> &Value {
 pub struct Server {
     child: std::process::Child,
     pub url: String,
+}
+
+impl Server {
+    /// SIGTERM, as a service manager stops it.
+    pub fn terminate(&self) {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
+        }
+    }
+    /// Waits for the process to exit by itself.
+    pub fn wait_for_exit(&mut self, limit: std::time::Duration) -> std::process::ExitStatus {
+        let start = std::time::Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(start.elapsed() < limit, "still running after {limit:?}");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
 }
 
 impl Drop for Server {
