@@ -85,7 +85,11 @@ pub struct ServeConfig {
     pub upload_timeout_secs: u64,
     /// Slowest upload body accepted, bytes per second on average, measured
     /// once the grace period has passed (408 below it).
-    #[arg(long, env = "WATTCOUNTS_UPLOAD_MIN_BYTES_PER_SEC", default_value_t = 8192)]
+    #[arg(
+        long,
+        env = "WATTCOUNTS_UPLOAD_MIN_BYTES_PER_SEC",
+        default_value_t = 8192
+    )]
     pub upload_min_bytes_per_sec: u64,
     /// Seconds of an upload before its rate is judged.
     #[arg(long, env = "WATTCOUNTS_UPLOAD_RATE_GRACE_SECS", default_value_t = 10)]

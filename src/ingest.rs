@@ -186,7 +186,11 @@ impl Ingestor {
         let sig = signing::parse_signature(&signature, signing::SUBMISSION_NAMESPACE, "signature")?;
         let fingerprint = signing::signer_fingerprint(&sig);
         self.limits
-            .count(&*self.store, crate::limits::Action::Submit, crate::limits::Subject::Key(&fingerprint))
+            .count(
+                &*self.store,
+                crate::limits::Action::Submit,
+                crate::limits::Subject::Key(&fingerprint),
+            )
             .await?;
         let key = self.store.key_by_fingerprint(&fingerprint).await?.ok_or_else(|| {
             Rejection::forbidden(
@@ -229,9 +233,17 @@ impl Ingestor {
         t.verify = start.elapsed();
 
         let bundle_bytes = bundle.len;
-        let (bundle, analysed) = {
+        // The staged file goes to disk while the analysis reads it (from
+        // the page cache).
+        let bundle = Arc::new(bundle);
+        let synced = {
+            let b = bundle.clone();
+            blocking(move || b.sync())
+        };
+        let analysed = {
             let cfg = self.config.clone();
             let schema = self.schema.clone();
+            let bundle = bundle.clone();
             blocking(move || {
                 let mut local = StageTimings::default();
                 let r = bundle
@@ -241,13 +253,14 @@ impl Ingestor {
                         let source = std::io::BufReader::with_capacity(256 * 1024, f);
                         analyse_stream(source, bundle.len, &schema, &cfg, &mut local)
                     });
-                (bundle, r, local)
+                (r, local)
             })
-            .await
-            .map(|(b, r, local)| (b, (r, local)))?
         };
+        let (synced, analysed) = tokio::join!(synced, analysed);
+        synced?.map_err(|e| IngestError::Internal(format!("flushing the staged bundle: {e}")))?;
+        let bundle = Arc::into_inner(bundle).expect("the workers are done with it");
         let analysis = {
-            let (r, local) = analysed;
+            let (r, local) = analysed?;
             t.decompress = local.decompress;
             t.parse = local.parse;
             t.derive = local.derive;

@@ -156,7 +156,7 @@ impl Service {
     ) -> Result<(Outcome, Receipt), IngestError> {
         let start = std::time::Instant::now();
         let mut upload = self.begin_upload()?;
-        upload.write(bundle).await?;
+        upload.write_all(bundle).await?;
         let staged = upload.finish().await?;
         t.hash = start.elapsed();
         self.submit_upload(staged, signature, t).await

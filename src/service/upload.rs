@@ -61,6 +61,21 @@ impl Upload {
         if chunk.len() >= BATCH && self.batch.is_empty() {
             return self.write_out(chunk.to_vec()).await;
         }
+        self.gather(chunk).await
+    }
+
+    /// A whole bundle already in memory, written without a copy.
+    pub async fn write_all(&mut self, bundle: Vec<u8>) -> Result<(), IngestError> {
+        self.claim.grow(bundle.len() as u64)?;
+        self.received += bundle.len() as u64;
+        if !self.batch.is_empty() {
+            let pending = std::mem::take(&mut self.batch);
+            self.write_out(pending).await?;
+        }
+        self.write_out(bundle).await
+    }
+
+    async fn gather(&mut self, chunk: &[u8]) -> Result<(), IngestError> {
         self.batch.extend_from_slice(chunk);
         if self.batch.len() >= BATCH {
             let full = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));

@@ -19,8 +19,14 @@ pub struct StagingWriter {
 
 impl StagingWriter {
     pub fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        self.sha256.update(bytes);
-        self.sha512.update(bytes);
+        let (sha256, sha512) = (&mut self.sha256, &mut self.sha512);
+        if bytes.len() >= 1 << 20 {
+            // A bundle handed over whole: both digests at once.
+            rayon::join(|| sha256.update(bytes), || sha512.update(bytes));
+        } else {
+            sha256.update(bytes);
+            sha512.update(bytes);
+        }
         self.len += bytes.len() as u64;
         self.file.write_all(bytes)
     }
@@ -30,9 +36,9 @@ impl StagingWriter {
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
-    /// Flushes to disk (an acknowledged submission survives a crash).
+    /// The whole upload, digested. Not yet flushed to disk: see
+    /// [`StagedBundle::sync`], which runs beside the analysis.
     pub fn finish(self) -> std::io::Result<StagedBundle> {
-        self.file.as_file().sync_all()?;
         let sha256: [u8; 32] = self.sha256.finalize().into();
         Ok(StagedBundle {
             sha256_hex: hex::encode(sha256),
@@ -59,6 +65,11 @@ pub struct StagedBundle {
 impl StagedBundle {
     pub fn path(&self) -> &Path {
         self.file.path()
+    }
+    /// Flushes the file to disk, so that a bundle acknowledged as stored
+    /// survives a crash; before [`BlobStore::commit`].
+    pub fn sync(&self) -> std::io::Result<()> {
+        self.file.as_file().sync_all()
     }
     /// A fresh reader from the start of the file.
     pub fn open(&self) -> std::io::Result<std::fs::File> {

@@ -11,10 +11,10 @@ use serde_json::json;
 use super::error::ApiError;
 use super::guard::{ClientIp, Pace};
 use super::AppState;
-use crate::limits::Action;
-use crate::service::upload::StagedUpload;
 use crate::ingest::Outcome;
+use crate::limits::Action;
 use crate::service::register::Registration;
+use crate::service::upload::StagedUpload;
 
 pub async fn healthz(State(s): State<AppState>) -> Response {
     match s.service.ping().await {

@@ -67,7 +67,7 @@ impl From<crate::store::StoreError> for PageError {
 impl IntoResponse for PageError {
     fn into_response(self) -> Response {
         let title = self.0.status.canonical_reason().unwrap_or("Error");
-        render(
+        let mut resp = render(
             self.0.status,
             &ErrorPage {
                 title,
@@ -76,7 +76,11 @@ impl IntoResponse for PageError {
                 demo: false,
                 version: VERSION,
             },
-        )
+        );
+        if let Some(secs) = self.0.retry_after_secs {
+            resp.headers_mut().insert(header::RETRY_AFTER, secs.into());
+        }
+        resp
     }
 }
 

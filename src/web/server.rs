@@ -100,7 +100,5 @@ pub async fn serve(
 /// The peer address of a request served by [`serve`] (none for a request
 /// built in-process, as the tests' router calls are).
 pub fn peer_of(req: &axum::http::request::Parts) -> Option<SocketAddr> {
-    req.extensions
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|c| c.0)
+    req.extensions.get::<ConnectInfo<SocketAddr>>().map(|c| c.0)
 }

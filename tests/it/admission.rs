@@ -135,7 +135,10 @@ async fn ingests_beyond_the_queue_get_503_and_succeed_later() {
         }
     }
     assert!(stored >= 1, "the first one in is stored");
-    assert!(!refused.is_empty(), "eight at once cannot all pass one gate");
+    assert!(
+        !refused.is_empty(),
+        "eight at once cannot all pass one gate"
+    );
     assert_eq!(app.counts().await.submissions, stored);
     for i in refused {
         let (gz, sig) = &bundles[i];

@@ -58,10 +58,17 @@ async fn submissions_per_key_are_limited(app: TestApp, twin: Option<TestApp>) {
     assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{body}");
     assert_error(&body, "rate_limited");
     let msg = body["error"]["message"].as_str().unwrap();
-    assert!(msg.contains("4 in this window, the limit is 3 per 3600 s"), "{msg}");
+    assert!(
+        msg.contains("4 in this window, the limit is 3 per 3600 s"),
+        "{msg}"
+    );
     let retry: u64 = headers["retry-after"].to_str().unwrap().parse().unwrap();
     assert!((1..=3600).contains(&retry), "{retry}");
-    assert_eq!(app.counts().await.submissions, 3, "the fourth is not stored");
+    assert_eq!(
+        app.counts().await.submissions,
+        3,
+        "the fourth is not stored"
+    );
 
     // Another key is not held back by alice's count.
     let bob = app.register("bob").await;
@@ -119,8 +126,10 @@ async fn registrations_per_address_are_limited(app: TestApp) {
     // Behind the trusted proxy, the forwarded address counts.
     for (n, client) in ["192.0.2.50", "192.0.2.51"].iter().enumerate() {
         let mut req = from_peer(registration(&format!("proxied-{n}")), "10.0.0.2");
-        req.headers_mut()
-            .insert("x-forwarded-for", format!("1.2.3.4, {client}").parse().unwrap());
+        req.headers_mut().insert(
+            "x-forwarded-for",
+            format!("1.2.3.4, {client}").parse().unwrap(),
+        );
         let (status, body) = app.send(req).await;
         assert_eq!(status, StatusCode::CREATED, "{client}: {body}");
     }

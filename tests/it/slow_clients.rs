@@ -224,11 +224,15 @@ async fn shutdown_lets_an_upload_in_flight_finish() {
     server.terminate();
     std::thread::sleep(Duration::from_millis(500));
     // No new connection is taken meanwhile.
-    assert!(TcpStream::connect(addr(&server)).is_err() || {
-        let mut t = TcpStream::connect(addr(&server)).unwrap();
-        let _ = t.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
-        read_until_closed(&mut t, Duration::from_secs(5)).1.is_empty()
-    });
+    assert!(
+        TcpStream::connect(addr(&server)).is_err() || {
+            let mut t = TcpStream::connect(addr(&server)).unwrap();
+            let _ = t.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+            read_until_closed(&mut t, Duration::from_secs(5))
+                .1
+                .is_empty()
+        }
+    );
     s.write_all(&body[half..]).unwrap();
     let (_, text) = read_until_closed(&mut s, Duration::from_secs(30));
     assert!(text.starts_with("HTTP/1.1 201"), "{text}");

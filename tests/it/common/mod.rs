@@ -123,8 +123,7 @@ impl TestApp {
             .await
             .unwrap_or_else(|e| panic!("PostgreSQL at {url}: {e:#}"));
         let raw = RawDb::Pg(store.pool().clone());
-        let mut app =
-            Self::with_store_config(Arc::new(store), tempfile::tempdir().unwrap(), tweak);
+        let mut app = Self::with_store_config(Arc::new(store), tempfile::tempdir().unwrap(), tweak);
         app.raw = Some(raw);
         Some(app)
     }

@@ -1,0 +1,354 @@
+//! Load, then a crash (issue #13, item 11): 64 concurrent clients (half
+//! submitting distinct bundles, half reading pages and JSON) for 60 s
+//! against a real release server; at half time the server is killed with
+//! SIGKILL and started again on the same data. Submitters whose request
+//! failed send the same bytes again. Then: every acknowledged submission
+//! is present, none is stored twice, the database passes its integrity
+//! check, and no orphan staging file or blob is left.
+//!
+//!     cargo build --release --examples --bins
+//!     target/release/examples/load_crash [--seconds 60] [--clients 64]
+//!         [--database-url postgres://postgres@127.0.0.1:5432/test]
+//!
+//! On PostgreSQL the tables go to a fresh schema, dropped at the end.
+
+mod support;
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use support::*;
+
+#[derive(Default)]
+struct Tally {
+    statuses: BTreeMap<String, u64>,
+    submit_latency: Vec<Duration>,
+    read_latency: Vec<Duration>,
+    acknowledged: HashSet<String>,
+    /// Bundles a 201 or 200 answered twice for (a retry's replay).
+    replays_after_retry: u64,
+    retries: u64,
+}
+
+fn arg(args: &[String], name: &str) -> Option<String> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .cloned()
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let seconds: u64 = arg(&args, "--seconds").map_or(Ok(60), |s| s.parse())?;
+    let clients: usize = arg(&args, "--clients").map_or(Ok(64), |s| s.parse())?;
+    let pg = arg(&args, "--database-url");
+    let submitters = clients / 2;
+
+    let data = tempfile::tempdir()?;
+    let (db_url, schema) = match &pg {
+        Some(base) => {
+            let schema = format!("load_{}", uuid::Uuid::new_v4().simple());
+            let sep = if base.contains('?') { '&' } else { '?' };
+            // Created by the store on open; search_path points the server at it.
+            wattcounts::store::postgres::PgStore::open(base, Some(&schema)).await?;
+            (
+                Some(format!("{base}{sep}options=-c%20search_path%3D{schema}")),
+                Some(schema),
+            )
+        }
+        None => (None, None),
+    };
+    let backend = if pg.is_some() { "PostgreSQL" } else { "SQLite" };
+    let bind = format!("127.0.0.1:{}", free_port());
+    // Limits off: 32 submitters from one address would trip them.
+    std::env::set_var("WATTCOUNTS_SUBMIT_LIMIT_PER_IP", "0");
+    std::env::set_var("WATTCOUNTS_SUBMIT_LIMIT_PER_KEY", "0");
+    std::env::set_var("WATTCOUNTS_REGISTER_LIMIT_PER_IP", "0");
+    let mut server = serve_on(&bind, data.path(), db_url.as_deref(), &[])?;
+    let url = server.url.clone();
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .build()?;
+
+    // Submitters, and enough distinct bundles for each to keep sending.
+    let per_submitter = (seconds as usize * 3).max(20);
+    eprintln!("{backend}: preparing {submitters} × {per_submitter} bundles ...");
+    let t = Instant::now();
+    let mut queues = Vec::new();
+    for i in 0..submitters {
+        let key = new_key();
+        let handle = format!("load-{i}");
+        register(&client, &url, &handle, &key).await?;
+        queues.push(distinct_bundles(&handle, &key, 0, per_submitter));
+    }
+    eprintln!("ready in {:.1} s", t.elapsed().as_secs_f64());
+    let (rss_before, _) = memory_mb(server.pid());
+
+    let tally = Arc::new(Mutex::new(Tally::default()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let down = Arc::new(AtomicBool::new(false));
+    let sent = Arc::new(AtomicUsize::new(0));
+    let mut tasks = tokio::task::JoinSet::new();
+    for queue in queues {
+        let (client, url, tally, stop, sent) = (
+            client.clone(),
+            url.clone(),
+            tally.clone(),
+            stop.clone(),
+            sent.clone(),
+        );
+        tasks.spawn(async move {
+            for (bundle, sig) in queue {
+                if stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                sent.fetch_add(1, Ordering::SeqCst);
+                let mut tries = 0;
+                loop {
+                    let start = Instant::now();
+                    let r = client
+                        .post(format!("{url}/api/v1/submissions"))
+                        .multipart(form(bundle.clone(), sig.clone()))
+                        .send()
+                        .await;
+                    let status = match r {
+                        Ok(resp) => {
+                            let code = resp.status().as_u16();
+                            let body: serde_json::Value = resp.json().await.unwrap_or_default();
+                            let mut t = tally.lock().unwrap();
+                            t.submit_latency.push(start.elapsed());
+                            if code == 200 || code == 201 {
+                                let id = body["submission_id"]
+                                    .as_str()
+                                    .unwrap_or_default()
+                                    .to_string();
+                                if code == 200 && tries > 0 {
+                                    t.replays_after_retry += 1;
+                                }
+                                t.acknowledged.insert(id);
+                            }
+                            code.to_string()
+                        }
+                        Err(_) => "connection error".to_string(),
+                    };
+                    let retry = status == "connection error" || status == "503";
+                    {
+                        let mut t = tally.lock().unwrap();
+                        *t.statuses.entry(format!("submit {status}")).or_default() += 1;
+                        if retry {
+                            t.retries += 1;
+                        }
+                    }
+                    if !retry {
+                        break;
+                    }
+                    // The same bytes again, as a client would after a failure.
+                    tries += 1;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        });
+    }
+    let paths = [
+        "/",
+        "/leaderboard",
+        "/api/v1/leaderboard",
+        "/gpus",
+        "/api/v1/stats",
+        "/healthz",
+        "/api/v1/gpus",
+    ];
+    for i in 0..(clients - submitters) {
+        let (client, url, tally, stop, down) = (
+            client.clone(),
+            url.clone(),
+            tally.clone(),
+            stop.clone(),
+            down.clone(),
+        );
+        tasks.spawn(async move {
+            let mut n = i;
+            while !stop.load(Ordering::SeqCst) {
+                let path = paths[n % paths.len()];
+                n += 1;
+                let start = Instant::now();
+                let status = match client.get(format!("{url}{path}")).send().await {
+                    Ok(r) => {
+                        let code = r.status().as_u16();
+                        let _ = r.bytes().await;
+                        code.to_string()
+                    }
+                    Err(_) => "connection error".into(),
+                };
+                {
+                    let mut t = tally.lock().unwrap();
+                    if !down.load(Ordering::SeqCst) || status != "connection error" {
+                        t.read_latency.push(start.elapsed());
+                    }
+                    *t.statuses.entry(format!("read {status}")).or_default() += 1;
+                }
+                if status == "connection error" {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        });
+    }
+
+    let started = Instant::now();
+    tokio::time::sleep(Duration::from_secs(seconds / 2)).await;
+    let acked_at_crash = tally.lock().unwrap().acknowledged.len();
+    let (rss_at_crash, _) = memory_mb(server.pid());
+    down.store(true, Ordering::SeqCst);
+    server.crash();
+    eprintln!(
+        "kill -9 at {:.1} s ({acked_at_crash} acknowledged); restarting",
+        started.elapsed().as_secs_f64()
+    );
+    let restart = Instant::now();
+    server = serve_on(&bind, data.path(), db_url.as_deref(), &[])?;
+    let recovery = restart.elapsed();
+    wait_healthy(&client, &url, Duration::from_secs(30)).await?;
+    let recovery_healthy = restart.elapsed();
+    down.store(false, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_secs(seconds - seconds / 2).saturating_sub(recovery_healthy))
+        .await;
+    stop.store(true, Ordering::SeqCst);
+    while tasks.join_next().await.is_some() {}
+    let elapsed = started.elapsed();
+    let (rss_after, hwm_after) = memory_mb(server.pid());
+
+    // Every acknowledged submission is there.
+    let t = std::mem::take(&mut *tally.lock().unwrap());
+    let mut lost = 0;
+    for id in &t.acknowledged {
+        let r = client
+            .get(format!("{url}/api/v1/submissions/{id}"))
+            .send()
+            .await?;
+        if r.status() != 200 {
+            lost += 1;
+            eprintln!("LOST: {id} answers {}", r.status());
+        }
+    }
+    server.stop();
+
+    // The database: how many stored, integrity, and the blobs it names.
+    let store_url = format!("sqlite:{}", data.path().join("wattcounts.db").display());
+    let (stored, integrity, referenced) = {
+        let store: Arc<dyn wattcounts::store::Store> = match (&pg, &schema) {
+            (Some(base), Some(schema)) => {
+                Arc::new(wattcounts::store::postgres::PgStore::open(base, Some(schema)).await?)
+            }
+            _ => wattcounts::store::open(&store_url).await?,
+        };
+        let stored = store.counts().await?.submissions;
+        let referenced: HashSet<String> = store.blob_paths().await?.into_iter().collect();
+        let integrity = if pg.is_none() {
+            let pool = sqlx::SqlitePool::connect(&store_url).await?;
+            let r: String = sqlx::query_scalar("PRAGMA integrity_check")
+                .fetch_one(&pool)
+                .await?;
+            r
+        } else {
+            "n/a (PostgreSQL)".to_string()
+        };
+        (stored, integrity, referenced)
+    };
+    // A restart with no grace sweeps what the crash left; then count what
+    // is on disk that no row names.
+    let mut sweep = serve_on(
+        &bind,
+        data.path(),
+        db_url.as_deref(),
+        &["--orphan-grace-secs", "0"],
+    )?;
+    sweep.stop();
+    let blobs = data.path().join("blobs");
+    let staging_left = std::fs::read_dir(blobs.join("tmp")).map_or(0, |d| d.count());
+    let mut orphan_blobs = 0;
+    for shard in std::fs::read_dir(blobs.join("sha256"))?.flatten() {
+        for f in std::fs::read_dir(shard.path())?.flatten() {
+            let rel = format!(
+                "sha256/{}/{}",
+                shard.file_name().to_string_lossy(),
+                f.file_name().to_string_lossy()
+            );
+            if !referenced.contains(&rel) {
+                orphan_blobs += 1;
+            }
+        }
+    }
+    if let (Some(base), Some(schema)) = (&pg, &schema) {
+        let pool = sqlx::PgPool::connect(base).await?;
+        sqlx::query(&format!("DROP SCHEMA {schema} CASCADE"))
+            .execute(&pool)
+            .await?;
+    }
+
+    let mut submit = t.submit_latency.clone();
+    submit.sort();
+    let mut read = t.read_latency.clone();
+    read.sort();
+    let n_submit_ok = t
+        .statuses
+        .iter()
+        .filter(|(k, _)| *k == "submit 201" || *k == "submit 200")
+        .map(|(_, v)| v)
+        .sum::<u64>();
+    let unexpected_5xx: u64 = t
+        .statuses
+        .iter()
+        .filter(|(k, _)| k.ends_with(" 500") || k.ends_with(" 502") || k.ends_with(" 504"))
+        .map(|(_, v)| v)
+        .sum();
+    let admission_503: u64 = t
+        .statuses
+        .iter()
+        .filter(|(k, _)| k.ends_with(" 503"))
+        .map(|(_, v)| v)
+        .sum();
+    println!("== load and crash, {backend}: {clients} clients ({submitters} submitting), {:.1} s, kill -9 at half time", elapsed.as_secs_f64());
+    println!(
+        "submissions acknowledged  {} ({:.1}/s), sent {}, retries {}, replays after retry {}",
+        t.acknowledged.len(),
+        n_submit_ok as f64 / elapsed.as_secs_f64(),
+        sent.load(Ordering::SeqCst),
+        t.retries,
+        t.replays_after_retry
+    );
+    println!(
+        "submit latency            p50 {:.0} ms, p99 {:.0} ms",
+        pct(&submit, 0.5),
+        pct(&submit, 0.99)
+    );
+    println!(
+        "reads                     {} ({:.0}/s), p50 {:.1} ms, p99 {:.1} ms",
+        read.len(),
+        read.len() as f64 / elapsed.as_secs_f64(),
+        pct(&read, 0.5),
+        pct(&read, 0.99)
+    );
+    println!("answers by status         {:?}", t.statuses);
+    println!("unexpected 5xx            {unexpected_5xx} (admission/unavailable 503s apart: {admission_503})");
+    println!("server RSS                {rss_before:.0} MB before load, {rss_at_crash:.0} MB at the crash, {rss_after:.0} MB after (peak of the restarted process {hwm_after:.0} MB)");
+    println!(
+        "recovery                  listening {:.0} ms after restart, healthy {:.0} ms",
+        recovery.as_secs_f64() * 1000.0,
+        recovery_healthy.as_secs_f64() * 1000.0
+    );
+    println!("lost acknowledged         {lost}");
+    println!("stored vs acknowledged    {stored} stored, {} acknowledged ({} stored but never acknowledged, 0 duplicates possible: each run once by its content digest)", t.acknowledged.len(), stored as i64 - t.acknowledged.len() as i64);
+    println!("integrity_check           {integrity}");
+    println!("orphans after restart     {staging_left} staging file(s), {orphan_blobs} blob(s) no row names");
+    let ok = lost == 0
+        && unexpected_5xx == 0
+        && staging_left == 0
+        && orphan_blobs == 0
+        && (pg.is_some() || integrity == "ok")
+        && stored as usize >= t.acknowledged.len();
+    println!("{}", if ok { "PASS" } else { "FAIL" });
+    std::process::exit(if ok { 0 } else { 1 });
+}

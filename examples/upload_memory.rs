@@ -1,0 +1,156 @@
+//! Peak memory of the server under N parallel uploads of the maximum body
+//! size (issue #13, item 3). Each upload is a valid, signed bundle whose
+//! extra file (listed in the manifest) is random bytes, so it does not
+//! compress and the body is near `--max-body-bytes`. Prints the server's
+//! peak RSS (VmHWM) idle and after the uploads, and what each answered.
+//!
+//!     cargo build --release --examples --bins
+//!     target/release/examples/upload_memory [--parallel 4] [--mb 250]
+
+mod support;
+
+use std::time::Instant;
+
+use rand::RngCore;
+use support::*;
+use wattcounts::pack::{self, PackInput};
+use wattcounts::{catalog, signing, synth};
+
+fn arg(args: &[String], name: &str) -> Option<String> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .cloned()
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let parallel: usize = arg(&args, "--parallel").map_or(Ok(4), |s| s.parse())?;
+    let mb: usize = arg(&args, "--mb").map_or(Ok(250), |s| s.parse())?;
+    let data = tempfile::tempdir()?;
+    std::env::set_var("WATTCOUNTS_SUBMIT_LIMIT_PER_IP", "0");
+    std::env::set_var("WATTCOUNTS_SUBMIT_LIMIT_PER_KEY", "0");
+    let server = serve(data.path(), None, &[])?;
+    let url = server.url.clone();
+    let client = reqwest::Client::new();
+    let key = new_key();
+    register(&client, &url, "big", &key).await?;
+
+    eprintln!("packing {parallel} bundles of ~{mb} MB of random bytes ...");
+    let gpu = catalog::gpu_by_id("l4").expect("L4");
+    let model = catalog::model_by_id("Qwen/Qwen2.5-0.5B-Instruct").expect("model");
+    let run = synth::generate_run(gpu, &[model], &synth::SynthOptions::small());
+    let dir = tempfile::tempdir()?;
+    let mut paths = Vec::new();
+    for i in 0..parallel {
+        let mut noise = vec![0u8; mb << 20];
+        rand::rngs::OsRng.fill_bytes(&mut noise);
+        let mut files = run.files.clone();
+        files.push((format!("extra/noise-{i}.bin"), noise));
+        let packed = pack::pack(&PackInput {
+            run_name: run.name.clone(),
+            files,
+            config_file: "config-v2.yaml".into(),
+            config_yaml: run.config_yaml.clone(),
+            handle: "big".into(),
+            key_fingerprint: signing::fingerprint(key.public_key()),
+            audience: AUDIENCE.into(),
+            harness_commit: "mem".into(),
+            vllm_version: None,
+            declare_power_limit: false,
+        })?;
+        let sig = signing::sign(&key, signing::SUBMISSION_NAMESPACE, &packed.bytes)?;
+        let p = dir.path().join(format!("b{i}.tar.gz"));
+        std::fs::write(&p, &packed.bytes)?;
+        std::fs::write(p.with_extension("sig"), sig)?;
+        paths.push(p);
+    }
+    let (idle_rss, idle_hwm) = memory_mb(server.pid());
+    let start = Instant::now();
+    let mut jobs = tokio::task::JoinSet::new();
+    for p in paths {
+        let (client, url) = (client.clone(), url.clone());
+        jobs.spawn(async move {
+            // The client holds its bundle; only the server's memory is measured.
+            let bundle = std::fs::read(&p)?;
+            let len = bundle.len() as u64;
+            let sig = std::fs::read(p.with_extension("sig"))?;
+            let form = form(bundle, sig);
+            let r = client
+                .post(format!("{url}/api/v1/submissions"))
+                .multipart(form)
+                .send()
+                .await?;
+            let status = r.status().as_u16();
+            let body: serde_json::Value = r.json().await.unwrap_or_default();
+            anyhow::Ok((
+                len,
+                status,
+                body["error"]["code"].as_str().unwrap_or("").to_string(),
+            ))
+        });
+    }
+    let mut answers = Vec::new();
+    while let Some(r) = jobs.join_next().await {
+        answers.push(r??);
+    }
+    let took = start.elapsed();
+    let (rss, hwm) = memory_mb(server.pid());
+    let total: u64 = answers.iter().map(|a| a.0).sum();
+    println!(
+        "== {parallel} parallel uploads of {:.0} MB each ({:.0} MB in all) in {:.1} s",
+        answers[0].0 as f64 / 1e6,
+        total as f64 / 1e6,
+        took.as_secs_f64()
+    );
+    println!(
+        "answers                {:?}",
+        answers
+            .iter()
+            .map(|a| format!("{} {}", a.1, a.2))
+            .collect::<Vec<_>>()
+    );
+    println!("server RSS idle        {idle_rss:.0} MB (peak so far {idle_hwm:.0} MB)");
+    println!("server RSS after       {rss:.0} MB, peak during the uploads {hwm:.0} MB");
+
+    // A bomb: a signed bundle whose extra file is GiBs of zeros, a few MB
+    // of gzip. Refused while it streams past (the ratio cap), in constant
+    // memory.
+    let gib: usize = arg(&args, "--bomb-gib").map_or(Ok(2), |s| s.parse())?;
+    if gib > 0 {
+        eprintln!("packing a bomb of {gib} GiB of zeros ...");
+        let mut files = run.files.clone();
+        files.push(("extra/zeros.bin".into(), vec![0u8; gib << 30]));
+        let packed = pack::pack(&PackInput {
+            run_name: run.name.clone(),
+            files,
+            config_file: "config-v2.yaml".into(),
+            config_yaml: run.config_yaml.clone(),
+            handle: "big".into(),
+            key_fingerprint: signing::fingerprint(key.public_key()),
+            audience: AUDIENCE.into(),
+            harness_commit: "bomb".into(),
+            vllm_version: None,
+            declare_power_limit: false,
+        })?;
+        let sig = signing::sign(&key, signing::SUBMISSION_NAMESPACE, &packed.bytes)?;
+        let len = packed.bytes.len();
+        let start = Instant::now();
+        let r = client
+            .post(format!("{url}/api/v1/submissions"))
+            .multipart(form(packed.bytes, sig.into_bytes()))
+            .send()
+            .await?;
+        let status = r.status().as_u16();
+        let body: serde_json::Value = r.json().await.unwrap_or_default();
+        let (rss, hwm) = memory_mb(server.pid());
+        println!(
+            "bomb: {gib} GiB of zeros in {:.1} MB of gzip, signed: {status} {} in {:.2} s; server RSS {rss:.0} MB, peak {hwm:.0} MB",
+            len as f64 / 1e6,
+            body["error"]["code"].as_str().unwrap_or(""),
+            start.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
+}
