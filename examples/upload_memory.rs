@@ -13,8 +13,6 @@ use std::time::Instant;
 
 use rand::RngCore;
 use support::*;
-use wattcounts::pack::{self, PackInput};
-use wattcounts::{catalog, signing, synth};
 
 fn arg(args: &[String], name: &str) -> Option<String> {
     args.iter()
@@ -38,9 +36,7 @@ async fn main() -> anyhow::Result<()> {
     register(&client, &url, "big", &key).await?;
 
     eprintln!("packing {parallel} bundles of ~{mb} MB of random bytes ...");
-    let gpu = catalog::gpu_by_id("l4").expect("L4");
-    let model = catalog::model_by_id("Qwen/Qwen2.5-0.5B-Instruct").expect("model");
-    let run = synth::generate_run(gpu, &[model], &synth::SynthOptions::small());
+    let run = small_run();
     let dir = tempfile::tempdir()?;
     let mut paths = Vec::new();
     for i in 0..parallel {
@@ -48,21 +44,9 @@ async fn main() -> anyhow::Result<()> {
         rand::rngs::OsRng.fill_bytes(&mut noise);
         let mut files = run.files.clone();
         files.push((format!("extra/noise-{i}.bin"), noise));
-        let packed = pack::pack(&PackInput {
-            run_name: run.name.clone(),
-            files,
-            config_file: "config-v2.yaml".into(),
-            config_yaml: run.config_yaml.clone(),
-            handle: "big".into(),
-            key_fingerprint: signing::fingerprint(key.public_key()),
-            audience: AUDIENCE.into(),
-            harness_commit: "mem".into(),
-            vllm_version: None,
-            declare_power_limit: false,
-        })?;
-        let sig = signing::sign(&key, signing::SUBMISSION_NAMESPACE, &packed.bytes)?;
+        let (bytes, sig) = pack_signed(&run, files, "big", &key);
         let p = dir.path().join(format!("b{i}.tar.gz"));
-        std::fs::write(&p, &packed.bytes)?;
+        std::fs::write(&p, &bytes)?;
         std::fs::write(p.with_extension("sig"), sig)?;
         paths.push(p);
     }
@@ -122,24 +106,12 @@ async fn main() -> anyhow::Result<()> {
         eprintln!("packing a bomb of {gib} GiB of zeros ...");
         let mut files = run.files.clone();
         files.push(("extra/zeros.bin".into(), vec![0u8; gib << 30]));
-        let packed = pack::pack(&PackInput {
-            run_name: run.name.clone(),
-            files,
-            config_file: "config-v2.yaml".into(),
-            config_yaml: run.config_yaml.clone(),
-            handle: "big".into(),
-            key_fingerprint: signing::fingerprint(key.public_key()),
-            audience: AUDIENCE.into(),
-            harness_commit: "bomb".into(),
-            vllm_version: None,
-            declare_power_limit: false,
-        })?;
-        let sig = signing::sign(&key, signing::SUBMISSION_NAMESPACE, &packed.bytes)?;
-        let len = packed.bytes.len();
+        let (bytes, sig) = pack_signed(&run, files, "big", &key);
+        let len = bytes.len();
         let start = Instant::now();
         let r = client
             .post(format!("{url}/api/v1/submissions"))
-            .multipart(form(packed.bytes, sig.into_bytes()))
+            .multipart(form(bytes, sig))
             .send()
             .await?;
         let status = r.status().as_u16();

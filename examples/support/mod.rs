@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use ssh_key::PrivateKey;
 use wattcounts::pack::{self, PackInput};
+use wattcounts::synth::RunFolder;
 use wattcounts::{catalog, signing, synth};
 
 pub const AUDIENCE: &str = "http://wattcounts.bench";
@@ -149,6 +150,48 @@ pub async fn register(
     Ok(())
 }
 
+/// The value after `name` on the command line.
+pub fn arg(args: &[String], name: &str) -> Option<String> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .cloned()
+}
+
+/// One small L4 run of one model.
+pub fn small_run() -> RunFolder {
+    let gpu = catalog::gpu_by_id("l4").expect("L4 in the catalogue");
+    let model = catalog::model_by_id("Qwen/Qwen2.5-0.5B-Instruct").expect("model in the catalogue");
+    synth::generate_run(gpu, &[model], &synth::SynthOptions::small())
+}
+
+/// `files` (a run's, perhaps edited) packed for `handle` and signed:
+/// (bundle, signature).
+pub fn pack_signed(
+    run: &RunFolder,
+    files: Vec<(String, Vec<u8>)>,
+    handle: &str,
+    key: &PrivateKey,
+) -> (Vec<u8>, Vec<u8>) {
+    let packed = pack::pack(&PackInput {
+        run_name: run.name.clone(),
+        files,
+        config_file: "config-v2.yaml".into(),
+        config_yaml: run.config_yaml.clone(),
+        handle: handle.into(),
+        key_fingerprint: signing::fingerprint(key.public_key()),
+        audience: AUDIENCE.into(),
+        harness_commit: "bench".into(),
+        vllm_version: None,
+        declare_power_limit: false,
+    })
+    .expect("packs");
+    let sig = signing::sign(key, signing::SUBMISSION_NAMESPACE, &packed.bytes)
+        .expect("signs")
+        .into_bytes();
+    (packed.bytes, sig)
+}
+
 /// One small L4 run, packed `n` ways that differ in their run content (a
 /// comment line in system_info.txt): `n` different runs to the service.
 pub fn distinct_bundles(
@@ -158,9 +201,7 @@ pub fn distinct_bundles(
     n: usize,
 ) -> Vec<(Vec<u8>, Vec<u8>)> {
     use rayon::prelude::*;
-    let gpu = catalog::gpu_by_id("l4").expect("L4 in the catalogue");
-    let model = catalog::model_by_id("Qwen/Qwen2.5-0.5B-Instruct").expect("model in the catalogue");
-    let run = synth::generate_run(gpu, &[model], &synth::SynthOptions::small());
+    let run = small_run();
     (first..first + n)
         .into_par_iter()
         .map(|i| {
@@ -175,23 +216,7 @@ pub fn distinct_bundles(
                     (p.clone(), d)
                 })
                 .collect();
-            let packed = pack::pack(&PackInput {
-                run_name: run.name.clone(),
-                files,
-                config_file: "config-v2.yaml".into(),
-                config_yaml: run.config_yaml.clone(),
-                handle: handle.into(),
-                key_fingerprint: signing::fingerprint(key.public_key()),
-                audience: AUDIENCE.into(),
-                harness_commit: "load".into(),
-                vllm_version: None,
-                declare_power_limit: false,
-            })
-            .expect("packs");
-            let sig = signing::sign(key, signing::SUBMISSION_NAMESPACE, &packed.bytes)
-                .expect("signs")
-                .into_bytes();
-            (packed.bytes, sig)
+            pack_signed(&run, files, handle, key)
         })
         .collect()
 }

@@ -76,15 +76,7 @@ impl TestApp {
     }
 
     pub async fn with_limit(max_body_bytes: u64) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite:{}", dir.path().join("test.db").display());
-        let store = wattcounts::store::sqlite::SqliteStore::open(&url)
-            .await
-            .unwrap();
-        let raw = RawDb::Sqlite(store.pool().clone());
-        let mut app = Self::with_store(Arc::new(store), dir, max_body_bytes);
-        app.raw = Some(raw);
-        app
+        Self::configured(|c| c.max_body_bytes = max_body_bytes).await
     }
 
     /// A TestApp on PostgreSQL, in a fresh schema of its own; None (with the
