@@ -342,7 +342,11 @@ struct Opt {
 struct Row {
     rank: usize,
     gpu: String,
+    /// The GPU's page, for a catalogue GPU (others have none).
+    gpu_link: Option<String>,
     model: String,
+    /// The model's page, in the row's own view (origin and protocol).
+    model_link: String,
     scenario: String,
     ept: String,
     cv: String,
@@ -409,6 +413,16 @@ fn query_string(params: &HashMap<String, String>, page: usize) -> String {
         .map(|(k, v)| format!("{}={}", url_encode(k), url_encode(v)))
         .collect::<Vec<_>>()
         .join("&")
+}
+
+/// The query that shows a row's own view on another page: its origin, and
+/// its protocol unless that is the reference (the pages' default).
+fn row_view(e: &leaderboard::Entry) -> String {
+    let mut q = format!("origin={}", e.origin.as_str());
+    if !e.reference_protocol {
+        q.push_str(&format!("&protocol={}", url_encode(&e.protocol_id)));
+    }
+    q
 }
 
 fn url_encode(s: &str) -> String {
@@ -511,7 +525,18 @@ pub async fn leaderboard_page(
         .map(|(i, e)| Row {
             rank: (q.page - 1) * q.per_page + i + 1,
             gpu: e.gpu_name.clone(),
+            gpu_link: crate::catalog::gpu_by_id(&e.gpu_id)
+                .map(|g| format!("/gpus/{}?{}", url_encode(&g.id), row_view(e))),
             model: e.model.clone(),
+            model_link: format!(
+                "/models/{}?{}",
+                e.model
+                    .split('/')
+                    .map(url_encode)
+                    .collect::<Vec<_>>()
+                    .join("/"),
+                row_view(e)
+            ),
             scenario: scenario_label(e.scenario, e.lambda_qps),
             protocol: e.protocol.clone(),
             ept: format!("{:.4}", e.energy_per_token_j),

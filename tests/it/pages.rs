@@ -54,6 +54,38 @@ async fn leaderboard_filters_and_sorts() {
     assert_eq!(json["total"], 2);
 }
 
+/// Each row's GPU and model are links to their pages, in the row's view;
+/// following them answers 200 with that GPU and model on the page.
+#[tokio::test]
+async fn leaderboard_rows_link_to_their_gpu_and_model() {
+    let app = app_with_data().await;
+    let (_, doc) = html_page(&app, "/leaderboard?scenario=batch").await;
+    let links = |sel: &str| -> Vec<String> {
+        doc.select(&Selector::parse(sel).unwrap())
+            .map(|a| a.value().attr("href").unwrap().to_string())
+            .collect()
+    };
+    let gpus = links("tbody tr td:nth-child(2) a");
+    let models = links("tbody tr td:nth-child(3) a");
+    assert_eq!(gpus.len(), 2);
+    assert_eq!(gpus[0], "/gpus/l4?origin=real");
+    let mut models = models;
+    models.sort();
+    assert_eq!(
+        models,
+        [
+            "/models/Qwen/Qwen2.5-0.5B-Instruct?origin=real",
+            "/models/meta-llama/Llama-3.2-3B-Instruct?origin=real"
+        ]
+    );
+    for href in gpus.iter().chain(&models) {
+        let (status, page) = html_page(&app, href).await;
+        assert_eq!(status, StatusCode::OK, "{href}");
+        let text: String = page.root_element().text().collect();
+        assert!(text.contains("NVIDIA L4"), "{href}");
+    }
+}
+
 #[tokio::test]
 async fn unknown_parameters_are_400_not_500() {
     let app = app_with_data().await;
