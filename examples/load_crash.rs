@@ -63,10 +63,6 @@ async fn main() -> anyhow::Result<()> {
     };
     let backend = if pg.is_some() { "PostgreSQL" } else { "SQLite" };
     let bind = format!("127.0.0.1:{}", free_port());
-    // Limits off: 32 submitters from one address would trip them.
-    std::env::set_var("WATTCOUNTS_SUBMIT_LIMIT_PER_IP", "0");
-    std::env::set_var("WATTCOUNTS_SUBMIT_LIMIT_PER_KEY", "0");
-    std::env::set_var("WATTCOUNTS_REGISTER_LIMIT_PER_IP", "0");
     let mut server = serve_on(&bind, data.path(), db_url.as_deref(), &[])?;
     let url = server.url.clone();
     let client = reqwest::Client::builder()

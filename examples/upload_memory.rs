@@ -27,8 +27,6 @@ async fn main() -> anyhow::Result<()> {
     let parallel: usize = arg(&args, "--parallel").map_or(Ok(4), |s| s.parse())?;
     let mb: usize = arg(&args, "--mb").map_or(Ok(250), |s| s.parse())?;
     let data = tempfile::tempdir()?;
-    std::env::set_var("WATTCOUNTS_SUBMIT_LIMIT_PER_IP", "0");
-    std::env::set_var("WATTCOUNTS_SUBMIT_LIMIT_PER_KEY", "0");
     let server = serve(data.path(), None, &[])?;
     let url = server.url.clone();
     let client = reqwest::Client::new();

@@ -709,13 +709,28 @@ struct Processed {
     outcome: Result<FileOutcome, Rejection>,
 }
 
-/// The entries analysis reads: the manifest, the harness CSVs of each
-/// model folder and `system_info.txt`. Everything else is only digested.
-fn is_parsed(path: &str) -> bool {
+/// What analysis reads an archive file as.
+enum ParsedAs {
+    /// A harness CSV directly inside a model folder.
+    Harness(FileKind),
+    SystemInfo,
+}
+
+fn parsed_as(path: &str) -> Option<ParsedAs> {
+    if path == system_info::FILE_NAME {
+        return Some(ParsedAs::SystemInfo);
+    }
     let name = path.rsplit('/').next().unwrap_or(path);
-    path == MANIFEST_NAME
-        || path == system_info::FILE_NAME
-        || (harness::classify(name).is_some() && path.matches('/').count() == 1)
+    match harness::classify(name) {
+        Some(kind) if path.matches('/').count() == 1 => Some(ParsedAs::Harness(kind)),
+        _ => None,
+    }
+}
+
+/// The entries held in memory: the manifest and those [`parsed_as`]
+/// names. Everything else is only digested as it streams past.
+fn is_parsed(path: &str) -> bool {
+    path == MANIFEST_NAME || parsed_as(path).is_some()
 }
 
 /// A byte budget the inflating thread waits on (see [`IN_FLIGHT_BYTES`]).
@@ -741,19 +756,17 @@ impl InFlight {
 }
 
 fn process_file(e: Entry) -> Processed {
-    let name = e.path.rsplit('/').next().unwrap_or(&e.path);
-    let depth = e.path.matches('/').count();
-    let outcome = match harness::classify(name) {
-        Some(FileKind::Results(s)) if depth == 1 => {
+    let outcome = match parsed_as(&e.path) {
+        Some(ParsedAs::Harness(FileKind::Results(s))) => {
             harness::parse_results(&e.path, &e.data, s).map(FileOutcome::Results)
         }
-        Some(FileKind::Details(s)) if depth == 1 => {
+        Some(ParsedAs::Harness(FileKind::Details(s))) => {
             harness::parse_details(&e.path, &e.data, s).map(FileOutcome::Details)
         }
-        _ if e.path == system_info::FILE_NAME => Ok(FileOutcome::SystemInfo(system_info::parse(
+        Some(ParsedAs::SystemInfo) => Ok(FileOutcome::SystemInfo(system_info::parse(
             &String::from_utf8_lossy(&e.data),
         ))),
-        _ => Ok(FileOutcome::Other),
+        None => Ok(FileOutcome::Other),
     };
     Processed {
         sha256: e.streamed_sha256.unwrap_or_else(|| sha256_hex(&e.data)),

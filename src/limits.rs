@@ -52,15 +52,6 @@ pub struct RateLimits {
     hits: AtomicU64,
 }
 
-impl Clone for RateLimits {
-    fn clone(&self) -> Self {
-        RateLimits {
-            hits: AtomicU64::new(0),
-            ..*self
-        }
-    }
-}
-
 impl RateLimits {
     pub fn new(
         window: Duration,

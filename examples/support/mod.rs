@@ -205,17 +205,7 @@ pub fn distinct_bundles(
     (first..first + n)
         .into_par_iter()
         .map(|i| {
-            let files = run
-                .files
-                .iter()
-                .map(|(p, d)| {
-                    let mut d = d.clone();
-                    if p == "system_info.txt" {
-                        d.extend(format!("\n# load copy {handle} {i}\n").bytes());
-                    }
-                    (p.clone(), d)
-                })
-                .collect();
+            let files = run.files_marked(&format!("load copy {handle} {i}"));
             pack_signed(&run, files, handle, key)
         })
         .collect()

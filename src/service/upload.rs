@@ -14,7 +14,6 @@ pub struct Upload {
     writer: Option<StagingWriter>,
     claim: StagingClaim,
     batch: Vec<u8>,
-    received: u64,
 }
 
 /// A whole upload on the staging disk, still counted against the cap.
@@ -26,12 +25,6 @@ pub struct StagedUpload {
 impl StagedUpload {
     pub fn into_parts(self) -> (StagedBundle, StagingClaim) {
         (self.bundle, self.claim)
-    }
-    pub fn len(&self) -> u64 {
-        self.bundle.len
-    }
-    pub fn is_empty(&self) -> bool {
-        self.bundle.len == 0
     }
 }
 
@@ -45,19 +38,12 @@ impl Upload {
             writer: Some(writer),
             claim,
             batch: Vec::with_capacity(BATCH),
-            received: 0,
         }
-    }
-
-    /// Bytes received so far.
-    pub fn received(&self) -> u64 {
-        self.received
     }
 
     pub async fn write(&mut self, chunk: impl AsRef<[u8]>) -> Result<(), IngestError> {
         let chunk = chunk.as_ref();
         self.claim.grow(chunk.len() as u64)?;
-        self.received += chunk.len() as u64;
         if chunk.len() >= BATCH && self.batch.is_empty() {
             return self.write_out(chunk.to_vec()).await;
         }
@@ -67,7 +53,6 @@ impl Upload {
     /// A whole bundle already in memory, written without a copy.
     pub async fn write_all(&mut self, bundle: Vec<u8>) -> Result<(), IngestError> {
         self.claim.grow(bundle.len() as u64)?;
-        self.received += bundle.len() as u64;
         if !self.batch.is_empty() {
             let pending = std::mem::take(&mut self.batch);
             self.write_out(pending).await?;

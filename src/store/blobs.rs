@@ -30,12 +30,6 @@ impl StagingWriter {
         self.len += bytes.len() as u64;
         self.file.write_all(bytes)
     }
-    pub fn len(&self) -> u64 {
-        self.len
-    }
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
     /// The whole upload, digested. Not yet flushed to disk: see
     /// [`StagedBundle::sync`], which runs beside the analysis.
     pub fn finish(self) -> std::io::Result<StagedBundle> {
@@ -63,9 +57,6 @@ pub struct StagedBundle {
 }
 
 impl StagedBundle {
-    pub fn path(&self) -> &Path {
-        self.file.path()
-    }
     /// Flushes the file to disk, so that a bundle acknowledged as stored
     /// survives a crash; before [`BlobStore::commit`].
     pub fn sync(&self) -> std::io::Result<()> {

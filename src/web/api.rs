@@ -89,14 +89,10 @@ pub async fn read_upload(
     let mut bundle = None;
     let mut signature: Option<Vec<u8>> = None;
     loop {
-        let field = match next_or_tick(multipart.next_field()).await {
-            Tick::Ready(Ok(Some(f))) => f,
-            Tick::Ready(Ok(None)) => break,
-            Tick::Ready(Err(e)) => return Err(multipart_error(e, s.max_body_bytes)),
-            Tick::Waiting => {
-                pace.check(received)?;
-                continue;
-            }
+        let field = match paced(&pace, received, multipart.next_field()).await? {
+            Ok(Some(f)) => f,
+            Ok(None) => break,
+            Err(e) => return Err(multipart_error(e, s.max_body_bytes)),
         };
         let name = field.name().unwrap_or("").to_string();
         match name.as_str() {
@@ -123,14 +119,10 @@ pub async fn read_upload(
         };
         let mut text = Vec::new();
         loop {
-            let chunk = match next_or_tick(field.chunk()).await {
-                Tick::Ready(Ok(Some(c))) => c,
-                Tick::Ready(Ok(None)) => break,
-                Tick::Ready(Err(e)) => return Err(multipart_error(e, s.max_body_bytes)),
-                Tick::Waiting => {
-                    pace.check(received)?;
-                    continue;
-                }
+            let chunk = match paced(&pace, received, field.chunk()).await? {
+                Ok(Some(c)) => c,
+                Ok(None) => break,
+                Err(e) => return Err(multipart_error(e, s.max_body_bytes)),
             };
             received += chunk.len() as u64;
             pace.check(received)?;
@@ -162,19 +154,20 @@ pub async fn read_upload(
     Ok((bundle, signature))
 }
 
-enum Tick<T> {
-    Ready(T),
-    /// A second passed with nothing from the client.
-    Waiting,
-}
-
-/// Polls `f` for up to a second, so a stalled body is judged by its pace
-/// even while no byte arrives. Multipart reads are cancel-safe: a read
-/// cut short here loses nothing, and is asked again.
-async fn next_or_tick<T>(f: impl std::future::Future<Output = T>) -> Tick<T> {
-    match tokio::time::timeout(std::time::Duration::from_secs(1), f).await {
-        Ok(v) => Tick::Ready(v),
-        Err(_) => Tick::Waiting,
+/// Awaits one read of the body, judging the upload's pace every second
+/// while it waits, so a stalled body is cut even when no byte arrives.
+/// The read itself is never dropped half way.
+async fn paced<T>(
+    pace: &Pace,
+    received: u64,
+    read: impl std::future::Future<Output = T>,
+) -> Result<T, ApiError> {
+    tokio::pin!(read);
+    loop {
+        match tokio::time::timeout(std::time::Duration::from_secs(1), &mut read).await {
+            Ok(v) => return Ok(v),
+            Err(_) => pace.check(received)?,
+        }
     }
 }
 

@@ -30,6 +30,14 @@ impl ApiError {
             retry_after_secs: None,
         }
     }
+    /// `Retry-After` on an answer to this error (the JSON envelope or an
+    /// HTML error page), when it passes with time.
+    pub fn set_retry_after(&self, resp: &mut Response) {
+        if let Some(secs) = self.retry_after_secs {
+            resp.headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, secs.into());
+        }
+    }
     pub fn timeout(code: &'static str, message: impl Into<String>) -> Self {
         Self::new(StatusCode::REQUEST_TIMEOUT, code, message)
     }
@@ -142,10 +150,7 @@ impl IntoResponse for ApiError {
             }
         });
         let mut resp = (self.status, Json(body)).into_response();
-        if let Some(secs) = self.retry_after_secs {
-            resp.headers_mut()
-                .insert(axum::http::header::RETRY_AFTER, secs.into());
-        }
+        self.set_retry_after(&mut resp);
         resp
     }
 }

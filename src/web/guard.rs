@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 
 use axum::extract::{ConnectInfo, FromRequestParts, State};
 use axum::http::request::Parts;
-use axum::http::Method;
 use axum::response::{IntoResponse, Response};
 
 use super::error::ApiError;
@@ -22,29 +21,14 @@ pub struct Deadlines {
     pub upload_rate_grace: Duration,
 }
 
-/// Requests that may take long by nature: uploads (received and checked
-/// in the request) and a maintainer's snapshot.
-fn is_long(method: &Method, path: &str) -> bool {
-    method == Method::POST
-        && matches!(
-            path,
-            "/api/v1/submissions" | "/submit" | "/api/v1/admin/snapshots" | "/admin/snapshots"
-        )
-}
-
-/// 408 when a request's answer is not ready within its deadline. A
-/// response already begun (a download streaming) is not cut.
+/// 408 when a request's answer is not ready within `limit` (the router
+/// gives uploads and snapshots their own, longer one). A response already
+/// begun (a download streaming) is not cut.
 pub async fn deadline(
-    State(s): State<AppState>,
+    State(limit): State<Duration>,
     req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
-    let long = is_long(req.method(), req.uri().path());
-    let limit = if long {
-        s.deadlines.upload
-    } else {
-        s.deadlines.request
-    };
     match tokio::time::timeout(limit, next.run(req)).await {
         Ok(resp) => resp,
         Err(_) => ApiError::timeout(

@@ -182,6 +182,23 @@ pub fn app(state: AppState) -> Router {
     // The multipart reader enforces the cap while streaming; the handler
     // also refuses a declared Content-Length over it before reading.
     let limit = usize::try_from(state.max_body_bytes).unwrap_or(usize::MAX);
+    // Uploads (received and checked within the request) and a
+    // maintainer's snapshot take long by nature: their own deadline.
+    let long = Router::new()
+        .route(
+            "/api/v1/submissions",
+            post(api::submit).layer(DefaultBodyLimit::max(limit)),
+        )
+        .route(
+            "/submit",
+            post(submit_page::submit_form).layer(DefaultBodyLimit::max(limit)),
+        )
+        .route("/api/v1/admin/snapshots", post(snapshots::create_api))
+        .route("/admin/snapshots", post(snapshots::create_form))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.deadlines.upload,
+            guard::deadline,
+        ));
     Router::new()
         .route("/", get(pages::index))
         .route("/leaderboard", get(pages::leaderboard_page))
@@ -193,10 +210,6 @@ pub fn app(state: AppState) -> Router {
         .route(
             "/api/v1/submitters",
             post(api::register).layer(DefaultBodyLimit::max(64 * 1024)),
-        )
-        .route(
-            "/api/v1/submissions",
-            post(api::submit).layer(DefaultBodyLimit::max(limit)),
         )
         .route("/api/v1/submissions/{id}", get(api::submission))
         .route("/submissions/{id}", get(submission_page::submission_page))
@@ -219,12 +232,7 @@ pub fn app(state: AppState) -> Router {
         .route("/checks", get(submit_page::checks_page))
         .route("/api/v1/checks", get(submit_page::checks_json))
         .route("/api/v1/stats", get(pages::stats_json))
-        .route(
-            "/submit",
-            get(submit_page::submit_page)
-                .post(submit_page::submit_form)
-                .layer(DefaultBodyLimit::max(limit)),
-        )
+        .route("/submit", get(submit_page::submit_page))
         .route("/api/v1/admin/review", get(admin_api::queue))
         .route(
             "/api/v1/admin/submissions/{id}/decision",
@@ -240,8 +248,6 @@ pub fn app(state: AppState) -> Router {
         .route("/snapshots/{id}/{file}", get(snapshots::download))
         .route("/api/v1/snapshots", get(snapshots::list_json))
         .route("/api/v1/snapshots/{id}", get(snapshots::snapshot_json))
-        .route("/api/v1/admin/snapshots", post(snapshots::create_api))
-        .route("/admin/snapshots", post(snapshots::create_form))
         .route("/admin", get(admin_pages::admin_home))
         .route("/admin/login", post(admin_pages::login))
         .route("/admin/logout", post(admin_pages::logout))
@@ -251,6 +257,11 @@ pub fn app(state: AppState) -> Router {
         )
         .route("/admin/submitters/suspend", post(admin_pages::suspend))
         .route("/admin/keys/revoke", post(admin_pages::revoke))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.deadlines.request,
+            guard::deadline,
+        ))
+        .merge(long)
         .fallback(api::not_found)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
@@ -268,10 +279,6 @@ pub fn app(state: AppState) -> Router {
                     }),
             ),
         )
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            guard::deadline,
-        ))
         .layer(axum::middleware::from_fn(path_guard))
         .layer(TraceLayer::new_for_http())
         .layer(axum::middleware::from_fn_with_state(

@@ -77,9 +77,7 @@ impl IntoResponse for PageError {
                 version: VERSION,
             },
         );
-        if let Some(secs) = self.0.retry_after_secs {
-            resp.headers_mut().insert(header::RETRY_AFTER, secs.into());
-        }
+        self.0.set_retry_after(&mut resp);
         resp
     }
 }

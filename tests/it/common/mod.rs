@@ -468,18 +468,11 @@ pub fn bundle_with(files: Vec<(String, Vec<u8>)>, handle: &str, key: &PrivateKey
 /// The fixture with its run content made unique by `n` (a comment line in
 /// system_info.txt): another run as far as the service can tell.
 pub fn distinct_bundle(handle: &str, key: &PrivateKey, n: usize) -> Vec<u8> {
-    let files = fixture()
-        .files
-        .iter()
-        .map(|(p, d)| {
-            let mut d = d.clone();
-            if p == "system_info.txt" {
-                d.extend(format!("\n# run copy {n}\n").bytes());
-            }
-            (p.clone(), d)
-        })
-        .collect();
-    bundle_with(files, handle, key)
+    bundle_with(
+        fixture().files_marked(&format!("run copy {n}")),
+        handle,
+        key,
+    )
 }
 
 pub fn bundle(handle: &str, key: &PrivateKey) -> Vec<u8> {
