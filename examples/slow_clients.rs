@@ -13,13 +13,6 @@ use std::time::{Duration, Instant};
 use support::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-fn arg(args: &[String], name: &str) -> Option<String> {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .cloned()
-}
-
 /// /healthz `n` times in a row on one keep-alive client; sorted latencies.
 async fn healthz(client: &reqwest::Client, url: &str, n: usize) -> anyhow::Result<Vec<Duration>> {
     let mut out = Vec::with_capacity(n);
