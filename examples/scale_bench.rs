@@ -25,8 +25,11 @@ const PAGES: &[&str] = &[
     "/gpus",
     "/gpus/l4",
     "/compare",
+    "/models",
+    "/api/v1/models",
     "/models/meta-llama/Llama-3.1-8B-Instruct",
     "/api/v1/models/meta-llama/Llama-3.1-8B-Instruct",
+    "/models/meta-llama/Llama-3.1-8B-Instruct?ttft_ms=100",
 ];
 const REPEATS: usize = 15;
 

@@ -131,6 +131,29 @@ pub struct ServeConfig {
         value_delimiter = ','
     )]
     pub trusted_proxies: Vec<std::net::IpAddr>,
+
+    /// Grid carbon intensity the pages assume for gCO₂e per 1,000
+    /// requests, grams per kWh (a presentation only: snapshots keep joules).
+    #[arg(long, env = "WATTCOUNTS_GRID_G_PER_KWH", default_value_t = crate::units::DEFAULT_GRID_G_PER_KWH, value_parser = non_negative)]
+    pub grid_g_per_kwh: f64,
+    /// Power usage effectiveness the pages assume for the same figure
+    /// (facility energy ÷ GPU energy, at least 1).
+    #[arg(long, env = "WATTCOUNTS_PUE", default_value_t = crate::units::DEFAULT_PUE, value_parser = at_least_one)]
+    pub pue: f64,
+}
+
+fn non_negative(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("'{s}' is not a number of at least 0")),
+    }
+}
+
+fn at_least_one(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 1.0 => Ok(v),
+        _ => Err(format!("'{s}' is not a number of at least 1 (a PUE)")),
+    }
 }
 
 impl ServeConfig {
@@ -170,6 +193,8 @@ impl ServeConfig {
             register_limit_per_ip: 0,
             register_limit_per_key: 0,
             trusted_proxies: Vec::new(),
+            grid_g_per_kwh: crate::units::DEFAULT_GRID_G_PER_KWH,
+            pue: crate::units::DEFAULT_PUE,
         }
     }
 }
@@ -249,6 +274,12 @@ impl ServeConfig {
             header_timeout: std::time::Duration::from_secs(self.header_timeout_secs.max(1)),
             max_connections: self.max_connections,
             drain_timeout: std::time::Duration::from_secs(self.upload_timeout_secs),
+        }
+    }
+    pub fn footprint(&self) -> crate::units::Footprint {
+        crate::units::Footprint {
+            grid_g_per_kwh: self.grid_g_per_kwh,
+            pue: self.pue,
         }
     }
     pub fn unpack_limits(&self) -> UnpackLimits {

@@ -26,6 +26,20 @@ pub struct Member {
     pub power_median: f64,
     pub ttft_median: Option<f64>,
     pub itl_median: Option<f64>,
+    /// The submission's own intervals of its other figures.
+    pub intervals: FigureIntervals,
+}
+
+/// Intervals of the figures beside energy per token, each the same kind of
+/// order-statistic interval as [`Entry::energy_per_token_interval`]; None
+/// where the figure is absent (or was stored before intervals were kept,
+/// until `db rebuild`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, serde::Deserialize)]
+pub struct FigureIntervals {
+    pub energy_per_request_j: Option<Interval>,
+    pub throughput_tok_s: Option<Interval>,
+    pub ttft_p50_s: Option<Interval>,
+    pub itl_s: Option<Interval>,
 }
 
 /// How many submission ids a group keeps as its evidence (oldest first).
@@ -53,6 +67,7 @@ pub struct Figures {
     pub in_review: u64,
     /// The first [`EVIDENCE_KEPT`] members, oldest first.
     pub evidence: Vec<uuid::Uuid>,
+    pub intervals: FigureIntervals,
 }
 
 fn median_of(mut v: Vec<f64>) -> Option<f64> {
@@ -61,6 +76,21 @@ fn median_of(mut v: Vec<f64>) -> Option<f64> {
     }
     v.sort_by(f64::total_cmp);
     Some(crate::metrics::percentile_sorted(&v, 0.5))
+}
+
+/// A group's interval of one figure: the one member's own, or the
+/// order-statistic interval over the members' medians.
+fn group_interval(
+    members: &[Member],
+    median: impl Fn(&Member) -> Option<f64>,
+    own: impl Fn(&FigureIntervals) -> Option<Interval>,
+) -> Option<Interval> {
+    if let [one] = members {
+        return own(&one.intervals);
+    }
+    let mut medians: Vec<f64> = members.iter().filter_map(median).collect();
+    medians.sort_by(f64::total_cmp);
+    domain::median_interval(&medians)
 }
 
 /// The figures of one group from its members (oldest first); None when it
@@ -102,6 +132,20 @@ pub fn aggregate(members: &[Member]) -> Option<Figures> {
             .take(EVIDENCE_KEPT)
             .map(|m| m.submission_id)
             .collect(),
+        intervals: FigureIntervals {
+            energy_per_request_j: group_interval(
+                members,
+                |m| m.epr_median,
+                |i| i.energy_per_request_j,
+            ),
+            throughput_tok_s: group_interval(
+                members,
+                |m| Some(m.throughput_median),
+                |i| i.throughput_tok_s,
+            ),
+            ttft_p50_s: group_interval(members, |m| m.ttft_median, |i| i.ttft_p50_s),
+            itl_s: group_interval(members, |m| m.itl_median, |i| i.itl_s),
+        },
     })
 }
 
@@ -150,14 +194,29 @@ pub struct MemberFigures {
     pub epr_median: Option<f64>,
     pub ttft_median: Option<f64>,
     pub itl_median: Option<f64>,
+    pub intervals: FigureIntervals,
+}
+
+impl MemberFigures {
+    /// The intervals as the `intervals` column stores them.
+    pub fn intervals_json(&self) -> String {
+        serde_json::to_string(&self.intervals).expect("numbers serialise")
+    }
 }
 
 pub fn member_figures(c: &ConfigurationMetrics) -> MemberFigures {
+    let n = c.iterations;
     MemberFigures {
-        ept_interval: c.energy_per_token_j.median_interval(c.iterations),
+        ept_interval: c.energy_per_token_j.median_interval(n),
         epr_median: c.energy_per_request_j.map(|s| s.median),
         ttft_median: c.ttft_p50_s.map(|s| s.median),
         itl_median: c.itl_s.map(|s| s.median),
+        intervals: FigureIntervals {
+            energy_per_request_j: c.energy_per_request_j.map(|s| s.median_interval(n)),
+            throughput_tok_s: Some(c.throughput_tok_s.median_interval(n)),
+            ttft_p50_s: c.ttft_p50_s.map(|s| s.median_interval(n)),
+            itl_s: c.itl_s.map(|s| s.median_interval(n)),
+        },
     }
 }
 
@@ -183,10 +242,19 @@ pub struct Entry {
     pub throughput_tok_s: f64,
     pub power_mean_w: f64,
     pub ttft_p50_s: Option<f64>,
+    /// Batch: the run's duration over the tokens it generated (time per
+    /// output token); server: the median inter-token latency. Seconds.
     pub itl_s: Option<f64>,
+    /// Intervals of the figures above, like `energy_per_token_interval`.
+    pub intervals: FigureIntervals,
     pub iterations: u64,
     pub submissions: u64,
     pub submitters: u64,
+    /// 1-based rank of this row among the GPUs that measured the same
+    /// model in the same scenario and view, by the query's sort; set by
+    /// leaderboard queries only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rank_in_model: Option<u64>,
     /// Kept for links that read it: origin == demo.
     pub demo: bool,
     pub needs_review: bool,

@@ -14,7 +14,8 @@ impl Service {
     /// Whether some stored submission lacks what the read model needs
     /// (a deployment that has just migrated).
     pub async fn needs_rebuild(&self) -> anyhow::Result<bool> {
-        Ok(!self.store.submissions_to_derive().await?.is_empty())
+        Ok(!self.store.submissions_to_derive().await?.is_empty()
+            || self.store.read_model_outdated().await?)
     }
 
     /// Derives what is missing from the stored bundles, then rebuilds the

@@ -120,6 +120,7 @@ const TABLES: &[(&str, &[(&str, Kind)])] = &[
             ("epr_median", Real),
             ("ttft_median", Real),
             ("itl_median", Real),
+            ("intervals", Text),
         ],
     ),
     (
@@ -197,6 +198,7 @@ const TABLES: &[(&str, &[(&str, Kind)])] = &[
             ("submitters", Int),
             ("in_review", Int),
             ("evidence", Text),
+            ("intervals", Text),
         ],
     ),
     (

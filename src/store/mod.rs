@@ -206,6 +206,9 @@ pub trait Store: Send + Sync {
     /// yet (stored before they existed): what `db rebuild` must derive
     /// from the stored bundles.
     async fn submissions_to_derive(&self) -> Result<Vec<SubmissionRecord>, StoreError>;
+    /// Whether some configuration lacks a figure the read model now keeps
+    /// (stored before it did): `db rebuild` computes it from the metrics.
+    async fn read_model_outdated(&self) -> Result<bool, StoreError>;
     /// Recomputes every derived table (protocols and content digests from
     /// `derived`, duplicates, group keys, the groups, the counters) from the
     /// stored submissions, in one transaction.

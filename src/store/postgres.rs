@@ -13,9 +13,9 @@ use sqlx::Row;
 use uuid::Uuid;
 
 use super::sql::{
-    bind_all, db_err, group_query, json_err, opt_ts, sql_store, status_of, unique_violation,
-    EventRow, Param, COUNTER_ADD, GROUP_COLUMNS, GROUP_INSERT, GROUP_KEY_INSERT, KEY_SELECT,
-    MEMBER_SELECT, RUN_COLUMNS, SUBMISSION_SELECT,
+    bind_all, db_err, group_query, intervals_of, json_err, model_rank_column, opt_ts, sql_store,
+    status_of, unique_violation, EventRow, Param, COUNTER_ADD, GROUP_COLUMNS, GROUP_INSERT,
+    GROUP_KEY_INSERT, KEY_SELECT, MEMBER_SELECT, RUN_COLUMNS, SUBMISSION_SELECT,
 };
 use super::{
     parse_ts, ts, Actor, DatasetCounts, Decided, InsertOutcome, KeyRecord, ModerationEvent,
@@ -88,6 +88,9 @@ impl PgStore {
         // service-wide statement timeout is for requests, not exports.
         "SET LOCAL statement_timeout = 0",
     ];
+    /// Orders text byte by byte, as SQLite does, whatever the database's
+    /// collation: both backends list models in one order.
+    const BYTE_ORDER: &'static str = " COLLATE \"C\"";
 }
 
 sql_store!(

@@ -14,7 +14,8 @@ pub(super) const SUBMISSION_SELECT: &str = "SELECT s.id, s.bundle_sha256, u.hand
 
 /// The members of one group: `configurations` joined to their submission.
 pub(super) const MEMBER_SELECT: &str = "SELECT s.id, s.submitter_id, s.status, c.iterations, c.ept_median_j, c.ept_lo, c.ept_hi,
-        c.ept_conf, c.ept_cv, c.epr_median, c.throughput_median, c.power_mean_median_w, c.ttft_median, c.itl_median
+        c.ept_conf, c.ept_cv, c.epr_median, c.throughput_median, c.power_mean_median_w, c.ttft_median, c.itl_median,
+        c.intervals
      FROM configurations c JOIN submissions s ON s.id = c.submission_id
      WHERE c.group_key = $1 AND s.status <> 'rejected' AND s.duplicate_of IS NULL
      ORDER BY s.received_at, s.id";
@@ -23,9 +24,9 @@ pub(super) const MEMBER_SELECT: &str = "SELECT s.id, s.submitter_id, s.status, c
 pub(super) const GROUP_INSERT: &str = "INSERT INTO leaderboard_groups (group_key, visibility, gpu_id, gpu_name, model, scenario,
         lambda_qps, protocol_id, protocol_label, is_reference, origin, size_class, ept_median, ept_lo, ept_hi, ept_confidence,
         ept_cv, epr_median, throughput_median, power_median, ttft_median, itl_median, iterations, submissions, submitters,
-        in_review, evidence, ept_mad)
+        in_review, evidence, ept_mad, intervals)
      SELECT group_key, $2, gpu_id, gpu_name, model, scenario, lambda_qps, protocol_id, protocol_label, is_reference, origin,
-        size_class, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18
+        size_class, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19
      FROM group_keys WHERE group_key = $1";
 
 pub(super) const GROUP_KEY_INSERT: &str =
@@ -36,7 +37,7 @@ pub(super) const GROUP_KEY_INSERT: &str =
 /// The columns of a leaderboard row, in [`group_entry`] order.
 pub(super) const GROUP_COLUMNS: &str = "gpu_id, gpu_name, model, scenario, lambda_qps, protocol_id, protocol_label, is_reference,
         origin, ept_median, ept_lo, ept_hi, ept_confidence, ept_cv, epr_median, throughput_median, power_median, ttft_median,
-        itl_median, iterations, submissions, submitters, in_review, evidence";
+        itl_median, iterations, submissions, submitters, in_review, evidence, intervals";
 
 /// Adds to one (origin, status) counter row.
 pub(super) const COUNTER_ADD: &str = "INSERT INTO dataset_counters (origin, status, submissions, iterations, power_samples)
@@ -54,8 +55,15 @@ pub(super) enum Param {
 }
 
 /// WHERE, ORDER BY and paging of a leaderboard query; `$1…` in order of `params`.
-pub(super) fn group_query(q: &crate::leaderboard::Query) -> (String, String, Vec<Param>) {
-    use crate::leaderboard::{ProtocolFilter, SortKey};
+///
+/// Rows come grouped by scenario and model (models case-insensitively,
+/// `byte_order` making both backends agree), each model's GPUs in the sort's
+/// order: a rank across models would compare what is not comparable.
+pub(super) fn group_query(
+    q: &crate::leaderboard::Query,
+    byte_order: &str,
+) -> (String, String, Vec<Param>) {
+    use crate::leaderboard::ProtocolFilter;
     let mut params = vec![Param::Text(
         if q.include_review {
             "with_review"
@@ -92,13 +100,7 @@ pub(super) fn group_query(q: &crate::leaderboard::Query) -> (String, String, Vec
     if let Some(sz) = q.size {
         add("size_class = ?", Param::Text(sz.name().into()), &mut params);
     }
-    let order = match q.sort {
-        SortKey::EnergyPerToken => "ept_median",
-        SortKey::EnergyPerRequest => "(epr_median IS NULL), epr_median",
-        SortKey::Throughput => "throughput_median DESC",
-        SortKey::Ttft => "(ttft_median IS NULL), ttft_median",
-        SortKey::Itl => "(itl_median IS NULL), itl_median",
-    };
+    let order = sort_order(q.sort);
     let filter = format!("WHERE {}", conds.join(" AND "));
     let n = params.len();
     params.push(Param::Int(q.per_page.min(100_000) as i64));
@@ -106,11 +108,33 @@ pub(super) fn group_query(q: &crate::leaderboard::Query) -> (String, String, Vec
         ((q.page.max(1) - 1) * q.per_page).min(i64::MAX as usize) as i64,
     ));
     let tail = format!(
-        "ORDER BY {order}, model, gpu_id, group_key LIMIT ${} OFFSET ${}",
+        "ORDER BY scenario, COALESCE(lambda_qps, 0), LOWER(model){byte_order}, model{byte_order}, {order},
+            gpu_id, group_key LIMIT ${} OFFSET ${}",
         n + 1,
         n + 2
     );
     (filter, tail, params)
+}
+
+/// The rank of a row among its model's GPUs (same scenario, protocol and
+/// origin), by the sort of `q`: a `model_rank` column for [`group_query`].
+pub(super) fn model_rank_column(q: &crate::leaderboard::Query) -> String {
+    format!(
+        ", ROW_NUMBER() OVER (PARTITION BY model, scenario, lambda_qps, protocol_id, origin ORDER BY {}, gpu_id, group_key)
+            AS model_rank",
+        sort_order(q.sort)
+    )
+}
+
+fn sort_order(sort: crate::leaderboard::SortKey) -> &'static str {
+    use crate::leaderboard::SortKey;
+    match sort {
+        SortKey::EnergyPerToken => "ept_median",
+        SortKey::EnergyPerRequest => "(epr_median IS NULL), epr_median",
+        SortKey::Throughput => "throughput_median DESC",
+        SortKey::Ttft => "(ttft_median IS NULL), ttft_median",
+        SortKey::Itl => "(itl_median IS NULL), itl_median",
+    }
 }
 
 pub(super) const KEY_SELECT: &str =
@@ -161,6 +185,16 @@ pub(super) fn opt_ts(s: Option<String>) -> Result<Option<DateTime<Utc>>, StoreEr
 
 pub(super) fn status_of(text: &str) -> Result<Status, StoreError> {
     Status::parse(text).ok_or_else(|| StoreError::Other(anyhow::anyhow!("bad status {text}")))
+}
+
+/// The `intervals` column: absent on rows stored before it existed.
+pub(super) fn intervals_of(
+    text: Option<String>,
+) -> Result<crate::leaderboard::FigureIntervals, StoreError> {
+    match text {
+        Some(t) => serde_json::from_str(&t).map_err(json_err),
+        None => Ok(Default::default()),
+    }
 }
 
 pub(super) fn json_err(e: serde_json::Error) -> StoreError {
@@ -273,6 +307,7 @@ macro_rules! sql_store {
                 power_median: r.get(11),
                 ttft_median: r.get(12),
                 itl_median: r.get(13),
+                intervals: intervals_of(r.get(14))?,
             })
         }
 
@@ -284,8 +319,8 @@ macro_rules! sql_store {
                 .ok_or_else(|| StoreError::Other(anyhow::anyhow!("bad origin {origin}")))?;
             let first: String = r.get(23);
             let evidence = Uuid::parse_str(&first).map_err(|e| StoreError::Other(e.into()))?;
-            // The whole list only where the query asked for it (a 25th column).
-            let evidence_ids = match r.try_get::<Option<String>, _>(24) {
+            // The whole list only where the query asked for it.
+            let evidence_ids = match r.try_get::<Option<String>, _>("evidence_ids") {
                 Ok(Some(list)) => serde_json::from_str(&list).map_err(json_err)?,
                 _ => vec![evidence],
             };
@@ -312,6 +347,8 @@ macro_rules! sql_store {
                 power_mean_w: r.get(16),
                 ttft_p50_s: r.get(17),
                 itl_s: r.get(18),
+                intervals: intervals_of(r.get(24))?,
+                rank_in_model: r.try_get::<i64, _>("model_rank").ok().map(|n| n as u64),
                 iterations: r.get::<i64, _>(19) as u64,
                 submissions: r.get::<i64, _>(20) as u64,
                 submitters: r.get::<i64, _>(21) as u64,
@@ -377,6 +414,7 @@ macro_rules! sql_store {
                     .bind(f.in_review as i64)
                     .bind(f.evidence.first().map(|u| u.to_string()))
                     .bind(f.ept_mad)
+                    .bind(serde_json::to_string(&f.intervals).map_err(json_err)?)
                     .execute(&mut *tx)
                     .await
                     .map_err(db_err)?;
@@ -1114,8 +1152,8 @@ macro_rules! sql_store {
                     sqlx::query(
                         "INSERT INTO configurations (submission_id, position, model, scenario, lambda_qps, iterations,
                             ept_median_j, ept_cv, throughput_median, power_mean_median_w, metrics, group_key, ept_lo,
-                            ept_hi, ept_conf, epr_median, ttft_median, itl_median)
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)",
+                            ept_hi, ept_conf, epr_median, ttft_median, itl_median, intervals)
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)",
                     )
                     .bind(&id)
                     .bind(i as i64)
@@ -1135,6 +1173,7 @@ macro_rules! sql_store {
                     .bind(f.epr_median)
                     .bind(f.ttft_median)
                     .bind(f.itl_median)
+                    .bind(f.intervals_json())
                     .execute(&mut *tx)
                     .await
                     .map_err(db_err)?;
@@ -1202,14 +1241,16 @@ macro_rules! sql_store {
                 &self,
                 q: &$crate::leaderboard::Query,
             ) -> Result<(Vec<$crate::leaderboard::Entry>, u64), StoreError> {
-                let (filter, tail, params) = group_query(q);
+                let (filter, tail, params) = group_query(q, <$store>::BYTE_ORDER);
+                let rank = model_rank_column(q);
                 let list = if q.evidence_list {
                     ", (SELECT e.ids FROM group_evidence e
-                        WHERE e.group_key = leaderboard_groups.group_key AND e.visibility = leaderboard_groups.visibility)"
+                        WHERE e.group_key = leaderboard_groups.group_key AND e.visibility = leaderboard_groups.visibility)
+                        AS evidence_ids"
                 } else {
                     ""
                 };
-                let page_sql = format!("SELECT {GROUP_COLUMNS}{list} FROM leaderboard_groups {filter} {tail}");
+                let page_sql = format!("SELECT {GROUP_COLUMNS}{list}{rank} FROM leaderboard_groups {filter} {tail}");
                 let count_sql = format!("SELECT COUNT(*) FROM leaderboard_groups {filter}");
                 let filters = &params[..params.len() - 2];
                 let rows = bind_all!(sqlx::query(&page_sql), &params)
@@ -1231,7 +1272,7 @@ macro_rules! sql_store {
                     include_review: q.include_review,
                     ..Default::default()
                 };
-                let (filter, _, params) = group_query(&view);
+                let (filter, _, params) = group_query(&view, <$store>::BYTE_ORDER);
                 let params = &params[..params.len() - 2];
                 macro_rules! bound {
                     ($q:expr) => {
@@ -1402,6 +1443,15 @@ macro_rules! sql_store {
                 rows.iter().map(submission_record).collect()
             }
 
+            async fn read_model_outdated(&self) -> Result<bool, StoreError> {
+                let missing: Option<i64> =
+                    sqlx::query_scalar("SELECT 1 FROM configurations WHERE intervals IS NULL LIMIT 1")
+                        .fetch_optional(&self.pool)
+                        .await
+                        .map_err(db_err)?;
+                Ok(missing.is_some())
+            }
+
             async fn rebuild_read_model(
                 &self,
                 derived: &std::collections::HashMap<Uuid, ($crate::domain::Protocol, String)>,
@@ -1476,7 +1526,7 @@ macro_rules! sql_store {
                         let key = g.key.canonical();
                         sqlx::query(
                             "UPDATE configurations SET group_key = $1, ept_lo = $2, ept_hi = $3, ept_conf = $4, epr_median = $5,
-                                ttft_median = $6, itl_median = $7 WHERE id = $8",
+                                ttft_median = $6, itl_median = $7, intervals = $8 WHERE id = $9",
                         )
                         .bind(&key)
                         .bind(f.ept_interval.lo)
@@ -1485,6 +1535,7 @@ macro_rules! sql_store {
                         .bind(f.epr_median)
                         .bind(f.ttft_median)
                         .bind(f.itl_median)
+                        .bind(f.intervals_json())
                         .bind(cid)
                         .execute(&mut *tx)
                         .await

@@ -12,9 +12,9 @@ use sqlx::{Row, SqlitePool};
 use uuid::Uuid;
 
 use super::sql::{
-    bind_all, db_err, group_query, json_err, opt_ts, sql_store, status_of, unique_violation,
-    EventRow, Param, COUNTER_ADD, GROUP_COLUMNS, GROUP_INSERT, GROUP_KEY_INSERT, KEY_SELECT,
-    MEMBER_SELECT, RUN_COLUMNS, SUBMISSION_SELECT,
+    bind_all, db_err, group_query, intervals_of, json_err, model_rank_column, opt_ts, sql_store,
+    status_of, unique_violation, EventRow, Param, COUNTER_ADD, GROUP_COLUMNS, GROUP_INSERT,
+    GROUP_KEY_INSERT, KEY_SELECT, MEMBER_SELECT, RUN_COLUMNS, SUBMISSION_SELECT,
 };
 use super::{
     parse_ts, ts, Actor, DatasetCounts, Decided, InsertOutcome, KeyRecord, ModerationEvent,
@@ -73,6 +73,8 @@ impl SqliteStore {
     const ANALYZE: Option<&'static str> = None;
     /// Run first in a transaction that reads a snapshot: SQLite's read transaction already sees one state of the database.
     const READ_SNAPSHOT: &'static [&'static str] = &[];
+    /// SQLite compares text byte by byte already.
+    const BYTE_ORDER: &'static str = "";
 }
 
 sql_store!(

@@ -1,5 +1,5 @@
-//! The reader's pages beyond the leaderboard, each with a JSON twin:
-//! `/gpus`, `/gpus/{id}`, `/compare`, `/models/{id}`. Accepted data only;
+//! The reader's GPU pages, each with a JSON twin: `/gpus`, `/gpus/{id}`,
+//! `/compare` (the model pages are in `models_pages`). Accepted data only;
 //! parameters come from allow-lists and anything else is a 400.
 
 use std::collections::HashMap;
@@ -12,17 +12,20 @@ use axum::Json;
 use serde::Serialize;
 use serde_json::json;
 
-use super::charts::{self, Dot};
+use super::charts;
 use super::error::ApiError;
-use super::pages::{render, PageError, VERSION};
+use super::format;
+use super::pages::{model_path, render, url_encode, Opt, PageError, VERSION};
 use super::AppState;
 use crate::catalog;
-use crate::compare::{self, Comparison, ModelScenario, ScenarioKey};
+use crate::compare::{self, Comparison, ScenarioKey};
+use crate::domain::Scenario;
 use crate::leaderboard::{self, Entry};
+use crate::verdict::Estimate;
 
 /// Every accepted group of the view the reader picked (origin, protocol):
 /// a page compares within one view, never across.
-async fn entries(
+pub(crate) async fn entries(
     s: &AppState,
     params: &HashMap<String, String>,
     narrow: impl FnOnce(&mut leaderboard::Query),
@@ -30,20 +33,25 @@ async fn entries(
     let mut q = view_query(params)?;
     narrow(&mut q);
     let board = s.service.all_groups(&q).await?;
+    let (origins, protocols) = super::pages::view_controls(&board, &q);
     let view = View {
         note: super::pages::view_note(&board, &q),
         demo: board.origin == crate::domain::Origin::Demo,
         query: view_params(params),
+        origins,
+        protocols,
     };
     Ok((board.entries, view))
 }
 
-/// Which view a page shows, in words, and the parameters that chose it
-/// (kept on links that stay in the view).
+/// Which view a page shows, in words, the parameters that chose it (kept
+/// on links that stay in the view), and the controls that change it.
 pub(crate) struct View {
     pub note: String,
     pub demo: bool,
     pub query: String,
+    pub origins: Vec<Opt>,
+    pub protocols: Vec<Opt>,
 }
 
 /// `origin` and `protocol`, parsed as the leaderboard parses them.
@@ -56,7 +64,7 @@ fn view_query(params: &HashMap<String, String>) -> Result<leaderboard::Query, Ap
     super::pages::parse_query(&view)
 }
 
-const VIEW_PARAMS: [&str; 2] = ["origin", "protocol"];
+pub(crate) const VIEW_PARAMS: [&str; 2] = ["origin", "protocol"];
 
 fn view_params(params: &HashMap<String, String>) -> String {
     let mut pairs: Vec<String> = VIEW_PARAMS
@@ -65,14 +73,17 @@ fn view_params(params: &HashMap<String, String>) -> String {
             params
                 .get(*k)
                 .filter(|v| !v.is_empty())
-                .map(|v| format!("{k}={v}"))
+                .map(|v| format!("{k}={}", url_encode(v)))
         })
         .collect();
     pairs.sort();
     pairs.join("&")
 }
 
-fn only_params(params: &HashMap<String, String>, allowed: &[&str]) -> Result<(), ApiError> {
+pub(crate) fn only_params(
+    params: &HashMap<String, String>,
+    allowed: &[&str],
+) -> Result<(), ApiError> {
     match params.keys().find(|k| !allowed.contains(&k.as_str())) {
         Some(k) => Err(ApiError::bad_request(
             "unknown_parameter",
@@ -86,7 +97,7 @@ fn only_params(params: &HashMap<String, String>, allowed: &[&str]) -> Result<(),
 }
 
 /// `scenario=batch` or `server@RATE`, one of those present in the data.
-fn pick_scenario(
+pub(crate) fn pick_scenario(
     params: &HashMap<String, String>,
     present: &[ScenarioKey],
 ) -> Result<Option<ScenarioKey>, ApiError> {
@@ -151,8 +162,7 @@ fn summaries(entries: &[Entry]) -> Vec<GpuSummary> {
 #[template(path = "gpus.html")]
 struct GpusPage {
     gpus: Vec<GpuSummary>,
-    view: String,
-    view_query: String,
+    view: View,
     demo: bool,
     version: &'static str,
 }
@@ -167,8 +177,7 @@ pub async fn gpus_page(
         StatusCode::OK,
         &GpusPage {
             demo: view.demo,
-            view: view.note,
-            view_query: view.query,
+            view,
             gpus: summaries(&e),
             version: VERSION,
         },
@@ -186,10 +195,16 @@ pub async fn gpus_json(
 
 struct GpuRow {
     model: String,
+    model_link: String,
     ept: String,
+    ept_range: String,
+    confidence: String,
+    epr: String,
+    wh_per_1000: String,
     throughput: String,
     power: String,
     latency: String,
+    iterations: String,
     evidence: String,
 }
 
@@ -199,12 +214,12 @@ struct GpuPage {
     gpu: GpuSummary,
     scenarios: Vec<(String, String, bool)>,
     scenario_label: String,
+    latency_header: String,
     chart: String,
     rows: Vec<GpuRow>,
     submissions: Vec<GpuSubmission>,
     json_link: String,
-    view: String,
-    view_query: String,
+    view: View,
     demo: bool,
     version: &'static str,
 }
@@ -215,6 +230,8 @@ struct GpuSubmission {
     submission_id: String,
     submitter: String,
     received_at: String,
+    #[serde(skip)]
+    received: String,
     demo: bool,
 }
 
@@ -257,6 +274,7 @@ async fn gpu_data(
             submission_id: r.id.to_string(),
             submitter: r.handle,
             received_at: crate::store::ts(&r.received_at),
+            received: format::date(&r.received_at),
             demo: r.is_demo,
         })
         .collect();
@@ -284,16 +302,18 @@ pub async fn gpu_page(
         submissions,
     } = gpu_data(&s, &id, &params).await?;
     let label = scenario.map(|k| k.label()).unwrap_or_default();
+    let kind = scenario.map_or(Scenario::Batch, |k| k.scenario);
     let chart = charts::bars(
+        &format!("gpu-{}", scenario.map(|k| k.param()).unwrap_or_default().replace(['@', '.'], "-")),
         &format!("Energy per token on the {}, {label}", gpu.name),
         &format!(
-            "Median energy per generated token (joules) of each model on the {} in the {label} scenario, least first.",
+            "Median energy per generated token (joules) of each model on the {} in the {label} scenario, least first, with its interval as error bars.",
             gpu.name
         ),
         "J / token",
         &rows
             .iter()
-            .map(|e| (e.model.clone(), e.energy_per_token_j))
+            .map(|e| (e.model.clone(), compare::energy_of(e)))
             .collect::<Vec<_>>(),
     );
     let page = GpuPage {
@@ -302,23 +322,27 @@ pub async fn gpu_page(
             .map(|k| (k.param(), k.label(), Some(*k) == scenario))
             .collect(),
         scenario_label: label,
+        latency_header: format!("{} ms", compare::latency_name(kind)),
         chart,
         rows: rows
             .iter()
-            .map(|e| GpuRow {
-                model: e.model.clone(),
-                ept: format!("{:.4}", e.energy_per_token_j),
-                throughput: format!("{:.0}", e.throughput_tok_s),
-                power: format!("{:.0}", e.power_mean_w),
-                latency: match scenario.map(|k| k.scenario) {
-                    Some(crate::bundle::harness::Scenario::Server) => e
-                        .ttft_p50_s
-                        .map_or("–".into(), |v| format!("{v:.3} s TTFT")),
-                    _ => e
-                        .itl_s
-                        .map_or("–".into(), |v| format!("{:.2} ms ITL", v * 1e3)),
-                },
-                evidence: e.evidence.to_string(),
+            .map(|e| {
+                let ept = compare::energy_of(e);
+                let epr = Estimate::of(e.energy_per_request_j, e.intervals.energy_per_request_j);
+                GpuRow {
+                    model: e.model.clone(),
+                    model_link: format!("{}?{}", model_path(&e.model), view.query),
+                    ept: format::value(Some(ept), 1.0),
+                    ept_range: format::range(Some(ept), 1.0),
+                    confidence: format::confidence(Some(ept)),
+                    epr: format::value(epr, 1.0),
+                    wh_per_1000: format::value(epr.map(crate::units::wh_per_1000), 1.0),
+                    throughput: format::thousands(e.throughput_tok_s.round() as u64),
+                    power: format!("{:.0}", e.power_mean_w),
+                    latency: format::value(compare::latency_of(e), 1e3),
+                    iterations: format::thousands(e.iterations),
+                    evidence: e.evidence.to_string(),
+                }
             })
             .collect(),
         json_link: format!(
@@ -327,8 +351,7 @@ pub async fn gpu_page(
             scenario.map(|k| k.param()).unwrap_or_default()
         ),
         demo: view.demo,
-        view: view.note,
-        view_query: view.query,
+        view,
         gpu,
         submissions,
         version: VERSION,
@@ -352,61 +375,132 @@ pub async fn gpu_json(
     .into_response())
 }
 
-/// The compared GPUs and scenario, checked against the data.
-async fn comparison(
-    s: &AppState,
-    params: &HashMap<String, String>,
-) -> Result<(Comparison, Vec<compare::Headline>, Vec<ScenarioKey>, View), ApiError> {
-    only_params(params, &["gpus", "scenario", "origin", "protocol"])?;
-    let (all, view) = entries(s, params, |_| {}).await?;
-    let known: Vec<String> = {
-        let mut k: Vec<String> = all.iter().map(|e| e.gpu_id.clone()).collect();
-        k.sort();
-        k.dedup();
-        k
-    };
-    let gpus: Vec<String> = match params.get("gpus").filter(|v| !v.is_empty()) {
-        Some(v) => v.split(',').map(|g| g.trim().to_string()).collect(),
-        None => known.clone(),
-    };
+/// The GPUs a comparison names: `gpu=a&gpu=b` (the form's checkboxes) or
+/// the older `gpus=a,b`; every GPU with data when neither is given.
+fn compared_gpus(pairs: &[(String, String)], known: &[String]) -> Result<Vec<String>, ApiError> {
+    let mut gpus: Vec<String> = Vec::new();
+    for (k, v) in pairs {
+        let named: Vec<&str> = match k.as_str() {
+            "gpu" => vec![v.as_str()],
+            "gpus" => v.split(',').collect(),
+            _ => continue,
+        };
+        for g in named.into_iter().map(str::trim).filter(|g| !g.is_empty()) {
+            if !gpus.iter().any(|x| x == g) {
+                gpus.push(g.to_string());
+            }
+        }
+    }
+    if gpus.is_empty() {
+        gpus = known.to_vec();
+    }
     if let Some(bad) = gpus.iter().find(|g| !known.contains(g)) {
         return Err(ApiError::bad_request(
             "bad_parameter",
-            format!("gpus: '{bad}' has no data; known: {}", known.join(", ")),
+            format!(
+                "gpus: '{bad}' has no data in this view; known: {}",
+                known.join(", ")
+            ),
         ));
     }
     if gpus.len() < 2 {
         return Err(ApiError::bad_request(
             "bad_parameter",
-            "gpus: name at least two GPU ids, comma separated (e.g. gpus=l4,h100-pcie)",
+            "gpus: choose at least two GPUs (gpu=l4&gpu=h100-pcie, or gpus=l4,h100-pcie)",
         ));
     }
+    Ok(gpus)
+}
+
+struct Compared {
+    comparison: Comparison,
+    headlines: Vec<compare::Headline>,
+    present: Vec<ScenarioKey>,
+    known: Vec<(String, String)>,
+    view: View,
+}
+
+/// The compared GPUs and scenario, checked against the data.
+async fn comparison(s: &AppState, pairs: &[(String, String)]) -> Result<Compared, ApiError> {
+    let mut params: HashMap<String, String> = HashMap::new();
+    for (k, v) in pairs {
+        if !matches!(k.as_str(), "gpu" | "gpus") {
+            params.insert(k.clone(), v.clone());
+        }
+    }
+    let allowed = ["gpu", "gpus", "scenario", "ref", "origin", "protocol"];
+    if let Some((k, _)) = pairs.iter().find(|(k, _)| !allowed.contains(&k.as_str())) {
+        return Err(ApiError::bad_request(
+            "unknown_parameter",
+            format!(
+                "unknown parameter '{k}'; this page takes {}",
+                allowed.join(", ")
+            ),
+        ));
+    }
+    let (all, view) = entries(s, &params, |_| {}).await?;
+    let mut known: Vec<(String, String)> = all
+        .iter()
+        .map(|e| (e.gpu_id.clone(), e.gpu_name.clone()))
+        .collect();
+    known.sort();
+    known.dedup();
+    let ids: Vec<String> = known.iter().map(|k| k.0.clone()).collect();
+    let gpus = compared_gpus(pairs, &ids)?;
+    let reference = match params.get("ref").filter(|v| !v.is_empty()) {
+        Some(r) if gpus.contains(r) => Some(r.clone()),
+        Some(r) => {
+            return Err(ApiError::bad_request(
+                "bad_parameter",
+                format!(
+                    "ref='{r}' is not one of the compared GPUs ({})",
+                    gpus.join(", ")
+                ),
+            ))
+        }
+        None => None,
+    };
     let present = compare::scenarios(&all);
-    let scenario = pick_scenario(params, &present)?
+    let scenario = pick_scenario(&params, &present)?
         .ok_or_else(|| ApiError::not_found("no accepted data to compare yet"))?;
     let headlines = present
         .iter()
-        .map(|k| compare::compare(&all, &gpus, *k).headline)
+        .map(|k| compare::compare(&all, &gpus, *k, reference.as_deref()).headline)
         .collect();
-    Ok((
-        compare::compare(&all, &gpus, scenario),
+    Ok(Compared {
+        comparison: compare::compare(&all, &gpus, scenario, reference.as_deref()),
         headlines,
         present,
+        known,
         view,
-    ))
+    })
+}
+
+struct CompareCell {
+    ept: String,
+    range: String,
+    best: bool,
+    winner: bool,
+    measured: bool,
 }
 
 struct CompareRow {
     model: String,
-    cells: Vec<(String, bool)>,
+    model_link: String,
+    cells: Vec<CompareCell>,
     savings: Vec<String>,
+    latencies: Vec<String>,
+    verdict: String,
+    tie: bool,
 }
 
 struct HeadlineRow {
     scenario: String,
-    models: usize,
-    best_vs_worst: String,
-    vs_h100: String,
+    current: bool,
+    best: String,
+    models: String,
+    vs_worst: String,
+    vs_reference: String,
 }
 
 #[derive(Template)]
@@ -414,13 +508,16 @@ struct HeadlineRow {
 struct ComparePage {
     gpus: Vec<(String, String)>,
     all_gpus: Vec<(String, String, bool)>,
+    references: Vec<(String, String, bool)>,
     scenarios: Vec<(String, String, bool)>,
     scenario_label: String,
+    latency_name: String,
+    headline: String,
     rows: Vec<CompareRow>,
     headlines: Vec<HeadlineRow>,
+    chart: String,
     json_link: String,
-    view: String,
-    view_query: String,
+    view: View,
     demo: bool,
     version: &'static str,
 }
@@ -429,69 +526,187 @@ fn pct(v: Option<f64>) -> String {
     v.map_or("–".into(), |p| format!("{p:.0} %"))
 }
 
+fn headline_row(h: &compare::Headline, current: bool) -> HeadlineRow {
+    HeadlineRow {
+        scenario: h.scenario.label(),
+        current,
+        best: h.best_gpu.as_ref().map_or("–".into(), |g| g.1.clone()),
+        models: match h.best_gpu {
+            Some(_) => format!(
+                "{} of {}{}",
+                h.best_for,
+                h.models,
+                if h.best_ties > 0 {
+                    format!(" ({} within noise)", h.best_ties)
+                } else {
+                    String::new()
+                }
+            ),
+            None => "no model measured by two of them".into(),
+        },
+        vs_worst: format!(
+            "{} (up to {})",
+            pct(h.best_vs_worst_median_pct),
+            pct(h.best_vs_worst_max_pct)
+        ),
+        vs_reference: match (&h.reference_gpu, &h.best_gpu) {
+            (Some(r), Some(b)) if r.0 == b.0 => format!("{} is the reference", r.1),
+            (Some(r), _) => format!("{} vs {}", pct(h.best_vs_reference_median_pct), r.1),
+            (None, _) => "no reference chosen".into(),
+        },
+    }
+}
+
+/// One sentence: which GPU is best, for how many models, and by how much.
+fn headline_sentence(h: &compare::Headline) -> String {
+    let Some((_, best)) = &h.best_gpu else {
+        return "No model here was measured by two of these GPUs: nothing to compare.".into();
+    };
+    let mut s = format!(
+        "{best} uses the least energy for {} of the {} models measured by at least two of these GPUs{}; median saving against each model's most energy-hungry GPU {} (up to {})",
+        h.best_for,
+        h.models,
+        if h.best_ties > 0 {
+            format!(", {} of them within measurement noise", h.best_ties)
+        } else {
+            String::new()
+        },
+        pct(h.best_vs_worst_median_pct),
+        pct(h.best_vs_worst_max_pct),
+    );
+    match &h.reference_gpu {
+        Some(r) if Some(&r.0) != h.best_gpu.as_ref().map(|b| &b.0) => s.push_str(&format!(
+            ", and {} against the {} (median over the models both measured).",
+            pct(h.best_vs_reference_median_pct),
+            r.1
+        )),
+        _ => s.push('.'),
+    }
+    s
+}
+
 pub async fn compare_page(
     State(s): State<AppState>,
-    Query(params): Query<HashMap<String, String>>,
+    Query(pairs): Query<Vec<(String, String)>>,
 ) -> Result<Response, PageError> {
-    let (c, headlines, present, view) = comparison(&s, &params).await?;
+    let Compared {
+        comparison: c,
+        headlines,
+        present,
+        known,
+        view,
+    } = comparison(&s, &pairs).await?;
     let selected: Vec<&String> = c.gpus.iter().map(|g| &g.0).collect();
-    let all_gpus = catalog::gpus()
-        .iter()
-        .map(|g| (g.id.clone(), g.nvml_name.clone(), selected.contains(&&g.id)))
-        .collect();
     let gpu_param: Vec<String> = c.gpus.iter().map(|g| g.0.clone()).collect();
+    let reference = c.headline.reference_gpu.as_ref().map(|r| r.0.clone());
+    let kind = c.scenario.scenario;
+    let chart = charts::dot_rows(
+        &format!("compare-{}", c.scenario.param().replace(['@', '.'], "-")),
+        &format!("Energy per token by model, {}", c.scenario.label()),
+        "Each model as a row, each compared GPU as a coloured dot at its median energy per generated token (J) with its interval; GPUs that did not measure a model have no dot.",
+        "J / token",
+        &c.gpus.iter().map(|g| g.1.clone()).collect::<Vec<_>>(),
+        &c.rows
+            .iter()
+            .map(|r| {
+                (
+                    r.model.clone(),
+                    r.energy_per_token_j
+                        .iter()
+                        .zip(&r.energy_per_token_interval)
+                        .map(|(v, i)| v.map(|v| Estimate::new(v, *i)))
+                        .collect(),
+                )
+            })
+            .collect::<Vec<_>>(),
+    );
     let page = ComparePage {
-        all_gpus,
+        all_gpus: known
+            .iter()
+            .map(|(id, name)| (id.clone(), name.clone(), selected.contains(&id)))
+            .collect(),
+        references: c
+            .gpus
+            .iter()
+            .map(|(id, name)| (id.clone(), name.clone(), Some(id) == reference.as_ref()))
+            .collect(),
         scenarios: present
             .iter()
             .map(|k| (k.param(), k.label(), *k == c.scenario))
             .collect(),
         scenario_label: c.scenario.label(),
+        latency_name: format!("{} ms", compare::latency_name(kind)),
+        headline: headline_sentence(&c.headline),
+        chart,
         rows: c
             .rows
             .iter()
             .map(|r| CompareRow {
                 model: r.model.clone(),
+                model_link: format!("{}?{}", model_path(&r.model), view.query),
                 cells: r
                     .energy_per_token_j
                     .iter()
+                    .zip(&r.energy_per_token_interval)
                     .enumerate()
-                    .map(|(i, v)| {
-                        (
-                            v.map_or("–".into(), |x| format!("{x:.4}")),
-                            r.winner == Some(i),
-                        )
+                    .map(|(i, (v, iv))| {
+                        let e = v.map(|v| Estimate::new(v, *iv));
+                        CompareCell {
+                            ept: format::value(e, 1.0),
+                            range: format::range(e, 1.0),
+                            best: r.best == Some(i),
+                            winner: r.winner == Some(i),
+                            measured: v.is_some(),
+                        }
                     })
                     .collect(),
-                savings: r.saving_pct.iter().map(|p| pct(*p)).collect(),
+                savings: r
+                    .saving
+                    .iter()
+                    .enumerate()
+                    .map(|(i, sv)| match sv {
+                        Some(sv) => format::saving(sv),
+                        None if r.best == Some(i) => "best".into(),
+                        None if r.energy_per_token_j[i].is_none() => "not measured".into(),
+                        None => "–".into(),
+                    })
+                    .collect(),
+                latencies: r
+                    .latency_s
+                    .iter()
+                    .map(|l| l.map_or("–".into(), |v| crate::verdict::sig(v * 1e3)))
+                    .collect(),
+                tie: r.verdict.as_ref().is_some_and(|v| v.is_tie()),
+                verdict: match (&r.verdict, r.best) {
+                    (Some(v), Some(_)) if v.is_tie() => "tie within measurement noise".into(),
+                    (Some(_), Some(b)) if r.winner == Some(b) => {
+                        format!("{} uses less", c.gpus[b].1)
+                    }
+                    (Some(_), Some(b)) => format!("{} lowest; others within noise", c.gpus[b].1),
+                    _ => "one GPU only: no comparison".into(),
+                },
             })
             .collect(),
         headlines: headlines
             .iter()
-            .map(|h| HeadlineRow {
-                scenario: h.scenario.label(),
-                models: h.models,
-                best_vs_worst: format!(
-                    "{} (up to {})",
-                    pct(h.best_vs_worst_median_pct),
-                    pct(h.best_vs_worst_max_pct)
-                ),
-                vs_h100: match &h.vs_h100_gpu {
-                    Some(g) => format!("{} vs {g}", pct(h.best_vs_h100_median_pct)),
-                    None => "no H100 compared".into(),
-                },
-            })
+            .map(|h| headline_row(h, h.scenario == c.scenario))
             .collect(),
         json_link: format!(
-            "/api/v1/compare?gpus={}&scenario={}&{}",
+            "/api/v1/compare?gpus={}&scenario={}{}{}",
             gpu_param.join(","),
             c.scenario.param(),
-            view.query
+            reference
+                .as_ref()
+                .map_or(String::new(), |r| format!("&ref={r}")),
+            if view.query.is_empty() {
+                String::new()
+            } else {
+                format!("&{}", view.query)
+            }
         ),
         gpus: c.gpus,
         demo: view.demo,
-        view: view.note,
-        view_query: view.query,
+        view,
         version: VERSION,
     };
     Ok(render(StatusCode::OK, &page))
@@ -499,145 +714,13 @@ pub async fn compare_page(
 
 pub async fn compare_json(
     State(s): State<AppState>,
-    Query(params): Query<HashMap<String, String>>,
+    Query(pairs): Query<Vec<(String, String)>>,
 ) -> Result<Response, ApiError> {
-    let (c, headlines, _, view) = comparison(&s, &params).await?;
-    Ok(Json(json!({ "view": view.note, "comparison": c, "headlines": headlines })).into_response())
-}
-
-async fn model_data(
-    s: &AppState,
-    id: &str,
-    params: &HashMap<String, String>,
-) -> Result<(Vec<ModelScenario>, View), ApiError> {
-    only_params(params, &VIEW_PARAMS)?;
-    let (all, view) = entries(s, params, |q| q.model = Some(id.to_string())).await?;
-    if all.is_empty() {
-        return Err(ApiError::not_found(format!(
-            "no accepted data for model '{id}' in this view ({}); see /leaderboard for the models measured",
-            view.note
-        )));
-    }
-    Ok((compare::model_summary(&all, id), view))
-}
-
-struct ModelSection {
-    label: String,
-    best: String,
-    chart: String,
-    rows: Vec<(String, String, String, bool)>,
-}
-
-#[derive(Template)]
-#[template(path = "model.html")]
-struct ModelPage {
-    model: String,
-    params: String,
-    sections: Vec<ModelSection>,
-    json_link: String,
-    view: String,
-    demo: bool,
-    version: &'static str,
-}
-
-pub async fn model_page(
-    State(s): State<AppState>,
-    Path(id): Path<String>,
-    Query(params): Query<HashMap<String, String>>,
-) -> Result<Response, PageError> {
-    let (summary, view) = model_data(&s, &id, &params).await?;
-    let sections = summary
-        .iter()
-        .map(|m| {
-            let label = m.scenario.label();
-            let best = m.points.first().map_or("–".into(), |p| {
-                let runner = m.points.get(1).map_or(String::new(), |q| {
-                    format!(
-                        ", {:.0} % less than the runner-up ({})",
-                        compare::saving_pct(p.energy_per_token_j, q.energy_per_token_j),
-                        q.gpu_name
-                    )
-                });
-                // Readers ask "and against the H100?": say it outright.
-                let h100 = m
-                    .points
-                    .iter()
-                    .skip(2)
-                    .find(|q| q.gpu_id == "h100-pcie")
-                    .map_or(String::new(), |q| {
-                        format!(
-                            ", {:.0} % less than the {} ({:.4} J/token)",
-                            compare::saving_pct(p.energy_per_token_j, q.energy_per_token_j),
-                            q.gpu_name,
-                            q.energy_per_token_j
-                        )
-                    });
-                format!("{}: {:.4} J/token{runner}{h100}", p.gpu_name, p.energy_per_token_j)
-            });
-            // Batch inter-token latencies are milliseconds; TTFT is seconds.
-            let (scale, unit) = match m.scenario.scenario {
-                crate::bundle::harness::Scenario::Batch => (1e3, "ms"),
-                crate::bundle::harness::Scenario::Server => (1.0, "s"),
-            };
-            let chart = charts::scatter(
-                &format!("{id}: energy per token against {} ({label})", m.latency_metric),
-                &format!(
-                    "Each GPU as a point: energy per generated token (J) across, {} ({unit}) up; the Pareto front (no other GPU is better on both) is joined.",
-                    m.latency_metric
-                ),
-                "J / token",
-                &format!("{} ({unit})", m.latency_metric),
-                &m.points
-                    .iter()
-                    .map(|p| Dot {
-                        label: p.gpu_name.clone(),
-                        x: p.energy_per_token_j,
-                        y: p.latency_s * scale,
-                        highlight: p.pareto,
-                    })
-                    .collect::<Vec<_>>(),
-            );
-            ModelSection {
-                label,
-                best,
-                chart,
-                rows: m
-                    .points
-                    .iter()
-                    .map(|p| {
-                        (
-                            p.gpu_name.clone(),
-                            format!("{:.4}", p.energy_per_token_j),
-                            format!("{:.3} {unit}", p.latency_s * scale),
-                            p.pareto,
-                        )
-                    })
-                    .collect(),
-            }
-        })
-        .collect();
-    let facts = catalog::model_by_id(&id).map_or("parameters unknown".into(), |m| {
-        format!("{} B parameters, {} layers", m.params_b, m.layers)
-    });
-    Ok(render(
-        StatusCode::OK,
-        &ModelPage {
-            json_link: format!("/api/v1/models/{id}?{}", view.query),
-            model: id,
-            params: facts,
-            sections,
-            demo: view.demo,
-            view: view.note,
-            version: VERSION,
-        },
-    ))
-}
-
-pub async fn model_json(
-    State(s): State<AppState>,
-    Path(id): Path<String>,
-    Query(params): Query<HashMap<String, String>>,
-) -> Result<Response, ApiError> {
-    let (summary, view) = model_data(&s, &id, &params).await?;
-    Ok(Json(json!({ "model": id, "view": view.note, "scenarios": summary })).into_response())
+    let c = comparison(&s, &pairs).await?;
+    Ok(Json(json!({
+        "view": c.view.note,
+        "comparison": c.comparison,
+        "headlines": c.headlines,
+    }))
+    .into_response())
 }

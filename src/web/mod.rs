@@ -9,7 +9,9 @@ pub mod charts;
 pub mod csv_export;
 pub mod error;
 pub mod explore;
+pub mod format;
 pub mod guard;
+pub mod models_pages;
 pub mod pages;
 pub mod server;
 pub mod snapshots;
@@ -47,6 +49,8 @@ pub struct AppState {
     pub deadlines: guard::Deadlines,
     /// Proxies whose X-Forwarded-For names the client.
     pub trusted_proxies: Arc<Vec<std::net::IpAddr>>,
+    /// What the pages assume to state gCO₂e.
+    pub footprint: crate::units::Footprint,
 }
 
 impl AppState {
@@ -94,6 +98,7 @@ impl AppState {
                 upload_rate_grace: std::time::Duration::from_secs(cfg.upload_rate_grace_secs),
             },
             trusted_proxies: Arc::new(cfg.trusted_proxies.clone()),
+            footprint: cfg.footprint(),
         })
     }
 }
@@ -224,11 +229,14 @@ pub fn app(state: AppState) -> Router {
         .route("/gpus", get(explore::gpus_page))
         .route("/gpus/{id}", get(explore::gpu_page))
         .route("/compare", get(explore::compare_page))
-        .route("/models/{*id}", get(explore::model_page))
+        .route("/models", get(models_pages::models_page))
+        .route("/models/{*id}", get(models_pages::model_page))
+        .route("/methodology", get(models_pages::methodology_page))
+        .route("/api/v1/models", get(models_pages::models_json))
         .route("/api/v1/gpus", get(explore::gpus_json))
         .route("/api/v1/gpus/{id}", get(explore::gpu_json))
         .route("/api/v1/compare", get(explore::compare_json))
-        .route("/api/v1/models/{*id}", get(explore::model_json))
+        .route("/api/v1/models/{*id}", get(models_pages::model_json))
         .route("/checks", get(submit_page::checks_page))
         .route("/api/v1/checks", get(submit_page::checks_json))
         .route("/api/v1/stats", get(pages::stats_json))

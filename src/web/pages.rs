@@ -11,12 +11,12 @@ use axum::Json;
 use serde_json::json;
 
 use super::error::ApiError;
+use super::format;
 use super::AppState;
 use crate::bundle::harness::Scenario;
 use crate::domain::Origin;
 use crate::leaderboard::{self, SortKey};
 use crate::service::Board;
-use crate::store::DatasetCounts;
 
 pub(crate) const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -109,6 +109,7 @@ struct LatestRow {
     received: String,
     handle: String,
     gpu: String,
+    gpu_link: Option<String>,
     iterations: u64,
     demo: bool,
 }
@@ -116,11 +117,26 @@ struct LatestRow {
 #[derive(Template)]
 #[template(path = "index.html")]
 struct IndexPage {
-    counts: DatasetCounts,
+    /// (figure with thousands separators, what it counts).
+    counts: Vec<(String, &'static str)>,
     latest: Vec<LatestRow>,
+    /// Every model of the default view, for the picker.
+    models: Vec<String>,
+    /// Well-known models present, linked straight to their pages.
+    featured: Vec<(String, String)>,
     demo: bool,
     version: &'static str,
 }
+
+/// Models most readers ask about first, linked from the front page when
+/// the data has them.
+const FEATURED_MODELS: [&str; 5] = [
+    "meta-llama/Llama-3.1-8B-Instruct",
+    "Qwen/Qwen2.5-7B-Instruct",
+    "mistralai/Mistral-7B-Instruct-v0.3",
+    "microsoft/phi-4",
+    "google/gemma-3-12b-it",
+];
 
 /// The front page's JSON twin: dataset counts and the latest accepted
 /// submissions.
@@ -154,20 +170,47 @@ pub async fn index(State(s): State<AppState>) -> Result<Response, PageError> {
         .into_iter()
         .map(|r| LatestRow {
             id: r.id.to_string(),
-            received: r.received_at.format("%Y-%m-%d %H:%M UTC").to_string(),
+            received: format::date(&r.received_at),
             handle: r.handle,
+            gpu_link: r
+                .gpu_id
+                .as_deref()
+                .and_then(crate::catalog::gpu_by_id)
+                .map(|g| format!("/gpus/{}", g.id)),
             gpu: r.gpu_name,
             iterations: r.iterations,
             demo: r.is_demo,
         })
         .collect();
+    // The pages show the demo only while no real data exists.
+    let demo = counts.demo_submissions > 0 && counts.demo_submissions == counts.submissions;
+    let models = s
+        .service
+        .facets(&leaderboard::Query {
+            origin: Some(if demo { Origin::Demo } else { Origin::Real }),
+            ..Default::default()
+        })
+        .await?
+        .models;
+    let featured = FEATURED_MODELS
+        .iter()
+        .filter(|m| models.iter().any(|x| x == *m))
+        .map(|m| (model_path(m), m.rsplit('/').next().unwrap_or(m).to_string()))
+        .collect();
     Ok(render(
         StatusCode::OK,
         &IndexPage {
-            // The pages show the demo only while no real data exists.
-            demo: counts.demo_submissions > 0 && counts.demo_submissions == counts.submissions,
-            counts,
+            demo,
+            counts: vec![
+                (format::thousands(counts.submissions), "submissions"),
+                (format::thousands(counts.gpus), "GPUs"),
+                (format::thousands(counts.models), "models"),
+                (format::thousands(counts.iterations), "iterations"),
+                (format::thousands(counts.power_samples), "power samples"),
+            ],
             latest,
+            models,
+            featured,
             version: VERSION,
         },
     ))
@@ -331,14 +374,65 @@ pub async fn leaderboard_json(
     .into_response())
 }
 
-struct Opt {
-    value: String,
-    label: String,
-    selected: bool,
+pub(crate) struct Opt {
+    pub value: String,
+    pub label: String,
+    pub selected: bool,
+}
+
+/// The "Data" (origin) and "Protocol" controls of a view: every page that
+/// shows figures lets the reader switch views with a form, not a URL.
+pub(crate) fn view_controls(board: &Board, q: &leaderboard::Query) -> (Vec<Opt>, Vec<Opt>) {
+    let origins = [Origin::Real, Origin::Demo]
+        .iter()
+        .map(|o| Opt {
+            value: o.as_str().into(),
+            label: format!(
+                "{} ({} groups)",
+                match o {
+                    Origin::Real => "real submissions",
+                    Origin::Demo => "synthetic demo",
+                },
+                board
+                    .views
+                    .iter()
+                    .filter(|v| v.origin == *o && v.reference)
+                    .map(|v| v.groups)
+                    .sum::<u64>()
+            ),
+            selected: board.origin == *o,
+        })
+        .collect();
+    let mut protocols = vec![Opt {
+        value: "reference".into(),
+        label: "reference (1,000 prompts, 300 s, max_tokens 256, context 1024)".into(),
+        selected: q.protocol == leaderboard::ProtocolFilter::Reference,
+    }];
+    for v in board
+        .views
+        .iter()
+        .filter(|v| !v.reference && v.origin == board.origin)
+    {
+        if protocols.iter().any(|o| o.value == v.protocol_id) {
+            continue;
+        }
+        protocols.push(Opt {
+            value: v.protocol_id.clone(),
+            label: format!(
+                "{} · {}: {}",
+                v.protocol_id,
+                v.scenario.scenario.as_str(),
+                v.protocol_label
+            ),
+            selected: q.protocol == leaderboard::ProtocolFilter::Id(v.protocol_id.clone()),
+        });
+    }
+    (origins, protocols)
 }
 
 struct Row {
-    rank: usize,
+    /// Rank among the GPUs that measured the row's model in its scenario.
+    rank: String,
     gpu: String,
     /// The GPU's page, for a catalogue GPU (others have none).
     gpu_link: Option<String>,
@@ -347,17 +441,20 @@ struct Row {
     model_link: String,
     scenario: String,
     ept: String,
+    ept_range: String,
+    confidence: String,
     cv: String,
     epr: String,
+    wh_per_1000: String,
     throughput: String,
     power: String,
-    ttft: String,
-    itl: String,
-    iterations: u64,
+    ttft_ms: String,
+    itl_ms: String,
+    tpot_ms: String,
+    iterations: String,
     submissions: u64,
     submitters: u64,
     protocol: String,
-    interval: String,
     evidence: String,
     demo: bool,
     review: bool,
@@ -391,7 +488,7 @@ fn fmt_opt(v: Option<f64>, digits: usize, scale: f64) -> String {
     v.map_or("–".into(), |x| format!("{:.*}", digits, x * scale))
 }
 
-fn scenario_label(s: Scenario, rate: Option<f64>) -> String {
+pub(crate) fn scenario_label(s: Scenario, rate: Option<f64>) -> String {
     match (s, rate) {
         (Scenario::Server, Some(r)) => format!("server @ {r} req/s"),
         _ => s.as_str().to_string(),
@@ -423,7 +520,19 @@ fn row_view(e: &leaderboard::Entry) -> String {
     q
 }
 
-fn url_encode(s: &str) -> String {
+/// A model's page: its id's segments percent-encoded, the slashes kept.
+pub(crate) fn model_path(model: &str) -> String {
+    format!(
+        "/models/{}",
+        model
+            .split('/')
+            .map(url_encode)
+            .collect::<Vec<_>>()
+            .join("/")
+    )
+}
+
+pub(crate) fn url_encode(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
@@ -472,90 +581,60 @@ pub async fn leaderboard_page(
     }));
     let models = facets.models.clone();
     let gpus = facets.gpus.clone();
-    let origins = [Origin::Real, Origin::Demo]
-        .iter()
-        .map(|o| Opt {
-            value: o.as_str().into(),
-            label: format!(
-                "{} ({} groups)",
-                match o {
-                    Origin::Real => "real submissions",
-                    Origin::Demo => "synthetic demo",
-                },
-                board
-                    .views
-                    .iter()
-                    .filter(|v| v.origin == *o && v.reference)
-                    .map(|v| v.groups)
-                    .sum::<u64>()
-            ),
-            selected: board.origin == *o,
-        })
-        .collect();
-    let mut protocols = vec![Opt {
-        value: "reference".into(),
-        label: "reference (1,000 prompts, 300 s, max_tokens 256, context 1024)".into(),
-        selected: q.protocol == leaderboard::ProtocolFilter::Reference,
-    }];
-    for v in board
-        .views
-        .iter()
-        .filter(|v| !v.reference && v.origin == board.origin)
-    {
-        if protocols.iter().any(|o| o.value == v.protocol_id) {
-            continue;
-        }
-        protocols.push(Opt {
-            value: v.protocol_id.clone(),
-            label: format!(
-                "{} · {}: {}",
-                v.protocol_id,
-                v.scenario.scenario.as_str(),
-                v.protocol_label
-            ),
-            selected: q.protocol == leaderboard::ProtocolFilter::Id(v.protocol_id.clone()),
-        });
-    }
+    let (origins, protocols) = view_controls(&board, &q);
     let pages = total.div_ceil(q.per_page).max(1);
     let rows = entries
         .iter()
         .enumerate()
-        .map(|(i, e)| Row {
-            rank: (q.page - 1) * q.per_page + i + 1,
-            gpu: e.gpu_name.clone(),
-            gpu_link: crate::catalog::gpu_by_id(&e.gpu_id)
-                .map(|g| format!("/gpus/{}?{}", url_encode(&g.id), row_view(e))),
-            model: e.model.clone(),
-            model_link: format!(
-                "/models/{}?{}",
-                e.model
-                    .split('/')
-                    .map(url_encode)
-                    .collect::<Vec<_>>()
-                    .join("/"),
-                row_view(e)
-            ),
-            scenario: scenario_label(e.scenario, e.lambda_qps),
-            protocol: e.protocol.clone(),
-            ept: format!("{:.4}", e.energy_per_token_j),
-            interval: format!(
-                "{:.4}–{:.4} ({:.1} %)",
-                e.energy_per_token_interval.lo,
-                e.energy_per_token_interval.hi,
-                e.energy_per_token_interval.confidence * 100.0
-            ),
-            cv: format!("{:.1} %", e.energy_per_token_cv * 100.0),
-            epr: fmt_opt(e.energy_per_request_j, 1, 1.0),
-            throughput: format!("{:.0}", e.throughput_tok_s),
-            power: format!("{:.0}", e.power_mean_w),
-            ttft: fmt_opt(e.ttft_p50_s, 3, 1.0),
-            itl: fmt_opt(e.itl_s, 2, 1000.0),
-            iterations: e.iterations,
-            submissions: e.submissions,
-            submitters: e.submitters,
-            evidence: e.evidence.to_string(),
-            demo: e.demo,
-            review: e.needs_review,
+        .map(|(i, e)| {
+            let ept = crate::compare::energy_of(e);
+            let epr = crate::verdict::Estimate::of(
+                e.energy_per_request_j,
+                e.intervals.energy_per_request_j,
+            );
+            let server = e.scenario == Scenario::Server;
+            Row {
+                rank: e.rank_in_model.map_or_else(
+                    || ((q.page - 1) * q.per_page + i + 1).to_string(),
+                    |r| r.to_string(),
+                ),
+                gpu: e.gpu_name.clone(),
+                gpu_link: crate::catalog::gpu_by_id(&e.gpu_id)
+                    .map(|g| format!("/gpus/{}?{}", url_encode(&g.id), row_view(e))),
+                model: e.model.clone(),
+                model_link: format!("{}?{}", model_path(&e.model), row_view(e)),
+                scenario: scenario_label(e.scenario, e.lambda_qps),
+                protocol: e.protocol.clone(),
+                ept: format::value(Some(ept), 1.0),
+                ept_range: format::range(Some(ept), 1.0),
+                confidence: format::confidence(Some(ept)),
+                cv: format!("{:.1} %", e.energy_per_token_cv * 100.0),
+                epr: format::value(epr, 1.0),
+                wh_per_1000: format::value(epr.map(crate::units::wh_per_1000), 1.0),
+                throughput: format::thousands(e.throughput_tok_s.round() as u64),
+                power: format!("{:.0}", e.power_mean_w),
+                ttft_ms: if server {
+                    fmt_opt(e.ttft_p50_s, 0, 1000.0)
+                } else {
+                    "–".into()
+                },
+                itl_ms: if server {
+                    fmt_opt(e.itl_s, 1, 1000.0)
+                } else {
+                    "–".into()
+                },
+                tpot_ms: if server {
+                    "–".into()
+                } else {
+                    fmt_opt(e.itl_s, 2, 1000.0)
+                },
+                iterations: format::thousands(e.iterations),
+                submissions: e.submissions,
+                submitters: e.submitters,
+                evidence: e.evidence.to_string(),
+                demo: e.demo,
+                review: e.needs_review,
+            }
         })
         .collect::<Vec<_>>();
     let page = LeaderboardPage {

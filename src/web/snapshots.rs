@@ -62,6 +62,9 @@ pub struct SnapshotView {
     pub snapshot_id: String,
     pub url: String,
     pub created_at: String,
+    /// `created_at` as the pages show it ("1 Dec 2026, 23:11 UTC").
+    #[serde(skip)]
+    pub created: String,
     pub created_by: String,
     pub includes_power_traces: bool,
     pub coverage: snapshot::manifest::Coverage,
@@ -112,6 +115,7 @@ impl From<&Published> for SnapshotView {
         let total = m.total_bytes() + p.manifest_bytes;
         SnapshotView {
             snapshot_id: m.snapshot_id.clone(),
+            created: super::format::date_text(&m.created_at),
             created_at: m.created_at.clone(),
             created_by: m.created_by.clone(),
             includes_power_traces: m.includes_power_traces,

@@ -64,6 +64,8 @@ impl From<&ModerationEvent> for EventRow {
 
 struct ConfigRow {
     model: String,
+    /// The model's page, in this submission's origin.
+    model_link: String,
     scenario: String,
     n: u32,
     ept: String,
@@ -210,7 +212,7 @@ pub async fn submission_page(
             Status::Rejected => "rejected (not published)",
         },
         submitter: r.submitter.clone(),
-        received: r.received_at.clone(),
+        received: super::format::date_text(&r.received_at),
         gpu: match &r.gpu.id {
             Some(g) => format!("{} ({g})", r.gpu.name),
             None => r.gpu.name.clone(),
@@ -233,13 +235,18 @@ pub async fn submission_page(
             .configurations
             .iter()
             .map(|c| ConfigRow {
+                model_link: format!(
+                    "{}?origin={}",
+                    super::pages::model_path(&c.model),
+                    crate::domain::Origin::of_demo(r.demo).as_str()
+                ),
                 model: c.model.clone(),
                 scenario: match c.lambda_qps {
                     Some(l) => format!("server @ {l} req/s"),
                     None => c.scenario.as_str().to_string(),
                 },
                 n: c.iterations,
-                ept: format!("{:.4}", c.energy_per_token_j.median),
+                ept: crate::verdict::sig(c.energy_per_token_j.median),
                 cv: format!("{:.1} %", c.energy_per_token_j.cv * 100.0),
                 power: format!("{:.0}", c.power_mean_w.median),
             })

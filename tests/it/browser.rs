@@ -1,8 +1,11 @@
 //! Real headless Chromium (Debian's `chromium`, driven by playwright-core
-//! from scripts/browser) loads every page of a real server with data: no
-//! console errors, no dialogs, the key elements present, on a desktop and a
-//! phone viewport; screenshots land in target/browser-screenshots. The
-//! hostile model name must show as text. Skipped, with the reason, when
+//! from scripts/browser) loads every page of a real server with data, at
+//! 1366 and 390 px: no console errors, no dialogs, the key elements
+//! present, no horizontal overflow of the key columns on the phone, no
+//! overlapping chart labels and no chart text under 11 px, a tie shown
+//! where intervals overlap and a verdict where they separate; screenshots
+//! land in target/browser-screenshots. The hostile model name must show as
+//! text. Skipped, with the reason, when
 //! Chromium or the script's node_modules are missing, unless
 //! WATTCOUNTS_BROWSER_TEST=required (as in CI).
 
@@ -12,6 +15,8 @@ use crate::common::*;
 use serde_json::json;
 
 const HOSTILE: &str = "<script>alert(1)</script>";
+const SMALL: &str = "Qwen/Qwen2.5-0.5B-Instruct";
+const LLAMA: &str = "meta-llama/Llama-3.1-8B-Instruct";
 
 fn missing_tools() -> Option<String> {
     let chromium = std::env::var("CHROMIUM_PATH").unwrap_or_else(|_| "/usr/bin/chromium".into());
@@ -52,19 +57,35 @@ async fn every_page_in_headless_chromium() {
     let service = state.service.clone();
     let key = new_key();
     add_submitter(store.as_ref(), "alice", &key).await;
+    // Three GPUs, two models (Llama-3.1-8B among them: the question a
+    // reader comes with), the reference protocol.
     let mut first_id = String::new();
-    for gpu in ["l4", "h100-pcie"] {
-        let run = small_run(
-            gpu,
-            &[
-                "Qwen/Qwen2.5-0.5B-Instruct",
-                "meta-llama/Llama-3.2-3B-Instruct",
-            ],
-        );
+    for gpu in ["l4", "h100-pcie", "h100-nvl"] {
+        let run = small_run(gpu, &[SMALL, LLAMA]);
         let gz = bundle_of(&run, "alice", &key);
         let (_, r) = service.submit(gz.clone(), sign(&key, &gz)).await.unwrap();
         first_id = r.submission_id.to_string();
     }
+    // One section of the fixture whose best GPU is a verdict and one that
+    // is a tie: the pages must say each (the readers tests check the rule).
+    let board = service
+        .all_groups(&wattcounts::leaderboard::Query::default())
+        .await
+        .unwrap();
+    let mut verdict_page = None;
+    let mut tie_page = None;
+    for model in [SMALL, LLAMA] {
+        for s in wattcounts::compare::model_summary(&board.entries, model, &[]) {
+            let at = (model, s.scenario.param().replace(['@', '.'], "-"));
+            match s.verdict {
+                Some(v) if v.is_tie() => tie_page = tie_page.or(Some(at)),
+                Some(_) => verdict_page = verdict_page.or(Some(at)),
+                None => {}
+            }
+        }
+    }
+    let (verdict_model, verdict_at) = verdict_page.expect("the fixture has a verdict");
+    let (tie_model, tie_at) = tie_page.expect("the fixture has a tie");
     // A model named like a script: it must show as text (and await review).
     let hostile = fixture_with_model_named(HOSTILE);
     let gz = bundle_with(hostile, "alice", &key);
@@ -91,21 +112,30 @@ async fn every_page_in_headless_chromium() {
         AUDIENCE,
     ]);
     let pages = json!([
-        {"path": "/", "expect": "ul.counts li"},
+        {"path": "/", "expect": "form.picker select[name=model]", "name": "index"},
+        {"path": "/models", "expect": "table.models tbody tr"},
+        {"path": format!("/models/{LLAMA}"), "expect": "section#server-0-33 table.choices", "name": "model-llama",
+         "text": "TTFT p50 ≤ 100 ms", "within": "section#server-0-33"},
+        {"path": format!("/models/{LLAMA}?ttft_ms=100"), "expect": "tr.asked", "name": "model-llama-deadline"},
+        {"path": format!("/models/{verdict_model}"), "expect": "p.verdict", "name": "model-verdict",
+         "text": "uses less energy than the runner-up", "within": format!("section#{verdict_at} p.verdict")},
+        {"path": format!("/models/{tie_model}"), "expect": "p.verdict", "name": "model-tie",
+         "text": "tie within measurement noise", "within": format!("section#{tie_at} p.verdict")},
         {"path": "/leaderboard", "expect": "table tbody tr"},
         {"path": "/leaderboard?scenario=server@0.33&sort=ttft", "expect": "table tbody tr"},
         {"path": "/leaderboard?include_review=true", "expect": "span.tag.review", "text": HOSTILE},
         {"path": "/gpus", "expect": "table tbody tr"},
-        {"path": "/gpus/l4", "expect": "svg.chart rect.bar"},
-        {"path": "/compare?gpus=l4,h100-pcie&scenario=server@0.33", "expect": "td.winner"},
-        {"path": "/models/Qwen/Qwen2.5-0.5B-Instruct", "expect": "svg.chart circle.front-dot"},
-        {"path": format!("/submissions/{first_id}"), "expect": "table.checks tbody tr"},
+        {"path": "/gpus/l4", "expect": "svg.chart .bar, svg.chart .dot"},
+        {"path": "/compare?gpu=l4&gpu=h100-pcie&gpu=h100-nvl&scenario=server@0.33", "expect": "td.best", "name": "compare"},
+        {"path": "/methodology", "expect": "table.coverage tbody tr", "text": "tie within measurement noise"},
+        {"path": format!("/submissions/{first_id}"), "expect": "table.checks tbody tr", "name": "submission"},
         {"path": "/submit", "expect": "form[action='/submit'] input[type=file]"},
         {"path": "/checks", "expect": "table tbody tr"},
         {"path": "/admin", "expect": "form[action='/admin/login']"},
         {"path": "/snapshots", "expect": "table tbody tr code.digest"},
-        {"path": format!("/snapshots/{snapshot_id}"), "expect": "pre.card"},
+        {"path": format!("/snapshots/{snapshot_id}"), "expect": "pre.card", "name": "snapshot"},
     ]);
+    let count = pages.as_array().unwrap().len();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out = root.join("target/browser-screenshots");
     let status = std::process::Command::new("node")
@@ -120,5 +150,9 @@ async fn every_page_in_headless_chromium() {
         "the browser check failed (see its output above)"
     );
     let shots = std::fs::read_dir(&out).unwrap().count();
-    assert!(shots >= 28, "{shots} screenshots in {}", out.display());
+    assert!(
+        shots >= 2 * count,
+        "{shots} screenshots in {}",
+        out.display()
+    );
 }

@@ -86,7 +86,7 @@ async fn compare_marks_the_winner_and_the_saving() {
     let rows = json["comparison"]["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 2);
     let qwen = rows.iter().find(|r| r["model"] == MODEL).unwrap();
-    let winner = qwen["winner"].as_u64().unwrap() as usize;
+    let winner = qwen["best"].as_u64().unwrap() as usize;
     let values: Vec<f64> = qwen["energy_per_token_j"]
         .as_array()
         .unwrap()
@@ -106,8 +106,18 @@ async fn compare_marks_the_winner_and_the_saving() {
         .select(&Selector::parse("td").unwrap())
         .map(|c| c.text().collect::<String>())
         .collect();
-    assert!(cells[1 + winner].starts_with('★'), "{cells:?}");
-    assert_eq!(cells[3 + loser], format!("{saving:.0} %"));
+    // The best cell carries ★ only when its interval separates; the
+    // saving column (after the verdict) reads "N % (lo–hi %)".
+    assert_eq!(
+        cells[1 + winner].starts_with('★'),
+        !qwen["winner"].is_null(),
+        "{cells:?}"
+    );
+    assert!(
+        cells[4 + loser].starts_with(&format!("{saving:.0} % (")),
+        "{cells:?}"
+    );
+    assert_eq!(cells[4 + winner], "best");
     let headline_scenarios = texts(&doc, "table.headlines tbody td:first-child");
     assert_eq!(
         headline_scenarios,
@@ -139,9 +149,8 @@ async fn model_page_names_the_best_gpu_with_its_pareto_chart() {
             line.starts_with(best["gpu_name"].as_str().unwrap()),
             "{line}"
         );
-        assert!(line.contains(&format!(
-            "{:.4}",
-            best["energy_per_token_j"].as_f64().unwrap()
+        assert!(line.contains(&wattcounts::verdict::sig(
+            best["energy_per_token"]["median"].as_f64().unwrap()
         )));
     }
     assert_eq!(texts(&doc, "svg.chart").len(), 3);

@@ -21,6 +21,7 @@ mod outage;
 mod pages;
 mod properties;
 mod rate_limits;
+mod readers;
 mod registration;
 mod rejections;
 mod slow_clients;
