@@ -77,15 +77,6 @@ impl Deadline {
             }
         }
     }
-
-    /// The same deadline as a query string (`ttft_ms=100`).
-    pub fn query(&self) -> String {
-        match self {
-            Deadline::TtftP50 { max_s } => format!("ttft_ms={}", max_s * 1e3),
-            Deadline::Itl { max_s } => format!("itl_ms={}", max_s * 1e3),
-            Deadline::Throughput { min_tok_s } => format!("min_tok_s={min_tok_s}"),
-        }
-    }
 }
 
 /// One GPU that measured the model in the scenario.

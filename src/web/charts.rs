@@ -10,7 +10,7 @@
 
 use std::fmt::Write as _;
 
-use crate::verdict::{sig, Estimate};
+use crate::verdict::Estimate;
 
 pub fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -250,20 +250,6 @@ fn whisker_v(s: &mut String, x: f64, y_lo: f64, y_hi: f64) {
     );
 }
 
-fn interval_text(e: &Estimate, unit: &str) -> String {
-    if e.has_interval() {
-        format!(
-            "{} {unit} ({}–{}, {:.0} % interval)",
-            sig(e.median),
-            sig(e.lo),
-            sig(e.hi),
-            e.confidence * 100.0
-        )
-    } else {
-        format!("{} {unit} (no interval)", sig(e.median))
-    }
-}
-
 /// One row per (label, estimate), least first as given: a bar (a dot on a
 /// log axis) at the median with the interval as error bars.
 pub fn bars(id: &str, title: &str, desc: &str, unit: &str, items: &[(String, Estimate)]) -> String {
@@ -289,7 +275,7 @@ pub fn bars(id: &str, title: &str, desc: &str, unit: &str, items: &[(String, Est
             s,
             r#"<g class="row"><title>{}: {}</title><text x="{:.1}" y="{:.1}" text-anchor="end" class="label">{}</text>"#,
             escape(label),
-            escape(&interval_text(e, unit)),
+            escape(&super::format::estimate(e, unit)),
             L - 8.0,
             mid + 4.5,
             escape(&short(label)),
@@ -411,8 +397,8 @@ pub fn scatter(
             s,
             r#"<g class="point"><title>{}: {}; {}</title>"#,
             escape(&d.label),
-            escape(&interval_text(&d.x, x_label)),
-            escape(&interval_text(&d.y, y_label)),
+            escape(&super::format::estimate(&d.x, x_label)),
+            escape(&super::format::estimate(&d.y, y_label)),
         );
         whisker_h(&mut s, px(d.x.lo), px(d.x.hi), cy);
         whisker_v(&mut s, cx, py(d.y.lo), py(d.y.hi));
@@ -488,7 +474,7 @@ pub fn dot_rows(
                 px(e.median),
                 i % 8,
                 escape(&series[i]),
-                escape(&interval_text(e, unit))
+                escape(&super::format::estimate(e, unit))
             );
         }
         s.push_str("</g>");

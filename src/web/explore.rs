@@ -526,6 +526,14 @@ fn pct(v: Option<f64>) -> String {
     v.map_or("–".into(), |p| format!("{p:.0} %"))
 }
 
+/// How many of the best GPU's models are ties, when any are.
+fn within_noise(ties: usize, before: &str, after: &str) -> String {
+    if ties == 0 {
+        return String::new();
+    }
+    format!("{before}{ties}{after}")
+}
+
 fn headline_row(h: &compare::Headline, current: bool) -> HeadlineRow {
     HeadlineRow {
         scenario: h.scenario.label(),
@@ -536,11 +544,7 @@ fn headline_row(h: &compare::Headline, current: bool) -> HeadlineRow {
                 "{} of {}{}",
                 h.best_for,
                 h.models,
-                if h.best_ties > 0 {
-                    format!(" ({} within noise)", h.best_ties)
-                } else {
-                    String::new()
-                }
+                within_noise(h.best_ties, " (", " within noise)")
             ),
             None => "no model measured by two of them".into(),
         },
@@ -566,11 +570,7 @@ fn headline_sentence(h: &compare::Headline) -> String {
         "{best} uses the least energy for {} of the {} models measured by at least two of these GPUs{}; median saving against each model's most energy-hungry GPU {} (up to {})",
         h.best_for,
         h.models,
-        if h.best_ties > 0 {
-            format!(", {} of them within measurement noise", h.best_ties)
-        } else {
-            String::new()
-        },
+        within_noise(h.best_ties, ", ", " of them within measurement noise"),
         pct(h.best_vs_worst_median_pct),
         pct(h.best_vs_worst_max_pct),
     );

@@ -37,6 +37,22 @@ pub fn value(e: Option<Estimate>, scale: f64) -> String {
     e.map_or("–".into(), |e| sig(e.median * scale))
 }
 
+/// "0.0123 J/token (0.0121–0.0125, 75 % interval)", or what stands in for
+/// a missing interval.
+pub fn estimate(e: &Estimate, unit: &str) -> String {
+    if e.has_interval() {
+        format!(
+            "{} {unit} ({}–{}, {} interval)",
+            sig(e.median),
+            sig(e.lo),
+            sig(e.hi),
+            confidence(Some(*e))
+        )
+    } else {
+        format!("{} {unit} (one measurement, no interval)", sig(e.median))
+    }
+}
+
 /// "0.0121–0.0125" or "–" where no interval exists.
 pub fn range(e: Option<Estimate>, scale: f64) -> String {
     match e {

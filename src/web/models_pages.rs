@@ -22,7 +22,7 @@ use super::AppState;
 use crate::compare::{self, ModelListing, ModelScenario, ScenarioKey};
 use crate::deadline::{self, Deadline, Meets};
 use crate::domain::{Scenario, TARGET_CONFIDENCE};
-use crate::verdict::{sig, Estimate, Verdict};
+use crate::verdict::{sig, Verdict};
 
 struct ListingRow {
     model: String,
@@ -280,20 +280,6 @@ struct ModelPage {
     version: &'static str,
 }
 
-fn estimate_text(e: &Estimate, unit: &str) -> String {
-    if e.has_interval() {
-        format!(
-            "{} {unit} ({}–{}, {} interval)",
-            sig(e.median),
-            sig(e.lo),
-            sig(e.hi),
-            format::confidence(Some(*e))
-        )
-    } else {
-        format!("{} {unit} (one measurement, no interval)", sig(e.median))
-    }
-}
-
 fn verdict_text(v: &Verdict, best: &str, other: &str) -> String {
     match v {
         Verdict::Less { saving } => format!(
@@ -347,7 +333,7 @@ fn section(
         format!(
             "{}: {}",
             p.gpu_name,
-            estimate_text(&p.energy_per_token, "J/token")
+            format::estimate(&p.energy_per_token, "J/token")
         )
     });
     let verdict = match (&m.verdict, m.points.get(1)) {
@@ -362,7 +348,7 @@ fn section(
             format!(
                 "Per request on the {}: {} · {} Wh per 1,000 requests · {} gCO₂e per 1,000 requests ({}).",
                 first.expect("a point").gpu_name,
-                estimate_text(&e, "J"),
+                format::estimate(&e, "J"),
                 sig(crate::units::wh_per_1000(e).median),
                 sig(footprint.g_co2e_per_1000(e).median),
                 footprint.describe()

@@ -8,11 +8,9 @@
 //! separate.
 
 use crate::common::*;
-use axum::body::Body;
-use axum::http::{header, Request, StatusCode};
+use axum::http::StatusCode;
 use scraper::Selector;
 use serde_json::Value;
-use tower::ServiceExt;
 
 const SMALL: &str = "Qwen/Qwen2.5-0.5B-Instruct";
 const LLAMA: &str = "meta-llama/Llama-3.1-8B-Instruct";
@@ -33,21 +31,6 @@ async fn app_with_fixture() -> TestApp {
     let app = TestApp::new().await;
     submit_fixture(&app).await;
     app
-}
-
-async fn location(app: &TestApp, path: &str) -> (StatusCode, String) {
-    let resp = app
-        .router
-        .clone()
-        .oneshot(Request::get(path).body(Body::empty()).unwrap())
-        .await
-        .unwrap();
-    let to = resp
-        .headers()
-        .get(header::LOCATION)
-        .map(|v| v.to_str().unwrap().to_string())
-        .unwrap_or_default();
-    (resp.status(), to)
 }
 
 fn f(v: &Value) -> f64 {

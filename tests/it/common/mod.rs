@@ -671,14 +671,29 @@ pub async fn add_submitter(store: &dyn Store, handle: &str, key: &PrivateKey) {
         .unwrap();
 }
 
-/// GET `path` through the router, expecting HTML; the status and the DOM.
-pub async fn html_page(app: &TestApp, path: &str) -> (StatusCode, scraper::Html) {
-    let resp = app
-        .router
+async fn get_response(app: &TestApp, path: &str) -> axum::response::Response {
+    app.router
         .clone()
         .oneshot(Request::get(path).body(Body::empty()).unwrap())
         .await
-        .unwrap();
+        .unwrap()
+}
+
+/// GET `path` through the router: the status and where it redirects ("" if
+/// it does not).
+pub async fn location(app: &TestApp, path: &str) -> (StatusCode, String) {
+    let resp = get_response(app, path).await;
+    let to = resp
+        .headers()
+        .get(axum::http::header::LOCATION)
+        .map(|v| v.to_str().unwrap().to_string())
+        .unwrap_or_default();
+    (resp.status(), to)
+}
+
+/// GET `path` through the router, expecting HTML; the status and the DOM.
+pub async fn html_page(app: &TestApp, path: &str) -> (StatusCode, scraper::Html) {
+    let resp = get_response(app, path).await;
     let status = resp.status();
     let ct = resp.headers()["content-type"].to_str().unwrap().to_string();
     assert!(ct.starts_with("text/html"), "{path}: {ct}");
