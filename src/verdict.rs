@@ -123,10 +123,22 @@ pub fn verdict(best: &Estimate, other: &Estimate, unit: &str) -> Verdict {
     }
 }
 
-/// Three significant digits, the precision the pages show.
+/// Three significant digits, the precision the pages show (whole numbers
+/// from 1,000 up, with thousands separators).
 pub fn sig(v: f64) -> String {
     if v == 0.0 || !v.is_finite() {
         return format!("{v}");
+    }
+    if v.abs() >= 1000.0 {
+        let digits = (v.abs().round() as u64).to_string();
+        let mut out = String::from(if v < 0.0 { "-" } else { "" });
+        for (i, c) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        return out;
     }
     let digits = (2 - v.abs().log10().floor() as i32).clamp(0, 8) as usize;
     format!("{v:.digits$}")
@@ -187,6 +199,7 @@ mod tests {
         assert_eq!(sig(0.012345), "0.0123");
         assert_eq!(sig(1.2345), "1.23");
         assert_eq!(sig(123.45), "123");
-        assert_eq!(sig(12345.6), "12346");
+        assert_eq!(sig(1463.2), "1,463");
+        assert_eq!(sig(12345.6), "12,346");
     }
 }

@@ -8,15 +8,10 @@ use crate::verdict::{sig, Estimate, Saving};
 
 /// 1234567 → "1,234,567".
 pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
+    if n < 1000 {
+        return n.to_string();
     }
-    out
+    sig(n as f64)
 }
 
 /// "1 Dec 2026, 23:11 UTC".
@@ -58,6 +53,15 @@ pub fn range(e: Option<Estimate>, scale: f64) -> String {
     match e {
         Some(e) if e.has_interval() => format!("{}–{}", sig(e.lo * scale), sig(e.hi * scale)),
         _ => "–".into(),
+    }
+}
+
+/// The interval shown under a median in a table cell: as [`range`], but
+/// nothing at all where there is none.
+pub fn under(e: Option<Estimate>, scale: f64) -> String {
+    match e {
+        Some(e) if e.has_interval() => range(Some(e), scale),
+        _ => String::new(),
     }
 }
 

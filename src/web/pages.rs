@@ -445,11 +445,15 @@ struct Row {
     confidence: String,
     cv: String,
     epr: String,
+    epr_range: String,
     wh_per_1000: String,
     throughput: String,
+    throughput_range: String,
     power: String,
     ttft_ms: String,
+    ttft_range: String,
     itl_ms: String,
+    itl_range: String,
     tpot_ms: String,
     iterations: String,
     submissions: u64,
@@ -593,6 +597,10 @@ pub async fn leaderboard_page(
                 e.intervals.energy_per_request_j,
             );
             let server = e.scenario == Scenario::Server;
+            let est = crate::verdict::Estimate::of;
+            let throughput = est(Some(e.throughput_tok_s), e.intervals.throughput_tok_s);
+            let ttft = est(e.ttft_p50_s, e.intervals.ttft_p50_s);
+            let itl = est(e.itl_s, e.intervals.itl_s);
             Row {
                 rank: e.rank_in_model.map_or_else(
                     || ((q.page - 1) * q.per_page + i + 1).to_string(),
@@ -610,6 +618,18 @@ pub async fn leaderboard_page(
                 confidence: format::confidence(Some(ept)),
                 cv: format!("{:.1} %", e.energy_per_token_cv * 100.0),
                 epr: format::value(epr, 1.0),
+                epr_range: format::under(epr, 1.0),
+                throughput_range: format::under(throughput, 1.0),
+                ttft_range: if server {
+                    format::under(ttft, 1000.0)
+                } else {
+                    String::new()
+                },
+                itl_range: if server {
+                    format::under(itl, 1000.0)
+                } else {
+                    String::new()
+                },
                 wh_per_1000: format::value(epr.map(crate::units::wh_per_1000), 1.0),
                 throughput: format::thousands(e.throughput_tok_s.round() as u64),
                 power: format!("{:.0}", e.power_mean_w),

@@ -82,6 +82,8 @@ struct SubmissionPage {
     submitter: String,
     received: String,
     gpu: String,
+    /// The GPU's page, for a catalogue GPU.
+    gpu_link: Option<String>,
     run_name: String,
     sha256: String,
     bundle_bytes: u64,
@@ -213,6 +215,18 @@ pub async fn submission_page(
         },
         submitter: r.submitter.clone(),
         received: super::format::date_text(&r.received_at),
+        gpu_link: r
+            .gpu
+            .id
+            .as_deref()
+            .and_then(crate::catalog::gpu_by_id)
+            .map(|g| {
+                format!(
+                    "/gpus/{}?origin={}",
+                    g.id,
+                    crate::domain::Origin::of_demo(r.demo).as_str()
+                )
+            }),
         gpu: match &r.gpu.id {
             Some(g) => format!("{} ({g})", r.gpu.name),
             None => r.gpu.name.clone(),
