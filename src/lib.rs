@@ -29,6 +29,7 @@ pub mod snapshot;
 pub mod spreadsheet;
 pub mod store;
 pub mod synth;
+pub mod tlog;
 pub mod units;
 pub mod verdict;
 pub mod web;
