@@ -8,6 +8,8 @@
 //! vectors and a naive reference tree. Storage and HTTP come later and
 //! depend on this, never the other way.
 
+pub mod checkpoint;
+
 use std::collections::HashMap;
 
 use serde::Serialize;
