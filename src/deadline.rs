@@ -69,11 +69,20 @@ impl Deadline {
     }
 
     pub fn label(&self) -> String {
+        // "50 ms", not "50.0 ms": a deadline is a round number someone chose.
+        let plain = |v: f64| {
+            let s = verdict::sig(v);
+            if s.contains('.') {
+                s.trim_end_matches('0').trim_end_matches('.').to_string()
+            } else {
+                s
+            }
+        };
         match self {
-            Deadline::TtftP50 { max_s } => format!("TTFT p50 ≤ {} ms", verdict::sig(max_s * 1e3)),
-            Deadline::Itl { max_s } => format!("ITL ≤ {} ms", verdict::sig(max_s * 1e3)),
+            Deadline::TtftP50 { max_s } => format!("TTFT p50 ≤ {} ms", plain(max_s * 1e3)),
+            Deadline::Itl { max_s } => format!("ITL ≤ {} ms", plain(max_s * 1e3)),
             Deadline::Throughput { min_tok_s } => {
-                format!("throughput ≥ {} tokens/s", verdict::sig(*min_tok_s))
+                format!("throughput ≥ {} tokens/s", plain(*min_tok_s))
             }
         }
     }
