@@ -77,7 +77,14 @@ pub fn confidence(e: Option<Estimate>) -> String {
 
 /// "23 % (18–27 %)".
 pub fn saving(s: &Saving) -> String {
-    format!("{:.0} % ({:.0}–{:.0} %)", s.median_pct, s.lo_pct, s.hi_pct)
+    // A true minus sign: "−7–12 %" reads as a range, "-7–12 %" as a typo.
+    let pct = |v: f64| format!("{v:.0}").replace('-', "−");
+    format!(
+        "{} % ({}–{} %)",
+        pct(s.median_pct),
+        pct(s.lo_pct),
+        pct(s.hi_pct)
+    )
 }
 
 #[cfg(test)]
@@ -111,5 +118,11 @@ mod tests {
         assert_eq!(range(Some(e), 1.0), "0.0121–0.0125");
         assert_eq!(confidence(Some(e)), "93.8 %");
         assert_eq!(range(Some(Estimate::new(1.0, None)), 1.0), "–");
+        let s = Saving {
+            median_pct: 4.0,
+            lo_pct: -7.3,
+            hi_pct: 12.2,
+        };
+        assert_eq!(saving(&s), "4 % (−7–12 %)");
     }
 }
