@@ -21,7 +21,7 @@ pub fn key_of(e: &Entry) -> ScenarioKey {
 }
 
 /// Every scenario present, batch first, then server rates ascending.
-pub fn scenarios(entries: &[Entry]) -> Vec<ScenarioKey> {
+pub fn scenarios<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> Vec<ScenarioKey> {
     let mut out: Vec<ScenarioKey> = Vec::new();
     for e in entries {
         let k = key_of(e);
@@ -150,11 +150,15 @@ pub fn compare(
         .collect();
     models.sort_unstable_by(|a, b| a.to_lowercase().cmp(&b.to_lowercase()).then(a.cmp(b)));
     models.dedup();
-    let find = |gpu: &str, model: &str| {
-        entries
-            .iter()
-            .find(|e| e.gpu_id == gpu && e.model == model && scenario.same(&key_of(e)))
-    };
+    // One pass over the view, then a lookup per cell (a scan per cell made
+    // the page cost models × GPUs × groups).
+    let mut cells: std::collections::HashMap<(&str, &str), &Entry> = Default::default();
+    for e in entries.iter().filter(|e| scenario.same(&key_of(e))) {
+        cells
+            .entry((e.gpu_id.as_str(), e.model.as_str()))
+            .or_insert(e);
+    }
+    let find = |gpu: &str, model: &str| cells.get(&(gpu, model)).copied();
     let rows: Vec<ModelRow> = models
         .iter()
         .map(|m| {
@@ -179,12 +183,15 @@ pub fn compare(
                     Some(verdict::saving(&estimates[b]?, &(*v)?))
                 })
                 .collect();
-            let winner = best.filter(|b| {
-                measured
+            // Separate from every other GPU, not only the runner-up: a wide
+            // interval further down can still reach the best's.
+            let winner = match measured.split_first() {
+                Some(((b, be), rest)) if !rest.is_empty() => rest
                     .iter()
-                    .filter(|(i, _)| i != b)
-                    .all(|(_, o)| !verdict::verdict(&estimates[*b].unwrap(), o, "J").is_tie())
-            });
+                    .all(|(_, o)| !verdict::verdict(be, o, "J").is_tie())
+                    .then_some(*b),
+                _ => None,
+            };
             ModelRow {
                 model: m.to_string(),
                 energy_per_token_j: estimates.iter().map(|v| v.map(|v| v.median)).collect(),
@@ -322,12 +329,8 @@ pub struct ModelScenario {
 /// that is, the choice under deadlines, and the energy/latency trade-off
 /// with its Pareto front.
 pub fn model_summary(entries: &[Entry], model: &str, asked: &[Deadline]) -> Vec<ModelScenario> {
-    let mine: Vec<Entry> = entries
-        .iter()
-        .filter(|e| e.model == model)
-        .cloned()
-        .collect();
-    scenarios(&mine)
+    let mine: Vec<&Entry> = entries.iter().filter(|e| e.model == model).collect();
+    scenarios(mine.iter().copied())
         .into_iter()
         .map(|k| {
             let mut points: Vec<Point> = mine

@@ -79,6 +79,11 @@ impl ScenarioKey {
             None => self.scenario.as_str().to_string(),
         }
     }
+    /// [`ScenarioKey::param`] usable as an HTML id or anchor
+    /// (`server-0-33`).
+    pub fn slug(&self) -> String {
+        self.param().replace(['@', '.'], "-")
+    }
     /// The one reader-facing name of a scenario.
     pub fn label(&self) -> String {
         match self.lambda_qps {

@@ -42,6 +42,13 @@ pub struct FigureIntervals {
     pub itl_s: Option<Interval>,
 }
 
+impl FigureIntervals {
+    /// As the `intervals` column stores them (per configuration and group).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("numbers serialise")
+    }
+}
+
 /// How many submission ids a group keeps as its evidence (oldest first).
 pub const EVIDENCE_KEPT: usize = 20;
 
@@ -195,13 +202,6 @@ pub struct MemberFigures {
     pub ttft_median: Option<f64>,
     pub itl_median: Option<f64>,
     pub intervals: FigureIntervals,
-}
-
-impl MemberFigures {
-    /// The intervals as the `intervals` column stores them.
-    pub fn intervals_json(&self) -> String {
-        serde_json::to_string(&self.intervals).expect("numbers serialise")
-    }
 }
 
 pub fn member_figures(c: &ConfigurationMetrics) -> MemberFigures {

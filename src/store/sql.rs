@@ -414,7 +414,7 @@ macro_rules! sql_store {
                     .bind(f.in_review as i64)
                     .bind(f.evidence.first().map(|u| u.to_string()))
                     .bind(f.ept_mad)
-                    .bind(serde_json::to_string(&f.intervals).map_err(json_err)?)
+                    .bind(f.intervals.to_json())
                     .execute(&mut *tx)
                     .await
                     .map_err(db_err)?;
@@ -1173,7 +1173,7 @@ macro_rules! sql_store {
                     .bind(f.epr_median)
                     .bind(f.ttft_median)
                     .bind(f.itl_median)
-                    .bind(f.intervals_json())
+                    .bind(f.intervals.to_json())
                     .execute(&mut *tx)
                     .await
                     .map_err(db_err)?;
@@ -1535,7 +1535,7 @@ macro_rules! sql_store {
                         .bind(f.epr_median)
                         .bind(f.ttft_median)
                         .bind(f.itl_median)
-                        .bind(f.intervals_json())
+                        .bind(f.intervals.to_json())
                         .bind(cid)
                         .execute(&mut *tx)
                         .await

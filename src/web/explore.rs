@@ -55,7 +55,7 @@ pub(crate) struct View {
 }
 
 /// `origin` and `protocol`, parsed as the leaderboard parses them.
-fn view_query(params: &HashMap<String, String>) -> Result<leaderboard::Query, ApiError> {
+pub(crate) fn view_query(params: &HashMap<String, String>) -> Result<leaderboard::Query, ApiError> {
     let view: HashMap<String, String> = params
         .iter()
         .filter(|(k, _)| VIEW_PARAMS.contains(&k.as_str()))
@@ -66,7 +66,7 @@ fn view_query(params: &HashMap<String, String>) -> Result<leaderboard::Query, Ap
 
 pub(crate) const VIEW_PARAMS: [&str; 2] = ["origin", "protocol"];
 
-fn view_params(params: &HashMap<String, String>) -> String {
+pub(crate) fn view_params(params: &HashMap<String, String>) -> String {
     let mut pairs: Vec<String> = VIEW_PARAMS
         .iter()
         .filter_map(|k| {
@@ -84,7 +84,16 @@ pub(crate) fn only_params(
     params: &HashMap<String, String>,
     allowed: &[&str],
 ) -> Result<(), ApiError> {
-    match params.keys().find(|k| !allowed.contains(&k.as_str())) {
+    only_keys(params.keys(), allowed)
+}
+
+/// The allow-list check of [`only_params`] over any keys (repeated ones
+/// included, as `/compare` takes `gpu=a&gpu=b`).
+fn only_keys<'a>(
+    mut keys: impl Iterator<Item = &'a String>,
+    allowed: &[&str],
+) -> Result<(), ApiError> {
+    match keys.find(|k| !allowed.contains(&k.as_str())) {
         Some(k) => Err(ApiError::bad_request(
             "unknown_parameter",
             format!(
@@ -307,7 +316,7 @@ pub async fn gpu_page(
     let label = scenario.map(|k| k.label()).unwrap_or_default();
     let kind = scenario.map_or(Scenario::Batch, |k| k.scenario);
     let chart = charts::bars(
-        &format!("gpu-{}", scenario.map(|k| k.param()).unwrap_or_default().replace(['@', '.'], "-")),
+        &format!("gpu-{}", scenario.map(|k| k.slug()).unwrap_or_default()),
         &format!("Energy per token on the {}, {label}", gpu.name),
         &format!(
             "Median energy per generated token (joules) of each model on the {} in the {label} scenario, least first, with its interval as error bars.",
@@ -440,16 +449,10 @@ async fn comparison(s: &AppState, pairs: &[(String, String)]) -> Result<Compared
             params.insert(k.clone(), v.clone());
         }
     }
-    let allowed = ["gpu", "gpus", "scenario", "ref", "origin", "protocol"];
-    if let Some((k, _)) = pairs.iter().find(|(k, _)| !allowed.contains(&k.as_str())) {
-        return Err(ApiError::bad_request(
-            "unknown_parameter",
-            format!(
-                "unknown parameter '{k}'; this page takes {}",
-                allowed.join(", ")
-            ),
-        ));
-    }
+    only_keys(
+        pairs.iter().map(|(k, _)| k),
+        &["gpu", "gpus", "scenario", "ref", "origin", "protocol"],
+    )?;
     let (all, view) = entries(s, &params, |_| {}).await?;
     let mut known: Vec<(String, String)> = all
         .iter()
@@ -475,12 +478,18 @@ async fn comparison(s: &AppState, pairs: &[(String, String)]) -> Result<Compared
     let present = compare::scenarios(&all);
     let scenario = pick_scenario(&params, &present)?
         .ok_or_else(|| ApiError::not_found("no accepted data to compare yet"))?;
-    let headlines = present
-        .iter()
-        .map(|k| compare::compare(&all, &gpus, *k, reference.as_deref()).headline)
-        .collect();
+    // Every scenario's headline; the chosen one's rows are shown too.
+    let mut comparison = None;
+    let mut headlines = Vec::with_capacity(present.len());
+    for k in &present {
+        let c = compare::compare(&all, &gpus, *k, reference.as_deref());
+        headlines.push(c.headline.clone());
+        if *k == scenario {
+            comparison = Some(c);
+        }
+    }
     Ok(Compared {
-        comparison: compare::compare(&all, &gpus, scenario, reference.as_deref()),
+        comparison: comparison.expect("the scenario was picked from those present"),
         headlines,
         present,
         known,
@@ -613,7 +622,7 @@ pub async fn compare_page(
     let reference = c.headline.reference_gpu.as_ref().map(|r| r.0.clone());
     let kind = c.scenario.scenario;
     let chart = charts::dot_rows(
-        &format!("compare-{}", c.scenario.param().replace(['@', '.'], "-")),
+        &format!("compare-{}", c.scenario.slug()),
         &format!("Energy per token by model, {}", c.scenario.label()),
         "Each model as a row, each compared GPU as a coloured dot at its median energy per generated token (J) with its interval; GPUs that did not measure a model have no dot.",
         "J / token",

@@ -15,7 +15,7 @@ use serde_json::json;
 
 use super::charts::{self, Dot};
 use super::error::ApiError;
-use super::explore::{entries, only_params, View, VIEW_PARAMS};
+use super::explore::{entries, only_params, view_params, view_query, View, VIEW_PARAMS};
 use super::format;
 use super::pages::{model_path, render, PageError, VERSION};
 use super::AppState;
@@ -48,13 +48,15 @@ struct ModelsPage {
     version: &'static str,
 }
 
+const LISTING_PARAMS: &[&str] = &["q", "model", "origin", "protocol"];
+
 /// The index of one view, and which of its models a case-insensitive
 /// search `q` keeps.
 async fn listing(
     s: &AppState,
     params: &HashMap<String, String>,
 ) -> Result<(Vec<ScenarioKey>, Vec<ModelListing>, Vec<bool>, View), ApiError> {
-    only_params(params, &["q", "model", "origin", "protocol"])?;
+    only_params(params, LISTING_PARAMS)?;
     let (all, view) = entries(s, params, |_| {}).await?;
     let (keys, listings) = compare::model_index(&all);
     let q = params
@@ -68,28 +70,32 @@ async fn listing(
     Ok((keys, listings, kept, view))
 }
 
-/// Where the pickers send a chosen model: its page, in the same view.
-fn picked(params: &HashMap<String, String>, view: &View) -> Option<Response> {
-    let model = params
-        .get("model")
-        .map(|m| m.trim())
-        .filter(|m| !m.is_empty())?;
-    let query = if view.query.is_empty() {
+/// A model's page, in the view given by `view_query` (the pickers' and a
+/// one-match search's answer).
+fn to_model(model: &str, view_query: &str) -> Response {
+    let query = if view_query.is_empty() {
         String::new()
     } else {
-        format!("?{}", view.query)
+        format!("?{view_query}")
     };
-    Some(Redirect::to(&format!("{}{query}", model_path(model))).into_response())
+    Redirect::to(&format!("{}{query}", model_path(model))).into_response()
 }
 
 pub async fn models_page(
     State(s): State<AppState>,
     Query(params): Query<HashMap<String, String>>,
 ) -> Result<Response, PageError> {
-    let (keys, listings, kept, view) = listing(&s, &params).await?;
-    if let Some(r) = picked(&params, &view) {
-        return Ok(r);
+    // A picked model needs no listing: checked parameters, then its page.
+    if let Some(model) = params
+        .get("model")
+        .map(|m| m.trim())
+        .filter(|m| !m.is_empty())
+    {
+        only_params(&params, LISTING_PARAMS)?;
+        view_query(&params)?;
+        return Ok(to_model(model, &view_params(&params)));
     }
+    let (keys, listings, kept, view) = listing(&s, &params).await?;
     let shown: Vec<&ModelListing> = listings
         .iter()
         .zip(&kept)
@@ -98,11 +104,7 @@ pub async fn models_page(
         .collect();
     // One model matches the search: its page is the answer.
     if shown.len() == 1 && params.get("q").is_some_and(|q| !q.trim().is_empty()) {
-        return Ok(picked(
-            &HashMap::from([("model".to_string(), shown[0].model.clone())]),
-            &view,
-        )
-        .expect("a model was given"));
+        return Ok(to_model(&shown[0].model, &view.query));
     }
     let rows = shown
         .iter()
@@ -327,8 +329,9 @@ fn section(
     m: &ModelScenario,
     footprint: &crate::units::Footprint,
     view_query: &str,
-    presets: usize,
 ) -> ModelSection {
+    // The presets come first in `choices`; any after them were asked for.
+    let presets = Deadline::presets(m.scenario.scenario).len();
     let label = m.scenario.label();
     let server = m.scenario.scenario == Scenario::Server;
     let first = m.points.first();
@@ -339,18 +342,16 @@ fn section(
             format::estimate(&p.energy_per_token, "J/token")
         )
     });
-    let verdict = match (&m.verdict, m.points.get(1)) {
-        (Some(v), Some(second)) => {
-            verdict_text(v, &first.expect("two points").gpu_name, &second.gpu_name)
-        }
+    let verdict = match (&m.verdict, m.points.as_slice()) {
+        (Some(v), [a, b, ..]) => verdict_text(v, &a.gpu_name, &b.gpu_name),
         _ => "Only one GPU measured this model here: no comparison to make.".into(),
     };
     let per_request = first
-        .and_then(|p| p.energy_per_request)
-        .map_or(String::new(), |e| {
+        .and_then(|p| Some((p, p.energy_per_request?)))
+        .map_or(String::new(), |(p, e)| {
             format!(
                 "Per request on the {}: {} · {} Wh per 1,000 requests · {} gCO₂e per 1,000 requests ({}).",
-                first.expect("a point").gpu_name,
+                p.gpu_name,
                 format::estimate(&e, "J"),
                 sig(crate::units::wh_per_1000(e).median),
                 sig(footprint.g_co2e_per_1000(e).median),
@@ -358,7 +359,7 @@ fn section(
             )
         });
     let chart = charts::scatter(
-        &format!("model-{}", m.scenario.param().replace(['@', '.'], "-")),
+        &format!("model-{}", m.scenario.slug()),
         &format!("{id}: energy per token against {} ({label})", m.latency_metric),
         &format!(
             "Each GPU as a point: median energy per generated token (J) across, {} (ms) up, each with its interval as error bars; the Pareto front (no other GPU is better on both) is joined.",
@@ -379,7 +380,7 @@ fn section(
             .collect::<Vec<_>>(),
     );
     ModelSection {
-        anchor: m.scenario.param().replace(['@', '.'], "-"),
+        anchor: m.scenario.slug(),
         label,
         best,
         tie: m.verdict.as_ref().is_some_and(Verdict::is_tie),
@@ -442,10 +443,7 @@ pub async fn model_page(
     let (summary, view) = model_data(&s, &id, &params).await?;
     let sections = summary
         .iter()
-        .map(|m| {
-            let presets = Deadline::presets(m.scenario.scenario).len();
-            section(&id, m, &s.footprint, &view.query, presets)
-        })
+        .map(|m| section(&id, m, &s.footprint, &view.query))
         .collect();
     let facts = crate::catalog::model_by_id(&id).map_or("parameters unknown".into(), |m| {
         format!(

@@ -76,7 +76,7 @@ async fn every_page_in_headless_chromium() {
     let mut tie_page = None;
     for model in [SMALL, LLAMA] {
         for s in wattcounts::compare::model_summary(&board.entries, model, &[]) {
-            let at = (model, s.scenario.param().replace(['@', '.'], "-"));
+            let at = (model, s.scenario.slug());
             match s.verdict {
                 Some(v) if v.is_tie() => tie_page = tie_page.or(Some(at)),
                 Some(_) => verdict_page = verdict_page.or(Some(at)),
