@@ -62,6 +62,7 @@ async fn main() -> anyhow::Result<()> {
                         traces,
                         created_by: "bench".into(),
                         public_url: None,
+                        log_key: None,
                     },
                     |_| {},
                 )

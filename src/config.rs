@@ -140,6 +140,18 @@ pub struct ServeConfig {
     /// (facility energy ÷ GPU energy, at least 1).
     #[arg(long, env = "WATTCOUNTS_PUE", default_value_t = crate::units::DEFAULT_PUE, value_parser = at_least_one)]
     pub pue: f64,
+
+    /// The transparency log's signing key (`PRIVATE+KEY+…`, as `wattcounts
+    /// admin log-keygen` writes it). Without it, <data-dir>/log.key is used,
+    /// and created on first start. Instances sharing a database must all be
+    /// given the same file: one whose key is not the one the database
+    /// records refuses to start.
+    #[arg(long, env = "WATTCOUNTS_LOG_KEY_FILE")]
+    pub log_key_file: Option<PathBuf>,
+    /// How often the published checkpoint (/log/checkpoint) advances to
+    /// cover new leaves, seconds (maintainers can also publish at once).
+    #[arg(long, env = "WATTCOUNTS_LOG_PUBLISH_SECS", default_value_t = 10)]
+    pub log_publish_secs: u64,
 }
 
 fn non_negative(s: &str) -> Result<f64, String> {
@@ -154,6 +166,69 @@ fn at_least_one(s: &str) -> Result<f64, String> {
         Ok(v) if v.is_finite() && v >= 1.0 => Ok(v),
         _ => Err(format!("'{s}' is not a number of at least 1 (a PUE)")),
     }
+}
+
+/// The log's name for a public URL: `https://energy.example/` →
+/// `energy.example/log` (a C2SP origin line: no scheme, no spaces).
+pub fn log_origin(public_url: &str) -> String {
+    let rest = public_url
+        .trim()
+        .trim_start_matches("https://")
+        .trim_start_matches("http://")
+        .trim_end_matches('/');
+    format!("{rest}/log")
+}
+
+/// Reads the log key at `path`, or (when `create`) makes one named
+/// `origin` there, readable by the owner only, when none is. Instances
+/// starting together on one data dir agree on one key: the file appears
+/// whole or not at all, and the one that loses the race reads the other's.
+pub fn load_log_key(
+    path: &Path,
+    origin: &str,
+    create: bool,
+) -> anyhow::Result<crate::tlog::checkpoint::LogKey> {
+    use crate::tlog::checkpoint::LogKey;
+    let read = |path: &Path| -> anyhow::Result<LogKey> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("reading the log key {}: {e}", path.display()))?;
+        LogKey::from_secret(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+    };
+    if path.exists() || !create {
+        return read(path);
+    }
+    let (secret, key) = LogKey::generate(origin).map_err(|e| anyhow::anyhow!("{e}"))?;
+    match write_secret(path, &secret) {
+        Ok(()) => {
+            tracing::info!(path = %path.display(), verifier = key.verifier_key(), "created the log key");
+            Ok(key)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => read(path),
+        Err(e) => Err(anyhow::anyhow!(
+            "writing the log key to {}: {e}",
+            path.display()
+        )),
+    }
+}
+
+/// Writes a secret readable by its owner only, never over an existing
+/// file, and atomically: written beside, synced, then linked into place.
+pub fn write_secret(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let tmp = path.with_extension(format!("tmp-{}", uuid::Uuid::new_v4().simple()));
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
+    let result = (|| {
+        let mut f = o.open(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.write_all(b"\n")?;
+        f.sync_all()?;
+        std::fs::hard_link(&tmp, path)
+    })();
+    let _ = std::fs::remove_file(&tmp);
+    result
 }
 
 impl ServeConfig {
@@ -195,6 +270,8 @@ impl ServeConfig {
             trusted_proxies: Vec::new(),
             grid_g_per_kwh: crate::units::DEFAULT_GRID_G_PER_KWH,
             pue: crate::units::DEFAULT_PUE,
+            log_key_file: None,
+            log_publish_secs: 10,
         }
     }
 }
@@ -222,6 +299,19 @@ pub fn sqlite_path(data_dir: &Path) -> PathBuf {
 }
 
 impl ServeConfig {
+    /// The log's key: the configured file, else <data-dir>/log.key
+    /// (created on first start, named after the public URL).
+    pub fn log_key(&self, public_url: &str) -> anyhow::Result<crate::tlog::checkpoint::LogKey> {
+        match &self.log_key_file {
+            Some(p) => load_log_key(p, &log_origin(public_url), false),
+            None => load_log_key(
+                &self.data_dir.join("log.key"),
+                &log_origin(public_url),
+                true,
+            ),
+        }
+    }
+
     pub fn database_url(&self) -> String {
         self.database_url
             .clone()

@@ -366,6 +366,7 @@ impl Ingestor {
             bundle_sha256: digest,
             submitter_id: key.submitter_id,
             key_id: key.key_id,
+            key_fingerprint: key.fingerprint.clone(),
             status,
             received_at: now,
             gpu_name: m.system.gpu.name.clone(),

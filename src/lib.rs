@@ -6,6 +6,7 @@
 //! everything → `domain`. Handlers never name the store. Nothing below
 //! `web` knows HTTP; nothing in `bundle`, `checks` or `metrics` knows SQL.
 
+pub mod audit;
 pub mod bundle;
 pub mod catalog;
 pub mod checks;

@@ -32,6 +32,29 @@ pub struct Receipt {
     /// Maintainers' decisions on this submission, oldest first.
     pub moderation: Vec<ModerationEvent>,
     pub links: Links,
+    /// Where the submission sits in the transparency log, with the proof
+    /// (`wattcounts verify receipt` checks it offline).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log: Option<ReceiptLog>,
+}
+
+/// The submission's leaf, its index, and an inclusion proof against the
+/// checkpoint of the tree that ends with it, in the c2sp.org/tlog-proof
+/// shape (the signed checkpoint is its last part).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReceiptLog {
+    pub index: u64,
+    pub tree_size: u64,
+    /// The leaf's bytes: RFC 8785 canonical JSON of the submission id,
+    /// bundle and run-content SHA-256, key fingerprint, received_at and
+    /// the status it was stored with.
+    pub leaf: String,
+    /// RFC 6962 leaf hash, base64.
+    pub leaf_hash: String,
+    pub proof: String,
+    /// The key the checkpoint is signed with (check it against the one
+    /// the service publishes at /log/key before trusting it).
+    pub verifier_key: String,
 }
 
 /// The protocol and, per scenario, the group id and label it joins.
@@ -125,5 +148,6 @@ pub fn build(stored: Stored) -> Receipt {
             this: format!("/api/v1/submissions/{}", rec.id),
             html: format!("/submissions/{}", rec.id),
         },
+        log: None,
     }
 }

@@ -15,6 +15,22 @@ pub enum AdminCommand {
     /// with the submissions signed by each; --suspend suspends their
     /// submitters so nothing more is accepted from them.
     WeakKeys(WeakKeysArgs),
+    /// Write a new transparency-log signing key for instances that share a
+    /// database (give each `serve --log-key-file FILE`); prints the
+    /// verifier key readers check checkpoints with. A single instance makes
+    /// its own (<data-dir>/log.key) on first start.
+    LogKeygen(LogKeygenArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LogKeygenArgs {
+    /// The log's name: the service's public URL without scheme, plus /log
+    /// (e.g. energy.example.org/log).
+    #[arg(long)]
+    pub origin: String,
+    /// Where to write the secret key (refused if it exists; mode 0600).
+    #[arg(long)]
+    pub out: std::path::PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -42,6 +58,23 @@ pub struct TokenArgs {
 pub async fn run(cmd: AdminCommand) -> anyhow::Result<()> {
     match cmd {
         AdminCommand::WeakKeys(a) => weak_keys(&a).await,
+        AdminCommand::LogKeygen(a) => {
+            let origin = a.origin.trim();
+            if origin.is_empty() || origin.contains(['+', ' ', '\n']) {
+                anyhow::bail!("--origin must be non-empty and hold no '+' or spaces (e.g. energy.example.org/log)");
+            }
+            let (secret, key) = crate::tlog::checkpoint::LogKey::generate(origin)
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            crate::config::write_secret(&a.out, &secret)
+                .map_err(|e| anyhow::anyhow!("writing {}: {e}", a.out.display()))?;
+            println!(
+                "wrote the log's secret key to {} (keep it; every instance needs it)",
+                a.out.display()
+            );
+            println!("verifier key (publish it; readers check checkpoints with it):");
+            println!("  {}", key.verifier_key());
+            Ok(())
+        }
         AdminCommand::Token(a) => {
             let name = a.name.trim();
             if name.is_empty() || name.contains([':', ',']) {

@@ -9,6 +9,7 @@ pub mod keys;
 pub mod pack_cmd;
 pub mod serve;
 pub mod snapshot;
+pub mod verify;
 
 use std::process::ExitCode;
 
@@ -62,9 +63,9 @@ pub enum Command {
     /// Dataset snapshots: publish (maintainers) and list.
     #[command(subcommand)]
     Snapshot(snapshot::SnapshotCommand),
-    /// Check a downloaded or served snapshot against its manifest.
+    /// Check a snapshot, a receipt or the transparency log without trusting the service.
     #[command(subcommand)]
-    Verify(snapshot::VerifyCommand),
+    Verify(verify::VerifyCommand),
 }
 
 /// Exit codes of `submit`: 0 stored (accepted or needs_review), 1 rejected,
@@ -97,7 +98,7 @@ pub fn main() -> ExitCode {
             Command::Checks(a) => admin::list(&a).map(|_| ExitCode::SUCCESS),
             Command::Db(c) => db::run(c).await.map(|_| ExitCode::SUCCESS),
             Command::Snapshot(c) => snapshot::run(c).await.map(|_| ExitCode::SUCCESS),
-            Command::Verify(c) => snapshot::verify(c).await,
+            Command::Verify(c) => verify::run(c).await,
         }
     });
     match result {

@@ -40,6 +40,23 @@ pub async fn run(cfg: ServeConfig) -> anyhow::Result<()> {
             report.duplicates.len()
         );
     }
+    // The transparency log: this instance's key must be the log's; what
+    // was stored before the log existed is appended once.
+    let backfilled = state.service.start_log().await?;
+    let ledger = state.service.ledger();
+    let stats = ledger.stats().await?;
+    eprintln!(
+        "transparency log '{}': {} leaves ({backfilled} backfilled now), verifier key {}",
+        ledger.origin().unwrap_or_default(),
+        stats.size,
+        ledger.verifier_key().unwrap_or_default()
+    );
+    tokio::spawn(
+        state
+            .service
+            .clone()
+            .publish_checkpoints(std::time::Duration::from_secs(cfg.log_publish_secs.max(1))),
+    );
     eprintln!(
         "wattcounts {} listening on http://{addr} (public URL {}, database {})",
         env!("CARGO_PKG_VERSION"),

@@ -1,11 +1,9 @@
 //! `snapshot create|list` (maintainers) and `verify snapshot` (anyone).
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 
-use crate::snapshot::verify::{self, Location};
 use crate::snapshot::{self, Library};
 use crate::store::blobs::BlobStore;
 
@@ -44,25 +42,10 @@ pub struct CreateArgs {
     /// Who publishes it, recorded in the manifest.
     #[arg(long, default_value = "maintainer (command line)")]
     pub by: String,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum VerifyCommand {
-    /// Check a snapshot folder or URL against its manifest.json: every
-    /// file's size, SHA-256, row count and Parquet columns. Exit 0 when all
-    /// match, 1 naming each file that differs, 2 when it cannot be read.
-    Snapshot(VerifyArgs),
-}
-
-#[derive(Debug, Args)]
-pub struct VerifyArgs {
-    /// A snapshot folder, or a URL: https://HOST/snapshots/ID,
-    /// https://HOST/snapshots/latest, or https://HOST (its latest snapshot).
-    pub target: String,
-    /// The SHA-256 of manifest.json you cited or were given; without it the
-    /// manifest found is trusted and only the files are checked against it.
-    #[arg(long)]
-    pub manifest_sha256: Option<String>,
+    /// The transparency log's key (the service's --log-key-file); defaults
+    /// to <data-dir>/log.key. The snapshot records a checkpoint signed with it.
+    #[arg(long, env = "WATTCOUNTS_LOG_KEY_FILE")]
+    pub log_key_file: Option<PathBuf>,
 }
 
 fn mb(bytes: u64) -> String {
@@ -77,10 +60,24 @@ pub async fn run(cmd: SnapshotCommand) -> anyhow::Result<()> {
             let store = crate::store::open(&url).await?;
             let blobs = BlobStore::new(data_dir.join("blobs"))?;
             let library = Library::new(data_dir.join("snapshots"))?;
+            let key_path = a
+                .log_key_file
+                .clone()
+                .unwrap_or_else(|| data_dir.join("log.key"));
+            let key = crate::config::load_log_key(&key_path, "", false)?;
+            if let Some((origin, recorded)) = store.log_key().await? {
+                anyhow::ensure!(
+                    recorded == key.verifier_key(),
+                    "{} holds the key {}, but the database's log '{origin}' is signed with {recorded}",
+                    key_path.display(),
+                    key.verifier_key()
+                );
+            }
             let options = snapshot::Options {
                 traces: a.traces,
                 created_by: a.by.clone(),
                 public_url: a.public_url.clone(),
+                log_key: Some(std::sync::Arc::new(key)),
             };
             let start = std::time::Instant::now();
             let created =
@@ -140,49 +137,5 @@ pub async fn run(cmd: SnapshotCommand) -> anyhow::Result<()> {
             }
             Ok(())
         }
-    }
-}
-
-pub async fn verify(cmd: VerifyCommand) -> anyhow::Result<ExitCode> {
-    let VerifyCommand::Snapshot(a) = cmd;
-    let location = Location::parse(&a.target);
-    let report = verify::verify(&location, a.manifest_sha256.as_deref(), |c| {
-        if c.problems.is_empty() {
-            println!(
-                "ok       {:<24} {:>12} bytes{}",
-                c.path,
-                c.bytes.unwrap_or(0),
-                c.rows.map_or(String::new(), |r| format!(", {r} rows"))
-            );
-        } else {
-            for p in &c.problems {
-                println!("DIFFERS  {:<24} {p}", c.path);
-            }
-        }
-    })
-    .await?;
-    for p in &report.manifest_problems {
-        println!("DIFFERS  manifest.json            {p}");
-    }
-    let bad = report
-        .files
-        .iter()
-        .filter(|f| !f.problems.is_empty())
-        .count()
-        + usize::from(!report.manifest_problems.is_empty());
-    if report.ok() {
-        println!(
-            "snapshot {} verified: {} files match manifest.json (sha256 {})",
-            report.snapshot_id,
-            report.files.len(),
-            report.manifest_sha256
-        );
-        Ok(ExitCode::SUCCESS)
-    } else {
-        println!(
-            "snapshot {}: {bad} file(s) differ from manifest.json (sha256 {})",
-            report.snapshot_id, report.manifest_sha256
-        );
-        Ok(ExitCode::from(super::EXIT_REJECTED))
     }
 }

@@ -4,6 +4,7 @@
 //! and bumps that version on every write it makes.
 
 pub mod admission;
+pub mod ledger;
 pub mod moderation;
 pub mod rebuild;
 pub mod register;
@@ -34,6 +35,7 @@ pub use moderation::{Decision, ModerationError};
 pub struct Service {
     store: Arc<dyn Store>,
     ingestor: Ingestor,
+    ledger: ledger::Ledger,
     admission: admission::Admission,
     /// Bumped whenever this instance changes what readers see.
     data_version: AtomicU64,
@@ -51,8 +53,9 @@ pub struct Board {
 }
 
 impl Service {
-    /// A service without rate limits, admitting as many ingests at once as
-    /// the machine has cores (tools, the demo loader, benchmarks).
+    /// A service without rate limits or the log's key, admitting as many
+    /// ingests at once as the machine has cores (maintenance tools: it
+    /// stores and reads, but signs no checkpoint).
     pub fn new(store: Arc<dyn Store>, blobs: BlobStore, config: IngestConfig) -> Self {
         Self::with_limits(
             store,
@@ -60,6 +63,7 @@ impl Service {
             config,
             admission::AdmissionLimits::for_this_machine(),
             RateLimits::off(),
+            None,
         )
     }
 
@@ -69,8 +73,10 @@ impl Service {
         config: IngestConfig,
         admission: admission::AdmissionLimits,
         rates: RateLimits,
+        log_key: Option<crate::tlog::checkpoint::LogKey>,
     ) -> Self {
         Service {
+            ledger: ledger::Ledger::new(store.clone(), log_key),
             ingestor: Ingestor::new(store.clone(), blobs, config, rates),
             admission: admission::Admission::new(admission),
             store,
@@ -181,15 +187,68 @@ impl Service {
     ) -> Result<(Outcome, Receipt), IngestError> {
         let _turn = self.admission.ingest_turn().await?;
         let (bundle, _claim) = staged.into_parts();
-        let r = self.ingestor.submit_staged(bundle, signature, t).await?;
-        if r.0 == Outcome::Created {
+        let (outcome, mut receipt) = self.ingestor.submit_staged(bundle, signature, t).await?;
+        if outcome == Outcome::Created {
             self.changed();
         }
-        Ok(r)
+        if self.ledger.verifier_key().is_some() {
+            self.attach_log(&mut receipt)
+                .await
+                .map_err(|e| IngestError::Internal(e.to_string()))?;
+        }
+        Ok((outcome, receipt))
     }
 
-    pub async fn receipt(&self, id: Uuid) -> Result<Option<Receipt>, StoreError> {
-        self.ingestor.receipt(id).await
+    /// The receipt as it stands now, with its log proof.
+    pub async fn receipt(&self, id: Uuid) -> Result<Option<Receipt>, ledger::LedgerError> {
+        let Some(mut r) = self.ingestor.receipt(id).await? else {
+            return Ok(None);
+        };
+        self.attach_log(&mut r).await?;
+        Ok(Some(r))
+    }
+
+    async fn attach_log(&self, r: &mut Receipt) -> Result<(), ledger::LedgerError> {
+        if let Some(index) = self
+            .store
+            .submission(r.submission_id)
+            .await?
+            .and_then(|s| s.log_index)
+        {
+            r.log = Some(self.ledger.receipt_part(index).await?);
+        }
+        Ok(())
+    }
+
+    /// The transparency log.
+    pub fn ledger(&self) -> &ledger::Ledger {
+        &self.ledger
+    }
+
+    /// Start-up: checks that this instance signs with the log's key,
+    /// appends leaves for whatever was stored before the log existed, and
+    /// publishes a checkpoint of the log as it stands. Returns how many
+    /// leaves were backfilled.
+    pub async fn start_log(&self) -> Result<u64, ledger::LedgerError> {
+        self.ledger.claim().await?;
+        let backfilled = self.store.backfill_log().await?;
+        if backfilled > 0 {
+            self.changed();
+        }
+        self.ledger.publish().await?;
+        Ok(backfilled)
+    }
+
+    /// Publishes a checkpoint every `every` when the log has grown (and
+    /// right away on demand through [`ledger::Ledger::publish`]).
+    pub async fn publish_checkpoints(self: Arc<Self>, every: Duration) {
+        loop {
+            tokio::time::sleep(every).await;
+            match self.ledger.publish().await {
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "publishing a log checkpoint failed"),
+            }
+        }
     }
     pub async fn submission(&self, id: Uuid) -> Result<Option<SubmissionRecord>, StoreError> {
         self.store.submission(id).await
@@ -341,11 +400,16 @@ impl Service {
         options: &crate::snapshot::create::Options,
         progress: impl FnMut(&str) + Send + 'static,
     ) -> anyhow::Result<crate::snapshot::create::Created> {
+        let mut options = options.clone();
+        if options.log_key.is_none() {
+            self.ledger.claim().await?;
+            options.log_key = self.ledger.key_arc();
+        }
         crate::snapshot::create::create(
             self.store.as_ref(),
             self.blobs(),
             library,
-            options,
+            &options,
             progress,
         )
         .await

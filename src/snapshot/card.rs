@@ -104,7 +104,13 @@ pub fn readme(input: &CardInput<'_>) -> String {
          - Every submission passed the service's reproducibility and plausibility checks (arithmetic against \
          the power trace, sampling rate, physical limits from the GPU catalogue, repeatability across \
          iterations, Poisson arrivals, consistency with peers); the checks and their thresholds are listed at \
-         `/checks` on the service.\n",
+         `/checks` on the service.\n\
+         - Every submission, whatever its status, and every maintainer decision is a leaf of the service's \
+         public transparency log (RFC 6962 Merkle tree, C2SP signed checkpoints). `manifest.json` records the \
+         checkpoint this snapshot covers and a consistency proof from the previous snapshot's; \
+         `wattcounts verify snapshot DIR --log-key KEY [--previous OLD_DIR]` rebuilds the tree from `log.jsonl`, \
+         checks that every row of `submissions.csv` is an accepted leaf, and that the log only grew, trusting \
+         nothing but the log's verifier key (published at `/log/key` on the service).\n",
     );
     if !input.submitters.is_empty() {
         out.push_str("\n## Contributors\n\n");

@@ -25,6 +25,17 @@ pub struct Options {
     pub created_by: String,
     /// The service's public origin, for the card and citation.
     pub public_url: Option<String>,
+    /// The transparency log's key: the snapshot records a checkpoint,
+    /// signed with it, of the log as the snapshot's read saw it.
+    pub log_key: Option<std::sync::Arc<crate::tlog::checkpoint::LogKey>>,
+}
+
+/// The checkpoint the newest earlier snapshot covers.
+#[derive(Debug, Clone)]
+struct Previous {
+    snapshot_id: String,
+    size: u64,
+    checkpoint: String,
 }
 
 /// A finished snapshot and how long its parts took.
@@ -59,14 +70,37 @@ pub async fn create(
     progress: impl FnMut(&str) + Send + 'static,
 ) -> anyhow::Result<Created> {
     let started = Instant::now();
+    anyhow::ensure!(
+        options.log_key.is_some(),
+        "a snapshot records a signed log checkpoint: the log key is needed (--log-key-file, or the data dir's log.key)"
+    );
+    // Whatever was stored before the log existed gets its leaf first, so
+    // every submission in the snapshot is in the log it records.
+    store.backfill_log().await?;
+    let previous = library.list()?.into_iter().find_map(|p| {
+        p.manifest.log.map(|l| Previous {
+            snapshot_id: p.manifest.snapshot_id,
+            size: l.size,
+            checkpoint: l.checkpoint,
+        })
+    });
+    let previous_size = previous.as_ref().map(|p| p.size);
     let (tx, rx) = tokio::sync::mpsc::channel(2);
     let blobs = blobs.clone();
     let library = library.clone();
     let options = options.clone();
     let writer = tokio::task::spawn_blocking(move || {
-        write(rx, &blobs, &library, &options, Utc::now(), progress)
+        write(
+            rx,
+            &blobs,
+            &library,
+            &options,
+            previous,
+            Utc::now(),
+            progress,
+        )
     });
-    let read = store.snapshot_source(tx, RUN_BATCH).await;
+    let read = store.snapshot_source(tx, RUN_BATCH, previous_size).await;
     let read_time = started.elapsed();
     let written = writer.await?;
     // Whichever side failed first says why: a failed read ends the stream
@@ -172,12 +206,22 @@ fn write(
     blobs: &BlobStore,
     library: &Library,
     options: &Options,
+    previous: Option<Previous>,
     now: DateTime<Utc>,
     mut progress: impl FnMut(&str),
 ) -> anyhow::Result<Published> {
     library.remove_stale()?;
     let (id, tmp) = library.reserve(&format!("wc-{}", now.format("%Y%m%dT%H%M%SZ")))?;
-    let result = write_into(&mut rx, blobs, options, now, &id, &tmp, &mut progress);
+    let result = write_into(
+        &mut rx,
+        blobs,
+        options,
+        previous,
+        now,
+        &id,
+        &tmp,
+        &mut progress,
+    );
     if result.is_err() {
         // An error (not a crash): take the unfinished folder away now.
         let _ = std::fs::remove_dir_all(&tmp);
@@ -199,10 +243,12 @@ struct RunFiles<'a> {
     csv: polars::io::csv::write::BatchedWriter<&'a mut DigestFile>,
 }
 
+#[allow(clippy::too_many_arguments)]
 fn write_into(
     rx: &mut Receiver<SnapshotPart>,
     blobs: &BlobStore,
     options: &Options,
+    previous: Option<Previous>,
     now: DateTime<Utc>,
     id: &str,
     tmp: &Path,
@@ -230,6 +276,7 @@ fn write_into(
     let submission_docs = columns::docs(&submission_fields);
 
     let mut tally = Tally::default();
+    let log_head;
     let mut parquet_file = DigestFile::create(&tmp.join("runs.parquet"))?;
     let mut csv_file = DigestFile::create(&tmp.join("runs.csv"))?;
     {
@@ -272,7 +319,14 @@ fn write_into(
                         .write_batch(&tables::frame(&fields, &rows, Target::Csv)?)?;
                     progress(&format!("runs: {} rows", tally.iterations));
                 }
-                SnapshotPart::Done => break,
+                SnapshotPart::LogHead {
+                    size,
+                    root,
+                    consistency,
+                } => {
+                    log_head = (size, root, consistency);
+                    break;
+                }
                 _ => anyhow::bail!("the database read sent its parts out of order"),
             }
         }
@@ -282,6 +336,7 @@ fn write_into(
     let runs_parquet = parquet_file.finish(Some(tally.iterations))?;
     crash_point("snapshot-after-runs");
     let runs_csv = csv_file.finish(Some(tally.iterations))?;
+    let log_file = write_log(rx, tmp, &log_head, progress)?;
     let coverage = coverage(&submissions, &tally, configurations.len());
 
     let mut out = Files {
@@ -362,6 +417,12 @@ fn write_into(
         );
     }
 
+    files.push((
+        entry(manifest::LOG_ENTRIES_FILE, log_file, &[]),
+        "The transparency log's leaves (RFC 8785 JSON), one per line in index order, up to the signed checkpoint in manifest.json; submissions.csv's log_index points into it.",
+        &[],
+    ));
+
     let created_at = crate::store::ts(&now);
     let mut handles: BTreeMap<String, u64> = BTreeMap::new();
     for s in &submissions {
@@ -391,6 +452,7 @@ fn write_into(
     let mut entries: Vec<FileEntry> = files.into_iter().map(|(f, _, _)| f).collect();
     entries.push(entry("README.md", readme, &[]));
     entries.push(entry("CITATION.cff", citation, &[]));
+    let log = snapshot_log(options, previous, log_head)?;
 
     let manifest = Manifest {
         format: manifest::FORMAT.to_string(),
@@ -401,6 +463,7 @@ fn write_into(
         includes_power_traces: options.traces,
         coverage,
         files: entries,
+        log: Some(log),
     };
     let mut json = serde_json::to_vec_pretty(&manifest)?;
     json.push(b'\n');
@@ -415,4 +478,76 @@ fn write_into(
     }
     sync_dir(tmp)?;
     Ok(())
+}
+
+/// log.jsonl: the log's leaves, one per line in index order, streamed from
+/// the read and checked against the root the database holds.
+fn write_log(
+    rx: &mut Receiver<SnapshotPart>,
+    tmp: &Path,
+    head: &(u64, crate::tlog::Hash, Option<crate::tlog::TreeProof>),
+    progress: &mut impl FnMut(&str),
+) -> anyhow::Result<Written> {
+    use std::io::Write;
+    let mut file = DigestFile::create(&tmp.join(manifest::LOG_ENTRIES_FILE))?;
+    let mut tree = crate::tlog::RootBuilder::default();
+    loop {
+        match next_part(rx, "the end of the log")? {
+            SnapshotPart::LogEntries(leaves) => {
+                for leaf in &leaves {
+                    anyhow::ensure!(!leaf.contains('\n'), "a log leaf holds a line break");
+                    tree.push(leaf.as_bytes());
+                    file.write_all(leaf.as_bytes())?;
+                    file.write_all(b"\n")?;
+                }
+            }
+            SnapshotPart::Done => break,
+            _ => anyhow::bail!("the database read sent its parts out of order"),
+        }
+    }
+    anyhow::ensure!(
+        tree.size() == head.0 && tree.root() == head.1,
+        "the log's stored leaves ({}) do not hash to its stored root (size {}): the log tables disagree",
+        tree.size(),
+        head.0
+    );
+    progress(&format!("log: {} leaves", tree.size()));
+    Ok(file.finish(Some(tree.size()))?)
+}
+
+/// The checkpoint the snapshot records, signed now, and the proof that
+/// the log extends the previous snapshot's.
+fn snapshot_log(
+    options: &Options,
+    previous: Option<Previous>,
+    (size, root, consistency): (u64, crate::tlog::Hash, Option<crate::tlog::TreeProof>),
+) -> anyhow::Result<manifest::SnapshotLog> {
+    use base64::prelude::{Engine, BASE64_STANDARD};
+    let key = options
+        .log_key
+        .as_deref()
+        .ok_or_else(|| anyhow::anyhow!("no log key"))?;
+    let checkpoint = String::from_utf8(
+        key.sign_checkpoint(size, root)
+            .map_err(anyhow::Error::msg)?,
+    )?;
+    let previous = previous.map(|p| manifest::PreviousLog {
+        consistency: consistency
+            .iter()
+            .flatten()
+            .map(|h| BASE64_STANDARD.encode(h.0))
+            .collect(),
+        snapshot_id: p.snapshot_id,
+        size: p.size,
+        checkpoint: p.checkpoint,
+    });
+    Ok(manifest::SnapshotLog {
+        origin: key.origin().to_string(),
+        verifier_key: key.verifier_key().to_string(),
+        size,
+        root: BASE64_STANDARD.encode(root.0),
+        checkpoint,
+        entries_file: manifest::LOG_ENTRIES_FILE.to_string(),
+        previous,
+    })
 }

@@ -18,7 +18,41 @@ pub struct Manifest {
     pub includes_power_traces: bool,
     pub coverage: Coverage,
     pub files: Vec<FileEntry>,
+    /// The transparency log the snapshot covers (absent in snapshots made
+    /// before the log existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log: Option<SnapshotLog>,
 }
+
+/// The log checkpoint a snapshot covers: every submission in it is a leaf
+/// of this tree, whose leaves are `entries_file` (one per line, in order).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SnapshotLog {
+    pub origin: String,
+    pub verifier_key: String,
+    pub size: u64,
+    /// Base64 root hash.
+    pub root: String,
+    /// The signed checkpoint (c2sp.org/tlog-checkpoint as a signed note).
+    pub checkpoint: String,
+    pub entries_file: String,
+    /// The previous snapshot's checkpoint and the proof that this log
+    /// extends it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous: Option<PreviousLog>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PreviousLog {
+    pub snapshot_id: String,
+    pub size: u64,
+    pub checkpoint: String,
+    /// Base64 hashes of the RFC 6962 consistency proof from `size`.
+    pub consistency: Vec<String>,
+}
+
+/// The log's leaves in a snapshot.
+pub const LOG_ENTRIES_FILE: &str = "log.jsonl";
 
 /// The accepted data the snapshot holds, counted when it was read.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -73,6 +107,7 @@ pub fn media_type(path: &str) -> &'static str {
         Some("md") => "text/markdown; charset=utf-8",
         Some("cff") => "text/plain; charset=utf-8",
         Some("json") => "application/json",
+        Some("jsonl") => "application/jsonl",
         _ => "application/octet-stream",
     }
 }

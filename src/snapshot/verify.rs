@@ -55,12 +55,24 @@ pub struct Report {
     pub files: Vec<FileCheck>,
     /// Problems with the manifest itself (the expected digest differs).
     pub manifest_problems: Vec<String>,
+    /// The transparency-log check, when a log key was given.
+    pub log: Option<crate::audit::SnapshotLogCheck>,
 }
 
 impl Report {
     pub fn ok(&self) -> bool {
-        self.manifest_problems.is_empty() && self.files.iter().all(|f| f.problems.is_empty())
+        self.manifest_problems.is_empty()
+            && self.files.iter().all(|f| f.problems.is_empty())
+            && self.log.as_ref().is_none_or(|l| l.problems.is_empty())
     }
+}
+
+/// What `verify` checks beyond the files: the log, with the key the
+/// reader trusts, and the previous snapshot the reader holds.
+#[derive(Debug, Clone, Default)]
+pub struct LogOptions {
+    pub verifier_key: Option<String>,
+    pub previous: Option<Location>,
 }
 
 /// Reads files by name, from a folder or over HTTP.
@@ -165,6 +177,9 @@ fn check_file(expected: &FileEntry, bytes: Result<Vec<u8>, String>) -> FileCheck
     };
     let shape = if expected.path.ends_with(".parquet") {
         parquet_shape(bytes).map(|(rows, names)| (rows, Some(names)))
+    } else if expected.path.ends_with(".jsonl") {
+        // One JSON document per line, each ending in a line break.
+        Ok((bytes.iter().filter(|b| **b == b'\n').count() as u64, None))
     } else {
         csv_rows(&bytes).map(|rows| (rows, None))
     };
@@ -196,9 +211,74 @@ fn check_file(expected: &FileEntry, bytes: Result<Vec<u8>, String>) -> FileCheck
 pub async fn verify(
     location: &Location,
     expected_manifest_sha256: Option<&str>,
+    log: &LogOptions,
     mut progress: impl FnMut(&FileCheck),
 ) -> anyhow::Result<Report> {
-    let reader = match location {
+    let reader = open(location).await?;
+    let (manifest_bytes, manifest) = read_manifest(&reader).await?;
+    let manifest_sha256 = sha256_hex(&manifest_bytes);
+    let mut manifest_problems = Vec::new();
+    if let Some(want) = expected_manifest_sha256 {
+        if !want.eq_ignore_ascii_case(&manifest_sha256) {
+            manifest_problems.push(format!(
+                "manifest.json has sha256 {manifest_sha256}, expected {want}"
+            ));
+        }
+    }
+    let mut files = Vec::new();
+    // The log check reads these two again from what was digested.
+    let mut kept: std::collections::HashMap<String, Vec<u8>> = Default::default();
+    for f in &manifest.files {
+        let bytes = reader.read(&f.path).await;
+        if let Ok(b) = &bytes {
+            if log.verifier_key.is_some()
+                && (f.path == manifest::LOG_ENTRIES_FILE || f.path == "submissions.csv")
+            {
+                kept.insert(f.path.clone(), b.clone());
+            }
+        }
+        let check = check_file(f, bytes);
+        progress(&check);
+        files.push(check);
+    }
+    let log_check = match &log.verifier_key {
+        None => None,
+        Some(key) => {
+            let previous = match &log.previous {
+                Some(l) => Some(read_manifest(&open(l).await?).await?.1),
+                None => None,
+            };
+            let get = |name: &str| kept.get(name).map(Vec::as_slice).unwrap_or_default();
+            Some(crate::audit::check_snapshot_log(
+                &manifest,
+                get(manifest::LOG_ENTRIES_FILE),
+                get("submissions.csv"),
+                key,
+                previous.as_ref(),
+            ))
+        }
+    };
+    Ok(Report {
+        snapshot_id: manifest.snapshot_id,
+        manifest_sha256,
+        files,
+        manifest_problems,
+        log: log_check,
+    })
+}
+
+async fn read_manifest(reader: &Reader) -> anyhow::Result<(Vec<u8>, Manifest)> {
+    let bytes = reader
+        .read(manifest::FILE_NAME)
+        .await
+        .map_err(anyhow::Error::msg)?;
+    let manifest: Manifest = serde_json::from_slice(&bytes)
+        .map_err(|e| anyhow::anyhow!("manifest.json is not a snapshot manifest: {e}"))?;
+    Ok((bytes, manifest))
+}
+
+async fn open(location: &Location) -> anyhow::Result<Reader> {
+    Ok(match location {
         Location::Dir(d) => Reader::Dir(d.clone()),
         Location::Url(u) => {
             let client = reqwest::Client::new();
@@ -220,32 +300,5 @@ pub async fn verify(
                 .to_string();
             Reader::Http { client, base }
         }
-    };
-    let manifest_bytes = reader
-        .read(manifest::FILE_NAME)
-        .await
-        .map_err(anyhow::Error::msg)?;
-    let manifest: Manifest = serde_json::from_slice(&manifest_bytes)
-        .map_err(|e| anyhow::anyhow!("manifest.json is not a snapshot manifest: {e}"))?;
-    let manifest_sha256 = sha256_hex(&manifest_bytes);
-    let mut manifest_problems = Vec::new();
-    if let Some(want) = expected_manifest_sha256 {
-        if !want.eq_ignore_ascii_case(&manifest_sha256) {
-            manifest_problems.push(format!(
-                "manifest.json has sha256 {manifest_sha256}, expected {want}"
-            ));
-        }
-    }
-    let mut files = Vec::new();
-    for f in &manifest.files {
-        let check = check_file(f, reader.read(&f.path).await);
-        progress(&check);
-        files.push(check);
-    }
-    Ok(Report {
-        snapshot_id: manifest.snapshot_id,
-        manifest_sha256,
-        files,
-        manifest_problems,
     })
 }

@@ -61,6 +61,7 @@ const TABLES: &[(&str, &[(&str, Kind)])] = &[
             ("duplicate_of", Text),
             ("iterations", Int),
             ("power_samples", Int),
+            ("log_index", Int),
         ],
     ),
     (
@@ -148,7 +149,19 @@ const TABLES: &[(&str, &[(&str, Kind)])] = &[
             ("to_status", Text),
             ("effective_at", Text),
             ("reason", Text),
+            ("log_index", Int),
         ],
+    ),
+    // The transparency log, byte for byte (its head row, with the
+    // verifier key, is copied after the tables).
+    (
+        "log_entries",
+        &[("idx", Int), ("leaf", Text), ("backfilled", Bool)],
+    ),
+    ("log_hashes", &[("idx", Int), ("hash", Text)]),
+    (
+        "log_checkpoints",
+        &[("size", Int), ("signed", Text), ("published_at", Text)],
     ),
     // The read model, as it stands (`db rebuild` would give the same).
     (
@@ -285,6 +298,16 @@ pub async fn sqlite_to_postgres(
         progress(table, rows.len() as u64);
         report.push((*table, rows.len() as u64));
     }
+    // The log's name and verifier key: the copy keeps signing as the same log.
+    let head: (Option<String>, Option<String>) =
+        sqlx::query_as("SELECT origin, verifier_key FROM log_head WHERE id = 1")
+            .fetch_one(from)
+            .await?;
+    sqlx::query("UPDATE log_head SET origin = $1, verifier_key = $2 WHERE id = 1")
+        .bind(head.0)
+        .bind(head.1)
+        .execute(&mut *tx)
+        .await?;
     tx.commit().await?;
     Ok(report)
 }

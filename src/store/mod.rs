@@ -3,6 +3,7 @@
 
 pub mod blobs;
 pub mod copy;
+pub mod log;
 pub mod postgres;
 mod sql;
 pub mod sqlite;
@@ -55,6 +56,8 @@ pub struct NewSubmission {
     pub bundle_sha256: String,
     pub submitter_id: i64,
     pub key_id: i64,
+    /// The signing key's fingerprint, recorded in the submission's log leaf.
+    pub key_fingerprint: String,
     pub status: Status,
     pub received_at: DateTime<Utc>,
     pub gpu_name: String,
@@ -105,6 +108,9 @@ pub struct SubmissionRecord {
     pub content_sha256: Option<String>,
     /// Set by `db rebuild` when an older submission holds the same run content.
     pub duplicate_of: Option<Uuid>,
+    /// The submission's leaf in the transparency log (None only before
+    /// the start-up backfill has run).
+    pub log_index: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
@@ -117,7 +123,7 @@ pub struct TableCounts {
 }
 
 #[async_trait]
-pub trait Store: Send + Sync {
+pub trait Store: log::LogStore + Send + Sync {
     fn backend(&self) -> &'static str;
     async fn ping(&self) -> Result<(), StoreError>;
     /// Counts one hit in `bucket`'s fixed window starting at `window_start`
@@ -220,10 +226,14 @@ pub trait Store: Send + Sync {
     /// read in one transaction so the parts agree with each other, sent in
     /// order: the submissions, the groups, then the runs in batches of
     /// `batch` (the channel's bound keeps memory flat).
+    /// Then the transparency log as the same read sees it: its size,
+    /// root and (from `previous_log_size`, the previous snapshot's) a
+    /// consistency proof, then every leaf in batches.
     async fn snapshot_source(
         &self,
         out: tokio::sync::mpsc::Sender<SnapshotPart>,
         batch: usize,
+        previous_log_size: Option<u64>,
     ) -> Result<(), StoreError>;
 }
 
@@ -270,6 +280,15 @@ pub enum SnapshotPart {
     Groups(Vec<Entry>),
     /// Iterations with their submission, in submission then harness order.
     Runs(Vec<(Uuid, IterationMetrics)>),
+    /// The log's size and root when read, with a consistency proof from
+    /// the previous snapshot's size when one was asked for.
+    LogHead {
+        size: u64,
+        root: crate::tlog::Hash,
+        consistency: Option<crate::tlog::TreeProof>,
+    },
+    /// Leaves in index order (canonical JSON).
+    LogEntries(Vec<String>),
     /// The read transaction ended well: everything was sent.
     Done,
 }
@@ -311,6 +330,9 @@ pub struct ModerationEvent {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub effective_at: Option<String>,
     pub reason: String,
+    /// The decision's leaf in the transparency log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_index: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]

@@ -77,6 +77,9 @@ impl PgStore {
     /// instances adding to one group at once take turns and lose nothing.
     const LOCK_GROUP: Option<&'static str> =
         Some("SELECT group_key FROM group_keys WHERE group_key = $1 FOR UPDATE");
+    /// Appenders of every instance take turns on the one head row, so the
+    /// log stays linear: the next index is read under this lock.
+    const LOCK_LOG: Option<&'static str> = Some("SELECT id FROM log_head WHERE id = 1 FOR UPDATE");
     /// Row locks and unique constraints order writers; a plain BEGIN.
     const BEGIN_WRITE: &'static str = "BEGIN";
     /// Statistics for the tables a rebuild rewrote (allowed in a transaction).
@@ -93,6 +96,7 @@ impl PgStore {
     const BYTE_ORDER: &'static str = " COLLATE \"C\"";
 }
 
+super::log::log_store!(PgStore, sqlx::postgres::PgRow, sqlx::PgConnection);
 sql_store!(
     PgStore,
     "postgres",

@@ -9,7 +9,8 @@ use chrono::{DateTime, Utc};
 use super::{parse_ts, Status, StoreError};
 
 pub(super) const SUBMISSION_SELECT: &str = "SELECT s.id, s.bundle_sha256, u.handle, s.status, s.received_at, s.gpu_name, s.gpu_id, s.run_name,
-        s.is_demo, s.bundle_bytes, s.blob_path, s.iterations, s.power_samples, s.protocol, s.content_sha256, s.duplicate_of
+        s.is_demo, s.bundle_bytes, s.blob_path, s.iterations, s.power_samples, s.protocol, s.content_sha256, s.duplicate_of,
+        s.log_index
      FROM submissions s JOIN submitters u ON u.id = s.submitter_id";
 
 /// The members of one group: `configurations` joined to their submission.
@@ -268,6 +269,7 @@ macro_rules! sql_store {
                     .get::<Option<String>, _>(15)
                     .map(|d| Uuid::parse_str(&d).map_err(|e| StoreError::Other(e.into())))
                     .transpose()?,
+                log_index: r.get::<Option<i64>, _>(16).map(|i| i as u64),
             })
         }
 
@@ -547,17 +549,33 @@ macro_rules! sql_store {
             ))
         }
 
+        /// Records one event; returns its leaf, for the transaction to
+        /// append last (the log lock is the last one a writer takes).
         async fn insert_event(
             tx: &mut $conn,
             by: &Actor,
             e: EventRow<'_>,
-        ) -> Result<(), StoreError> {
-            sqlx::query(
+        ) -> Result<($crate::store::log::LogTarget, Vec<u8>), StoreError> {
+            let at = ts(&by.at);
+            let leaf = $crate::store::log::EventLeaf {
+                action: e.action,
+                actor: &by.name,
+                at: &at,
+                submission_id: e.submission_id,
+                handle: e.handle,
+                fingerprint: e.fingerprint,
+                from: e.from.map(Status::as_str),
+                to: e.to.map(Status::as_str),
+                effective_at: e.effective_at,
+                reason: e.reason,
+            }
+            .canonical();
+            let id: i64 = sqlx::query_scalar(
                 "INSERT INTO moderation_events (created_at, actor, action, submission_id, submitter_handle, key_fingerprint,
                     from_status, to_status, effective_at, reason)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id",
             )
-            .bind(ts(&by.at))
+            .bind(&at)
             .bind(&by.name)
             .bind(e.action)
             .bind(e.submission_id)
@@ -567,10 +585,10 @@ macro_rules! sql_store {
             .bind(e.to.map(Status::as_str))
             .bind(e.effective_at)
             .bind(e.reason)
-            .execute(tx)
+            .fetch_one(tx)
             .await
             .map_err(db_err)?;
-            Ok(())
+            Ok(($crate::store::log::LogTarget::Event(id), leaf))
         }
 
         impl $store {
@@ -732,7 +750,7 @@ macro_rules! sql_store {
                     .execute(&mut *tx)
                     .await
                     .map_err(db_err)?;
-                insert_event(
+                let mut leaves = vec![insert_event(
                     &mut tx,
                     by,
                     EventRow {
@@ -746,7 +764,7 @@ macro_rules! sql_store {
                         reason: &by.reason,
                     },
                 )
-                .await?;
+                .await?];
                 // Bundles signed with the key after it was compromised are void.
                 let affected: Vec<(String, String)> = sqlx::query_as(
                     "SELECT id, status FROM submissions WHERE key_id = $1 AND received_at >= $2 AND status <> 'rejected'
@@ -766,21 +784,23 @@ macro_rules! sql_store {
                         .execute(&mut *tx)
                         .await
                         .map_err(db_err)?;
-                    insert_event(
-                        &mut tx,
-                        by,
-                        EventRow {
-                            action: "reject",
-                            submission_id: Some(&id),
-                            handle: Some(&handle),
-                            fingerprint: Some(fingerprint),
-                            from: Some(status_of(&status)?),
-                            to: Some(Status::Rejected),
-                            effective_at: None,
-                            reason: &why,
-                        },
-                    )
-                    .await?;
+                    leaves.push(
+                        insert_event(
+                            &mut tx,
+                            by,
+                            EventRow {
+                                action: "reject",
+                                submission_id: Some(&id),
+                                handle: Some(&handle),
+                                fingerprint: Some(fingerprint),
+                                from: Some(status_of(&status)?),
+                                to: Some(Status::Rejected),
+                                effective_at: None,
+                                reason: &why,
+                            },
+                        )
+                        .await?,
+                    );
                     moved.push((id.clone(), status_of(&status)?));
                     rejected.push(Uuid::parse_str(&id).map_err(|e| StoreError::Other(e.into()))?);
                 }
@@ -790,6 +810,7 @@ macro_rules! sql_store {
                 for (id, from) in &moved {
                     move_counters(&mut tx, id, Some(*from), Status::Rejected).await?;
                 }
+                append_leaves(&mut tx, &leaves, false).await?;
                 tx.commit().await.map_err(db_err)?;
                 Ok(Some(rejected))
             }
@@ -808,7 +829,7 @@ macro_rules! sql_store {
                 if r.rows_affected() == 0 {
                     return Ok(false);
                 }
-                insert_event(
+                let leaf = insert_event(
                     &mut tx,
                     by,
                     EventRow {
@@ -823,6 +844,7 @@ macro_rules! sql_store {
                     },
                 )
                 .await?;
+                append_leaves(&mut tx, &[leaf], false).await?;
                 tx.commit().await.map_err(db_err)?;
                 Ok(true)
             }
@@ -870,7 +892,7 @@ macro_rules! sql_store {
                         .map_err(db_err)?;
                     return Ok(Decided::WrongStatus(status_of(&now)?));
                 }
-                insert_event(
+                let leaf = insert_event(
                     &mut tx,
                     by,
                     EventRow {
@@ -891,6 +913,7 @@ macro_rules! sql_store {
                 .await?;
                 refresh_groups_of(&mut tx, std::slice::from_ref(&id_text)).await?;
                 move_counters(&mut tx, &id_text, Some(current), to).await?;
+                append_leaves(&mut tx, &[leaf], false).await?;
                 tx.commit().await.map_err(db_err)?;
                 Ok(Decided::Done(current))
             }
@@ -898,7 +921,7 @@ macro_rules! sql_store {
             async fn moderation_events(&self, id: Uuid) -> Result<Vec<ModerationEvent>, StoreError> {
                 let rows = sqlx::query(
                     "SELECT created_at, actor, action, submission_id, submitter_handle, key_fingerprint, from_status,
-                            to_status, effective_at, reason
+                            to_status, effective_at, reason, log_index
                      FROM moderation_events WHERE submission_id = $1 ORDER BY id",
                 )
                 .bind(id.to_string())
@@ -930,6 +953,7 @@ macro_rules! sql_store {
                                 .transpose()?,
                             effective_at: r.get(8),
                             reason: r.get(9),
+                            log_index: r.get::<Option<i64>, _>(10).map(|i| i as u64),
                         })
                     })
                     .collect()
@@ -1201,6 +1225,16 @@ macro_rules! sql_store {
                     refresh_group(&mut tx, &g.key.canonical()).await?;
                 }
                 move_counters(&mut tx, &id, None, s.status).await?;
+                // The log last: its lock is the last one a writer takes.
+                let leaf = $crate::store::log::submission_leaf(
+                    &id,
+                    &s.bundle_sha256,
+                    &s.content_sha256,
+                    &s.key_fingerprint,
+                    &ts(&s.received_at),
+                    s.status.as_str(),
+                );
+                append_leaves(&mut tx, &[($crate::store::log::LogTarget::Submission(id.clone()), leaf)], false).await?;
                 tx.commit().await.map_err(db_err)?;
                 Ok(InsertOutcome::Inserted)
             }
@@ -1347,6 +1381,7 @@ macro_rules! sql_store {
                 &self,
                 out: tokio::sync::mpsc::Sender<$crate::store::SnapshotPart>,
                 batch: usize,
+                previous_log_size: Option<u64>,
             ) -> Result<(), StoreError> {
                 use futures_util::TryStreamExt;
                 use $crate::store::SnapshotPart;
@@ -1397,6 +1432,44 @@ macro_rules! sql_store {
                     }
                     if !buf.is_empty() {
                         out.send(SnapshotPart::Runs(buf)).await.map_err(|_| gone())?;
+                    }
+                }
+                // The log as this same read sees it: every submission above
+                // has its leaf below this size.
+                let size = sqlx::query_scalar::<_, i64>("SELECT COALESCE(MAX(idx) + 1, 0) FROM log_entries")
+                    .fetch_one(&mut *tx)
+                    .await
+                    .map_err(db_err)? as u64;
+                let root = {
+                    let need = $crate::tlog::hashes_needed(|r| tlog_tiles::tree_hash(size, &r));
+                    let f = $crate::tlog::Fetched(need.iter().copied().zip(log_hashes_in(&mut tx, &need).await?).collect());
+                    let r: &dyn $crate::tlog::DynReader = &f;
+                    tlog_tiles::tree_hash(size, &r).map_err(|e| StoreError::Other(anyhow::anyhow!("log root: {e}")))?
+                };
+                let consistency = match previous_log_size {
+                    Some(p) if p > 0 && p < size => {
+                        let need = $crate::tlog::hashes_needed(|r| tlog_tiles::prove_tree(size, p, &r));
+                        let f = $crate::tlog::Fetched(need.iter().copied().zip(log_hashes_in(&mut tx, &need).await?).collect());
+                        let r: &dyn $crate::tlog::DynReader = &f;
+                        Some(tlog_tiles::prove_tree(size, p, &r).map_err(|e| StoreError::Other(anyhow::anyhow!("log proof: {e}")))?)
+                    }
+                    _ => None,
+                };
+                out.send(SnapshotPart::LogHead { size, root, consistency }).await.map_err(|_| gone())?;
+                {
+                    let mut rows = sqlx::query_scalar::<_, String>("SELECT leaf FROM log_entries WHERE idx < $1 ORDER BY idx")
+                        .bind(size as i64)
+                        .fetch(&mut *tx);
+                    let mut buf = Vec::with_capacity(batch);
+                    while let Some(leaf) = rows.try_next().await.map_err(db_err)? {
+                        buf.push(leaf);
+                        if buf.len() == batch {
+                            let full = std::mem::replace(&mut buf, Vec::with_capacity(batch));
+                            out.send(SnapshotPart::LogEntries(full)).await.map_err(|_| gone())?;
+                        }
+                    }
+                    if !buf.is_empty() {
+                        out.send(SnapshotPart::LogEntries(buf)).await.map_err(|_| gone())?;
                     }
                 }
                 tx.commit().await.map_err(db_err)?;

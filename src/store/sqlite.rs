@@ -64,6 +64,8 @@ impl SqliteStore {
 impl SqliteStore {
     /// SQLite needs no row lock: one writer holds the database.
     const LOCK_GROUP: Option<&'static str> = None;
+    /// Likewise for the log: the writer appends alone.
+    const LOCK_LOG: Option<&'static str> = None;
     /// Write transactions take SQLite's write lock up front: a second
     /// process on the same file then waits (busy timeout) instead of
     /// failing with "database is locked" when a deferred transaction
@@ -77,6 +79,7 @@ impl SqliteStore {
     const BYTE_ORDER: &'static str = "";
 }
 
+super::log::log_store!(SqliteStore, sqlx::sqlite::SqliteRow, sqlx::SqliteConnection);
 sql_store!(
     SqliteStore,
     "sqlite",

@@ -33,6 +33,15 @@ pub struct LogKey {
     verifier_key: String,
 }
 
+/// Shows the public half only: a key must never reach a log line.
+impl std::fmt::Debug for LogKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LogKey")
+            .field("verifier_key", &self.verifier_key)
+            .finish_non_exhaustive()
+    }
+}
+
 impl LogKey {
     /// A new key for the log named `origin` (e.g. `wattcounts.example/log`);
     /// returns the secret key text (`PRIVATE+KEY+…`, to keep) and the key.
@@ -95,6 +104,13 @@ impl LogKey {
             .map_err(|e| ProofError::Malformed(e.to_string()))?;
         Ok(note.to_bytes())
     }
+}
+
+/// The log name a verifier key (`name+id+base64`) is for, if it is one.
+pub fn verifier_origin(verifier_key: &str) -> Result<String, ProofError> {
+    let v = StandardVerifier::new(verifier_key.trim())
+        .map_err(|e| ProofError::Malformed(format!("verifier key: {e}")))?;
+    Ok(signed_note::Verifier::name(&v).to_string())
 }
 
 /// A signed checkpoint's tree, once its signature by `verifier_key` and its

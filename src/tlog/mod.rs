@@ -9,17 +9,19 @@
 //! depend on this, never the other way.
 
 pub mod checkpoint;
+pub mod tiles;
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 pub use tlog_tiles::{Hash, RecordProof, TreeProof, EMPTY_HASH};
 
 /// What one leaf records. Field order is the canonical (sorted) order:
 /// serialized with serde_json it is RFC 8785 JSON for these types (ASCII
 /// keys, strings and integers only).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Leaf {
     /// One stored submission, whatever its status.
     Submission {
@@ -30,11 +32,18 @@ pub enum Leaf {
         status: String,
         submission_id: String,
     },
-    /// A maintainer's decision on a submission, or a key revocation.
+    /// A maintainer's decision: approve or reject a submission, suspend a
+    /// submitter, revoke a key (and each rejection a revocation causes).
+    /// Absent parts are empty strings, so every leaf has the same keys.
     Decision {
         action: String,
         actor: String,
         at: String,
+        /// From when a revoked key is void.
+        effective_at: String,
+        from_status: String,
+        reason: String,
+        /// The submission id, else the key fingerprint, else the handle.
         subject: String,
         to_status: String,
     },
@@ -59,6 +68,18 @@ impl Leaf {
         }
         out.push(b'}');
         out
+    }
+}
+
+impl Leaf {
+    /// Parses a leaf's bytes, refusing any that are not exactly the
+    /// canonical form (so one leaf has one encoding).
+    pub fn parse(bytes: &[u8]) -> Result<Leaf, String> {
+        let leaf: Leaf = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+        if leaf.canonical() != bytes {
+            return Err("not in canonical form (RFC 8785)".into());
+        }
+        Ok(leaf)
     }
 }
 
@@ -125,6 +146,93 @@ impl StoredHashes {
     /// Consistency proof from the tree of `old` leaves to that of `new`.
     pub fn consistency(&self, old: u64, new: u64) -> Result<TreeProof, tlog_tiles::Error> {
         tlog_tiles::prove_tree(new, old, self)
+    }
+}
+
+/// Which stored hashes `f` reads. The tree's access pattern depends on
+/// sizes and indexes alone, never on hash values, so a dry run over
+/// placeholder hashes names exactly what a real run will ask for: a store
+/// fetches those (one query) and runs `f` again over them.
+pub fn hashes_needed<T>(f: impl Fn(&dyn DynReader) -> Result<T, tlog_tiles::Error>) -> Vec<u64> {
+    struct Recorder(RefCell<Vec<u64>>);
+    impl DynReader for Recorder {
+        fn read(&self, indexes: &[u64]) -> Result<Vec<Hash>, tlog_tiles::Error> {
+            self.0.borrow_mut().extend_from_slice(indexes);
+            Ok(vec![Hash([0; 32]); indexes.len()])
+        }
+    }
+    let r = Recorder(RefCell::new(Vec::new()));
+    let _ = f(&r);
+    let mut v = r.0.into_inner();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// A hash reader behind a reference (tlog_tiles takes `R: HashReader`).
+pub trait DynReader {
+    fn read(&self, indexes: &[u64]) -> Result<Vec<Hash>, tlog_tiles::Error>;
+}
+
+impl tlog_tiles::HashReader for &dyn DynReader {
+    fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<Hash>, tlog_tiles::Error> {
+        self.read(indexes)
+    }
+}
+
+/// Hashes fetched for one operation (see [`hashes_needed`]).
+#[derive(Debug, Default)]
+pub struct Fetched(pub HashMap<u64, Hash>);
+
+impl DynReader for Fetched {
+    fn read(&self, indexes: &[u64]) -> Result<Vec<Hash>, tlog_tiles::Error> {
+        indexes
+            .iter()
+            .map(|i| {
+                self.0
+                    .get(i)
+                    .copied()
+                    .ok_or(tlog_tiles::Error::IndexesNotInTree)
+            })
+            .collect()
+    }
+}
+
+/// The root of a tree fed one leaf at a time, in O(log n) memory: a
+/// verifier rebuilds a snapshot's log from its entries file with it.
+#[derive(Debug, Default)]
+pub struct RootBuilder {
+    /// Roots of the complete subtrees so far, largest first, with heights.
+    stack: Vec<(u32, Hash)>,
+    size: u64,
+}
+
+impl RootBuilder {
+    pub fn push(&mut self, data: &[u8]) {
+        let mut node = (0u32, leaf_hash(data));
+        while let Some(&(h, left)) = self.stack.last() {
+            if h != node.0 {
+                break;
+            }
+            self.stack.pop();
+            node = (h + 1, tlog_tiles::node_hash(left, node.1));
+        }
+        self.stack.push(node);
+        self.size += 1;
+    }
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+    /// RFC 6962's root: the complete subtrees folded right to left.
+    pub fn root(&self) -> Hash {
+        let mut it = self.stack.iter().rev();
+        let Some(&(_, mut h)) = it.next() else {
+            return EMPTY_HASH;
+        };
+        for &(_, left) in it {
+            h = tlog_tiles::node_hash(left, h);
+        }
+        h
     }
 }
 

@@ -374,11 +374,93 @@ fn leaves_are_canonical_json() {
         action: "reject".into(),
         actor: "maintainer".into(),
         at: "2026-12-01T00:00:00.000Z".into(),
+        effective_at: String::new(),
+        from_status: "accepted".into(),
+        reason: "r".into(),
         subject: "0b6e".into(),
         to_status: "rejected\u{1f}\"".into(),
     };
+    assert_eq!(Leaf::parse(&d.canonical()).unwrap(), d);
+    assert_eq!(Leaf::parse(&leaf.canonical()).unwrap(), leaf);
+    // Another encoding of the same leaf is refused.
+    let spaced = String::from_utf8(leaf.canonical())
+        .unwrap()
+        .replace(':', ": ");
+    assert!(Leaf::parse(spaced.as_bytes()).is_err());
     // RFC 8785 escapes: control characters as lowercase \u00xx, quotes.
     assert!(String::from_utf8(d.canonical())
         .unwrap()
         .ends_with(r#""to_status":"rejected\u001f\""}"#));
+}
+
+#[test]
+fn a_root_built_leaf_by_leaf_matches_the_reference() {
+    let (_, mut naive) = trees();
+    let mut b = crate::tlog::RootBuilder::default();
+    assert_eq!(b.root(), EMPTY_HASH);
+    for n in 1..=MAX {
+        b.push(format!("leaf {}", n - 1).as_bytes());
+        assert_eq!(b.size(), n as u64);
+        assert_eq!(b.root(), naive.mth(0, n), "root of {n}");
+    }
+}
+
+#[test]
+fn a_dry_run_names_exactly_the_hashes_a_proof_reads() {
+    use crate::tlog::{hashes_needed, DynReader, Fetched};
+    let (stored, mut naive) = trees();
+    // What a store does: ask which indexes, fetch only those, run again.
+    let fetch = |idx: &[u64]| {
+        let hashes = tlog_tiles::HashReader::read_hashes(&stored, idx).unwrap();
+        Fetched(idx.iter().copied().zip(hashes).collect())
+    };
+    for n in [1u64, 2, 7, 8, 9, 100, 255, 256, 257, 300] {
+        let idx = hashes_needed(|r| tlog_tiles::tree_hash(n, &r));
+        let f = fetch(&idx);
+        let r: &dyn DynReader = &f;
+        assert_eq!(
+            tlog_tiles::tree_hash(n, &r).unwrap(),
+            naive.mth(0, n as usize)
+        );
+        for m in [0, n / 3, n - 1] {
+            let idx = hashes_needed(|r| tlog_tiles::prove_record(n, m, &r));
+            let f = fetch(&idx);
+            let r: &dyn DynReader = &f;
+            assert_eq!(
+                tlog_tiles::prove_record(n, m, &r).unwrap(),
+                naive.path(m as usize, 0, n as usize)
+            );
+            if m > 0 {
+                let idx = hashes_needed(|r| tlog_tiles::prove_tree(n, m, &r));
+                let f = fetch(&idx);
+                let r: &dyn DynReader = &f;
+                assert_eq!(
+                    tlog_tiles::prove_tree(n, m, &r).unwrap(),
+                    naive.subproof(m as usize, 0, n as usize, true)
+                );
+            }
+        }
+        // An append reads what it names too.
+        let idx = hashes_needed(|r| tlog_tiles::stored_hashes(n, b"next", &r));
+        let f = fetch(&idx);
+        let r: &dyn DynReader = &f;
+        assert_eq!(
+            tlog_tiles::stored_hashes(n, b"next", &r).unwrap(),
+            tlog_tiles::stored_hashes(n, b"next", &Prefix(&stored, n)).unwrap()
+        );
+    }
+}
+
+/// The stored hashes of the first `n` leaves only.
+struct Prefix<'a>(&'a StoredHashes, u64);
+impl tlog_tiles::HashReader for Prefix<'_> {
+    fn read_hashes(&self, idx: &[u64]) -> Result<Vec<Hash>, tlog_tiles::Error> {
+        if idx
+            .iter()
+            .any(|&i| i >= tlog_tiles::stored_hash_count(self.1))
+        {
+            return Err(tlog_tiles::Error::IndexesNotInTree);
+        }
+        tlog_tiles::HashReader::read_hashes(self.0, idx)
+    }
 }

@@ -118,6 +118,21 @@ impl From<StoreError> for ApiError {
     }
 }
 
+impl From<crate::service::ledger::LedgerError> for ApiError {
+    fn from(e: crate::service::ledger::LedgerError) -> Self {
+        use crate::service::ledger::LedgerError;
+        match e {
+            LedgerError::NotFound(m) => ApiError::not_found(m),
+            LedgerError::Invalid(m) => ApiError::bad_request("bad_log_request", m),
+            LedgerError::Store(s) => s.into(),
+            LedgerError::KeyMismatch(m) | LedgerError::Internal(m) => {
+                tracing::error!(error = %m, "transparency log");
+                ApiError::internal()
+            }
+        }
+    }
+}
+
 impl From<crate::service::register::RegisterError> for ApiError {
     fn from(e: crate::service::register::RegisterError) -> Self {
         match e {

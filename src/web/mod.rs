@@ -11,6 +11,7 @@ pub mod error;
 pub mod explore;
 pub mod format;
 pub mod guard;
+pub mod log_pages;
 pub mod models_pages;
 pub mod pages;
 pub mod server;
@@ -74,6 +75,7 @@ impl AppState {
         public_url: String,
     ) -> anyhow::Result<AppState> {
         let blobs = BlobStore::new(cfg.data_dir.join("blobs"))?;
+        let log_key = cfg.log_key(&public_url)?;
         let service = Service::with_limits(
             store,
             blobs,
@@ -84,6 +86,7 @@ impl AppState {
             },
             cfg.admission_limits(),
             cfg.rate_limits(),
+            Some(log_key),
         );
         Ok(AppState {
             service: Arc::new(service),
@@ -256,6 +259,16 @@ pub fn app(state: AppState) -> Router {
         .route("/snapshots/{id}/{file}", get(snapshots::download))
         .route("/api/v1/snapshots", get(snapshots::list_json))
         .route("/api/v1/snapshots/{id}", get(snapshots::snapshot_json))
+        .route("/log", get(log_pages::log_page))
+        .route("/log/checkpoint", get(log_pages::checkpoint))
+        .route("/log/key", get(log_pages::verifier_key))
+        .route("/log/tile/{*rest}", get(log_pages::tile))
+        .route("/.well-known/wattcounts-log", get(log_pages::well_known))
+        .route("/api/v1/log", get(log_pages::log_json))
+        .route("/api/v1/log/inclusion", get(log_pages::inclusion))
+        .route("/api/v1/log/consistency", get(log_pages::consistency))
+        .route("/api/v1/log/entries", get(log_pages::entries))
+        .route("/api/v1/admin/log/checkpoint", post(log_pages::publish))
         .route("/admin", get(admin_pages::admin_home))
         .route("/admin/login", post(admin_pages::login))
         .route("/admin/logout", post(admin_pages::logout))

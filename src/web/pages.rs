@@ -64,6 +64,12 @@ impl From<crate::store::StoreError> for PageError {
     }
 }
 
+impl From<crate::service::ledger::LedgerError> for PageError {
+    fn from(e: crate::service::ledger::LedgerError) -> Self {
+        PageError(e.into())
+    }
+}
+
 impl IntoResponse for PageError {
     fn into_response(self) -> Response {
         let title = self.0.status.canonical_reason().unwrap_or("Error");

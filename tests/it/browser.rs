@@ -134,6 +134,7 @@ async fn every_page_in_headless_chromium() {
         {"path": "/admin", "expect": "form[action='/admin/login']"},
         {"path": "/snapshots", "expect": "table tbody tr code.digest"},
         {"path": format!("/snapshots/{snapshot_id}"), "expect": "pre.card", "name": "snapshot"},
+        {"path": "/log", "expect": "table tbody tr code.wrap", "name": "log", "text": "verify log --server", "within": "main"},
     ]);
     let count = pages.as_array().unwrap().len();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));

@@ -16,6 +16,7 @@ mod groups;
 mod hardening;
 mod instances;
 mod intake;
+mod log;
 mod moderation;
 mod outage;
 mod pages;

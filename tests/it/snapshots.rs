@@ -268,7 +268,13 @@ async fn snapshot_holds_exactly_the_accepted_data() {
         .unwrap()
         .unwrap()
         .manifest;
-    for entry in manifest.files.iter().filter(|f| f.rows.is_some()) {
+    // The tables, that is: log.jsonl holds the log's leaves (JSON lines,
+    // documented in the card's method section), not columns.
+    for entry in manifest
+        .files
+        .iter()
+        .filter(|f| f.rows.is_some() && !f.path.ends_with(".jsonl"))
+    {
         assert!(!entry.columns.is_empty(), "{} lists no columns", entry.path);
         for c in &entry.columns {
             assert!(
@@ -468,11 +474,17 @@ async fn verify_names_the_file_that_differs() {
     let dir = snapshot_dir(&app, &view);
     let manifest_sha = view["manifest_sha256"].as_str().unwrap();
 
-    let report = verify::verify(&Location::Dir(dir.clone()), Some(manifest_sha), |_| {})
-        .await
-        .unwrap();
+    let report = verify::verify(
+        &Location::Dir(dir.clone()),
+        Some(manifest_sha),
+        &Default::default(),
+        |_| {},
+    )
+    .await
+    .unwrap();
     assert!(report.ok(), "{report:?}");
-    assert_eq!(report.files.len(), 7);
+    // runs ×2, configurations ×2, submissions.csv, log.jsonl, the card, the citation.
+    assert_eq!(report.files.len(), 8);
 
     // A copy with one changed byte, a missing file and a cut Parquet file.
     let copy = tempfile::tempdir().unwrap();
@@ -504,6 +516,7 @@ async fn verify_names_the_file_that_differs() {
     let report = verify::verify(
         &Location::Dir(copy.path().to_path_buf()),
         Some("0".repeat(64).as_str()),
+        &Default::default(),
         |_| {},
     )
     .await
@@ -547,10 +560,21 @@ async fn verify_names_the_file_that_differs() {
         "--public-url",
         AUDIENCE,
     ]);
-    let report = verify::verify(&Location::parse(&server.url), Some(manifest_sha), |_| {})
-        .await
-        .unwrap();
+    // With the log key, the log part is checked over HTTP too.
+    let log = verify::LogOptions {
+        verifier_key: Some(test_log_verifier()),
+        previous: None,
+    };
+    let report = verify::verify(
+        &Location::parse(&server.url),
+        Some(manifest_sha),
+        &log,
+        |_| {},
+    )
+    .await
+    .unwrap();
     assert!(report.ok(), "{report:?}");
+    assert!(report.log.as_ref().unwrap().submissions > 0, "{report:?}");
     assert_eq!(report.snapshot_id, view["snapshot_id"].as_str().unwrap());
     // The command line says the same, with exit codes.
     let cli = |target: &str| {
@@ -625,6 +649,7 @@ async fn a_crash_mid_creation_leaves_no_partial_snapshot() {
     let report = verify::verify(
         &Location::Dir(root.join(&list[0].manifest.snapshot_id)),
         Some(&list[0].manifest_sha256),
+        &Default::default(),
         |_| {},
     )
     .await

@@ -37,6 +37,34 @@ pub fn pg_url() -> Option<String> {
     }
 }
 
+/// The secret text of the one transparency-log key every test app signs
+/// with (instances on one database must share a key, as `--log-key-file`
+/// makes them in production).
+pub fn test_log_secret() -> &'static str {
+    static SECRET: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SECRET.get_or_init(|| {
+        wattcounts::tlog::checkpoint::LogKey::generate("wattcounts.test/log")
+            .unwrap()
+            .0
+    })
+}
+
+/// The test log key's verifier key.
+pub fn test_log_verifier() -> String {
+    wattcounts::tlog::checkpoint::LogKey::from_secret(test_log_secret())
+        .unwrap()
+        .verifier_key()
+        .to_string()
+}
+
+/// Puts the shared test key where `serve` and the tools look for it.
+pub fn share_log_key(data_dir: &std::path::Path) {
+    let path = data_dir.join("log.key");
+    if !path.exists() {
+        std::fs::write(path, format!("{}\n", test_log_secret())).unwrap();
+    }
+}
+
 /// A fresh schema name, so every PostgreSQL test has its own tables.
 pub fn pg_schema() -> String {
     format!("t_{}", uuid::Uuid::new_v4().simple())
@@ -132,6 +160,7 @@ impl TestApp {
     ) -> Self {
         let mut cfg = ServeConfig::defaults(dir.path());
         tweak(&mut cfg);
+        share_log_key(dir.path());
         cfg.admin_tokens = vec![format!(
             "maintainer:{}",
             hex::encode(sha2::Sha256::digest(ADMIN_TOKEN))
@@ -304,6 +333,7 @@ impl TestApp {
             bundle_sha256: digest,
             submitter_id: k.submitter_id,
             key_id: k.key_id,
+            key_fingerprint: k.fingerprint.clone(),
             status,
             received_at: chrono::Utc::now(),
             gpu_name: m.system.gpu.name.clone(),

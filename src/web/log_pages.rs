@@ -1,0 +1,298 @@
+//! The transparency log over HTTP: the `/log` page, the published
+//! checkpoint and verifier key, the C2SP tlog-tiles paths (static and
+//! cacheable, so anyone can mirror the log), and the proof API.
+
+use std::collections::HashMap;
+
+use askama::Template;
+use axum::extract::{Path, Query, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::json;
+
+use super::auth::Maintainer;
+use super::error::ApiError;
+use super::pages::{render, PageError, VERSION};
+use super::AppState;
+use crate::service::ledger::MAX_ENTRIES;
+use crate::tlog::tiles::TilePath;
+
+/// A number from the query, or a 400 naming the parameter.
+fn number(q: &HashMap<String, String>, name: &str) -> Result<Option<u64>, ApiError> {
+    q.get(name)
+        .map(|v| {
+            v.trim().parse::<u64>().map_err(|_| {
+                ApiError::bad_request(
+                    "bad_parameter",
+                    format!("{name}: '{v}' is not a whole number of at least 0"),
+                )
+            })
+        })
+        .transpose()
+}
+
+fn text(body: String, cache: &'static str) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
+            (header::CACHE_CONTROL, cache),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+fn key_of(s: &AppState) -> Result<(String, String), ApiError> {
+    let l = s.service.ledger();
+    match (l.origin(), l.verifier_key()) {
+        (Some(o), Some(k)) => Ok((o.to_string(), k.to_string())),
+        _ => Err(ApiError::internal()),
+    }
+}
+
+/// `/log/checkpoint`: the newest published checkpoint, a signed note.
+pub async fn checkpoint(State(s): State<AppState>) -> Result<Response, ApiError> {
+    let (_, signed) = s.service.ledger().latest().await?;
+    Ok(text(signed, "no-cache"))
+}
+
+/// `/log/key`: the verifier key every checkpoint is signed with.
+pub async fn verifier_key(State(s): State<AppState>) -> Result<Response, ApiError> {
+    let (_, key) = key_of(&s)?;
+    Ok(text(format!("{key}\n"), "public, max-age=3600"))
+}
+
+/// `/.well-known/wattcounts-log`: where the log is and how to check it.
+pub async fn well_known(State(s): State<AppState>) -> Result<Response, ApiError> {
+    let (origin, key) = key_of(&s)?;
+    let base = s
+        .service
+        .config()
+        .public_url
+        .trim_end_matches('/')
+        .to_string();
+    Ok(Json(json!({
+        "origin": origin,
+        "verifier_key": key,
+        "checkpoint": format!("{base}/log/checkpoint"),
+        "tiles": format!("{base}/log/"),
+        "api": format!("{base}/api/v1/log"),
+        "formats": ["c2sp.org/tlog-checkpoint", "c2sp.org/signed-note", "c2sp.org/tlog-tiles", "c2sp.org/tlog-proof"],
+    }))
+    .into_response())
+}
+
+/// `/log/tile/…`: hash tiles and entry bundles. A full tile never
+/// changes, and a partial one never changes for its width.
+pub async fn tile(
+    State(s): State<AppState>,
+    Path(rest): Path<String>,
+) -> Result<Response, ApiError> {
+    let path = format!("tile/{rest}");
+    let t = TilePath::parse(&path).ok_or_else(|| {
+        ApiError::not_found(format!(
+            "'{path}' is not a tlog-tiles path (tile/<L>/<N>[.p/<W>] or tile/entries/<N>[.p/<W>])"
+        ))
+    })?;
+    let bytes = s
+        .service
+        .ledger()
+        .tile(&t)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("the log does not hold {path} yet")))?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/octet-stream"),
+            (header::CACHE_CONTROL, "public, max-age=31536000, immutable"),
+        ],
+        bytes,
+    )
+        .into_response())
+}
+
+/// `/api/v1/log`: the log's name, key, size and published checkpoint.
+pub async fn log_json(State(s): State<AppState>) -> Result<Response, ApiError> {
+    let (origin, key) = key_of(&s)?;
+    let ledger = s.service.ledger();
+    let stats = ledger.stats().await?;
+    let (published, signed) = ledger.latest().await?;
+    Ok(Json(json!({
+        "origin": origin,
+        "verifier_key": key,
+        "size": stats.size,
+        "backfilled": stats.backfilled,
+        "backfilled_first": stats.backfilled_first,
+        "backfilled_last": stats.backfilled_last,
+        "checkpoint_size": published,
+        "checkpoint": signed,
+    }))
+    .into_response())
+}
+
+/// `/api/v1/log/inclusion?submission_id=ID|index=N[&size=N]`: an
+/// inclusion proof against the checkpoint of `size` (default: the newest
+/// published one that holds the leaf, else the log as it stands).
+pub async fn inclusion(
+    State(s): State<AppState>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Result<Response, ApiError> {
+    let index = match (q.get("submission_id"), number(&q, "index")?) {
+        (Some(id), None) => {
+            let id = super::admin_api::parse_id(id)?;
+            s.service
+                .submission(id)
+                .await?
+                .ok_or_else(|| ApiError::not_found(format!("no submission {id}")))?
+                .log_index
+                .ok_or_else(|| {
+                    ApiError::not_found(format!("submission {id} is not in the log yet"))
+                })?
+        }
+        (None, Some(i)) => i,
+        _ => {
+            return Err(ApiError::bad_request(
+                "bad_parameter",
+                "give one of submission_id=UUID or index=N",
+            ))
+        }
+    };
+    let ledger = s.service.ledger();
+    let size = match number(&q, "size")? {
+        Some(n) => n,
+        None => {
+            let (published, _) = ledger.latest().await?;
+            if published > index {
+                published
+            } else {
+                ledger.size().await?
+            }
+        }
+    };
+    Ok(Json(ledger.inclusion(index, size).await?).into_response())
+}
+
+/// `/api/v1/log/consistency?from=M&to=N` (`to` defaults to the newest
+/// published checkpoint's size).
+pub async fn consistency(
+    State(s): State<AppState>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Result<Response, ApiError> {
+    let ledger = s.service.ledger();
+    let from = number(&q, "from")?
+        .ok_or_else(|| ApiError::bad_request("bad_parameter", "from=M is required"))?;
+    let to = match number(&q, "to")? {
+        Some(n) => n,
+        None => ledger.latest().await?.0,
+    };
+    Ok(Json(ledger.consistency(from, to).await?).into_response())
+}
+
+/// `/api/v1/log/entries?start=M&end=N`: leaves, at most 1,000 at once.
+pub async fn entries(
+    State(s): State<AppState>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Result<Response, ApiError> {
+    let start = number(&q, "start")?.unwrap_or(0);
+    let end = number(&q, "end")?.unwrap_or(start.saturating_add(100));
+    let leaves = s.service.ledger().entries(start, end).await?;
+    let rows: Vec<_> = leaves
+        .iter()
+        .map(|e| {
+            json!({
+                "index": e.index,
+                "leaf": e.leaf,
+                "leaf_hash": crate::service::ledger::b64(&crate::tlog::leaf_hash(e.leaf.as_bytes())),
+                "backfilled": e.backfilled,
+            })
+        })
+        .collect();
+    Ok(
+        Json(json!({ "start": start, "end": end, "max": MAX_ENTRIES, "entries": rows }))
+            .into_response(),
+    )
+}
+
+/// `POST /api/v1/admin/log/checkpoint`: publish a checkpoint now.
+pub async fn publish(State(s): State<AppState>, m: Maintainer) -> Result<Response, ApiError> {
+    let (size, signed) = s.service.ledger().publish().await?;
+    tracing::info!(maintainer = %m.name, size, "published a log checkpoint on demand");
+    Ok((
+        StatusCode::OK,
+        Json(json!({ "size": size, "checkpoint": signed })),
+    )
+        .into_response())
+}
+
+struct LeafRow {
+    index: u64,
+    leaf: String,
+    backfilled: bool,
+    link: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "log.html")]
+struct LogPage {
+    origin: String,
+    verifier_key: String,
+    size: u64,
+    published: u64,
+    checkpoint: String,
+    backfilled: u64,
+    backfilled_range: Option<(u64, u64)>,
+    recent: Vec<LeafRow>,
+    public_url: String,
+    demo: bool,
+    version: &'static str,
+}
+
+/// `/log`: what the log is, how to check it, its latest checkpoint and
+/// newest leaves.
+pub async fn log_page(State(s): State<AppState>) -> Result<Response, PageError> {
+    let (origin, verifier_key) = key_of(&s)?;
+    let ledger = s.service.ledger();
+    let stats = ledger.stats().await?;
+    let (published, checkpoint) = ledger.latest().await?;
+    let recent = ledger
+        .entries(stats.size.saturating_sub(20), stats.size)
+        .await?
+        .into_iter()
+        .rev()
+        .map(|e| {
+            let link = match crate::tlog::Leaf::parse(e.leaf.as_bytes()) {
+                Ok(crate::tlog::Leaf::Submission { submission_id, .. }) => {
+                    Some(format!("/submissions/{submission_id}"))
+                }
+                Ok(crate::tlog::Leaf::Decision { subject, .. })
+                    if uuid::Uuid::parse_str(&subject).is_ok() =>
+                {
+                    Some(format!("/submissions/{subject}"))
+                }
+                _ => None,
+            };
+            LeafRow {
+                index: e.index,
+                leaf: e.leaf,
+                backfilled: e.backfilled,
+                link,
+            }
+        })
+        .collect();
+    Ok(render(
+        StatusCode::OK,
+        &LogPage {
+            origin,
+            verifier_key,
+            size: stats.size,
+            published,
+            checkpoint,
+            backfilled: stats.backfilled,
+            backfilled_range: stats.backfilled_first.zip(stats.backfilled_last),
+            recent,
+            public_url: s.service.config().public_url.clone(),
+            demo: false,
+            version: VERSION,
+        },
+    ))
+}
