@@ -184,6 +184,17 @@ macro_rules! log_store {
                 .collect()
         }
 
+        /// Runs a tree operation over the stored hashes it needs, read
+        /// inside the transaction (see `tlog::hashes_needed`).
+        async fn tree_op_in<T>(
+            tx: &mut $conn,
+            f: impl Fn(&dyn $crate::tlog::DynReader) -> Result<T, tlog_tiles::Error> + Send,
+        ) -> Result<T, StoreError> {
+            let need = $crate::tlog::hashes_needed(&f);
+            let fetched = $crate::tlog::Fetched(need.iter().copied().zip(log_hashes_in(tx, &need).await?).collect());
+            f(&fetched).map_err(|e| StoreError::Other(anyhow::anyhow!("transparency log: {e}")))
+        }
+
         /// Appends leaves at the end of the log and records each row's
         /// index. Called last in a write transaction: the log lock is the
         /// last lock it takes.
@@ -205,15 +216,7 @@ macro_rules! log_store {
                 .map_err(db_err)?;
             for (target, leaf) in leaves {
                 let size = n as u64;
-                let need = $crate::tlog::hashes_needed(|r| tlog_tiles::stored_hashes(size, leaf, &r));
-                let fetched = $crate::tlog::Fetched(
-                    need.iter().copied().zip(log_hashes_in(tx, &need).await?).collect(),
-                );
-                let hashes = {
-                    let reader: &dyn $crate::tlog::DynReader = &fetched;
-                    tlog_tiles::stored_hashes(size, leaf, &reader)
-                        .map_err(|e| StoreError::Other(anyhow::anyhow!("log append: {e}")))?
-                };
+                let hashes = tree_op_in(tx, |r| tlog_tiles::stored_hashes(size, leaf, &r)).await?;
                 let text = std::str::from_utf8(leaf)
                     .map_err(|e| StoreError::Other(anyhow::anyhow!("leaf: {e}")))?;
                 sqlx::query("INSERT INTO log_entries (idx, leaf, backfilled) VALUES ($1, $2, $3)")

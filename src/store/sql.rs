@@ -1440,19 +1440,9 @@ macro_rules! sql_store {
                     .fetch_one(&mut *tx)
                     .await
                     .map_err(db_err)? as u64;
-                let root = {
-                    let need = $crate::tlog::hashes_needed(|r| tlog_tiles::tree_hash(size, &r));
-                    let f = $crate::tlog::Fetched(need.iter().copied().zip(log_hashes_in(&mut tx, &need).await?).collect());
-                    let r: &dyn $crate::tlog::DynReader = &f;
-                    tlog_tiles::tree_hash(size, &r).map_err(|e| StoreError::Other(anyhow::anyhow!("log root: {e}")))?
-                };
+                let root = tree_op_in(&mut tx, |r| tlog_tiles::tree_hash(size, &r)).await?;
                 let consistency = match previous_log_size {
-                    Some(p) if p > 0 && p < size => {
-                        let need = $crate::tlog::hashes_needed(|r| tlog_tiles::prove_tree(size, p, &r));
-                        let f = $crate::tlog::Fetched(need.iter().copied().zip(log_hashes_in(&mut tx, &need).await?).collect());
-                        let r: &dyn $crate::tlog::DynReader = &f;
-                        Some(tlog_tiles::prove_tree(size, p, &r).map_err(|e| StoreError::Other(anyhow::anyhow!("log proof: {e}")))?)
-                    }
+                    Some(p) if p > 0 && p < size => Some(tree_op_in(&mut tx, |r| tlog_tiles::prove_tree(size, p, &r)).await?),
                     _ => None,
                 };
                 out.send(SnapshotPart::LogHead { size, root, consistency }).await.map_err(|_| gone())?;
