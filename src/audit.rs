@@ -384,3 +384,82 @@ pub fn monitor_step(
     }
     Ok((new, MonitorStep::Grew { from: o, to: n }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tlog::checkpoint::LogKey;
+    use crate::tlog::StoredHashes;
+
+    fn tree(prefix: &str, n: usize) -> StoredHashes {
+        let mut t = StoredHashes::default();
+        for i in 0..n {
+            t.append(format!("{prefix} {i}").as_bytes()).unwrap();
+        }
+        t
+    }
+
+    fn signed(key: &LogKey, t: &StoredHashes, n: u64) -> String {
+        String::from_utf8(key.sign_checkpoint(n, t.root(n).unwrap()).unwrap()).unwrap()
+    }
+
+    fn b64s(p: &[Hash]) -> Vec<String> {
+        p.iter().map(|h| BASE64_STANDARD.encode(h.0)).collect()
+    }
+
+    #[test]
+    fn a_monitor_accepts_growth_and_names_every_other_change() {
+        let (_, key) = LogKey::generate("wattcounts.test/log").unwrap();
+        let vk = key.verifier_key();
+        let honest = tree("leaf", 20);
+        let at10 = signed(&key, &honest, 10);
+        let at20 = signed(&key, &honest, 20);
+        assert!(matches!(
+            monitor_step(None, &at10, vk, &[]),
+            Ok((_, MonitorStep::First { size: 10 }))
+        ));
+        assert!(matches!(
+            monitor_step(Some(&at10), &at10, vk, &[]),
+            Ok((_, MonitorStep::Unchanged { size: 10 }))
+        ));
+        let proof = b64s(&honest.consistency(10, 20).unwrap());
+        assert!(matches!(
+            monitor_step(Some(&at10), &at20, vk, &proof),
+            Ok((_, MonitorStep::Grew { from: 10, to: 20 }))
+        ));
+        // Shrank.
+        assert_eq!(
+            monitor_step(Some(&at20), &at10, vk, &[]).unwrap_err(),
+            MonitorAlarm::Shrank { old: 20, new: 10 }
+        );
+        // One leaf rewritten: same size, another root; or grown from a
+        // rewritten prefix, whose proof cannot reach the kept root.
+        let mut forged = StoredHashes::default();
+        for i in 0..20 {
+            let data = if i == 3 {
+                "forged".to_string()
+            } else {
+                format!("leaf {i}")
+            };
+            forged.append(data.as_bytes()).unwrap();
+        }
+        let forged10 = signed(&key, &forged, 10);
+        assert!(matches!(
+            monitor_step(Some(&at10), &forged10, vk, &[]),
+            Err(MonitorAlarm::Forked(_))
+        ));
+        let forged20 = signed(&key, &forged, 20);
+        let forged_proof = b64s(&forged.consistency(10, 20).unwrap());
+        assert!(matches!(
+            monitor_step(Some(&at10), &forged20, vk, &forged_proof),
+            Err(MonitorAlarm::Forked(_))
+        ));
+        // A checkpoint signed by another key is no checkpoint of this log.
+        let (_, other) = LogKey::generate("wattcounts.test/log").unwrap();
+        let foreign = signed(&other, &honest, 20);
+        assert!(matches!(
+            monitor_step(Some(&at10), &foreign, vk, &proof),
+            Err(MonitorAlarm::BadCheckpoint(_))
+        ));
+    }
+}

@@ -11,6 +11,8 @@ Exits 0 and prints one summary line when everything agrees; otherwise
 prints each disagreement and exits 1.
 """
 
+import base64
+import hashlib
 import json
 import math
 import re
@@ -59,7 +61,8 @@ def card_columns(card):
 def check_schema(snap, manifest, card):
     documented = card_columns(card)
     for f in manifest["files"]:
-        if "rows" not in f:
+        # log.jsonl counts lines, not table rows: check_log reads it.
+        if "rows" not in f or f["path"].endswith(".jsonl"):
             continue
         name = f["path"]
         want = [(c["name"], c["type"]) for c in f["columns"]]
@@ -224,6 +227,49 @@ def check_traces(snap):
     return traces.height
 
 
+def rfc6962_root(leaves):
+    """The Merkle tree hash of the leaves (RFC 6962), leaf by leaf."""
+    stack = []  # (height, hash) of complete subtrees, largest first
+    for leaf in leaves:
+        node = (0, hashlib.sha256(b"\x00" + leaf).digest())
+        while stack and stack[-1][0] == node[0]:
+            height, left = stack.pop()
+            node = (height + 1, hashlib.sha256(b"\x01" + left + node[1]).digest())
+        stack.append(node)
+    if not stack:
+        return hashlib.sha256(b"").digest()
+    root = stack[-1][1]
+    for _, left in reversed(stack[:-1]):
+        root = hashlib.sha256(b"\x01" + left + root).digest()
+    return root
+
+
+def check_log(snap, manifest):
+    """log.jsonl hashes to the root manifest.json records, and every row
+    of submissions.csv is, at its log_index, that submission's leaf."""
+    log = manifest.get("log")
+    if not log:
+        problem("manifest.json records no transparency-log checkpoint")
+        return 0
+    lines = (snap / log["entries_file"]).read_bytes().split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    if len(lines) != log["size"]:
+        problem(f"{log['entries_file']}: {len(lines)} leaves, the manifest says {log['size']}")
+    root = base64.b64encode(rfc6962_root(lines)).decode()
+    if root != log["root"]:
+        problem(f"{log['entries_file']} hashes to {root}, the manifest says {log['root']}")
+    if log["checkpoint"].split("\n")[:3] != [log["origin"], str(log["size"]), log["root"]]:
+        problem("the signed checkpoint's text is not the manifest's origin, size and root")
+    subs = pd.read_csv(snap / "submissions.csv", keep_default_na=False)
+    for row in subs.itertuples():
+        leaf = json.loads(lines[int(row.log_index)])
+        if (leaf.get("kind"), leaf.get("submission_id"), leaf.get("bundle_sha256")) != (
+                "submission", row.submission_id, row.bundle_sha256):
+            problem(f"submissions.csv {row.submission_id}: leaf {row.log_index} is {leaf}")
+    return len(lines)
+
+
 def main():
     snap = Path(sys.argv[1])
     dump = json.loads(Path(sys.argv[2]).read_text())
@@ -237,12 +283,14 @@ def main():
     n_conf = check_configurations(snap, dump["leaderboard"])
     n_runs = check_runs(snap, dump["receipts"])
     n_traces = check_traces(snap)
+    n_leaves = check_log(snap, manifest)
     if problems:
         print(f"{len(problems)} problem(s)")
         sys.exit(1)
     print(f"ok: {manifest['snapshot_id']}: {n_runs} runs, {n_conf} configurations, "
           f"{n_traces if n_traces is not None else 'no'} trace samples read with pyarrow {pq.__name__ and __import__('pyarrow').__version__}, "
-          f"pandas {pd.__version__}, polars {pl.__version__}; schema, card, CSV and API agree")
+          f"pandas {pd.__version__}, polars {pl.__version__}; schema, card, CSV and API agree; "
+          f"log.jsonl's {n_leaves} leaves hash to the recorded root and hold every submission")
 
 
 if __name__ == "__main__":

@@ -102,17 +102,9 @@ struct SubmissionPage {
     /// (label, value) lines from the manifest.
     facts: Vec<(&'static str, String)>,
     /// The submission's leaf in the transparency log.
-    log: Option<LogFacts>,
+    log: Option<crate::receipt::ReceiptLog>,
     demo: bool,
     version: &'static str,
-}
-
-struct LogFacts {
-    index: u64,
-    tree_size: u64,
-    leaf: String,
-    leaf_hash: String,
-    proof_link: String,
 }
 
 /// What the manifest says about the setup, as label/value lines.
@@ -215,15 +207,8 @@ pub async fn submission_page(
         ));
     }
     use crate::checks::{Outcome, Status};
-    let log = r.log.as_ref().map(|l| LogFacts {
-        index: l.index,
-        tree_size: l.tree_size,
-        leaf: l.leaf.clone(),
-        leaf_hash: l.leaf_hash.clone(),
-        proof_link: format!("/api/v1/log/inclusion?submission_id={id}"),
-    });
     let page = SubmissionPage {
-        log,
+        log: r.log.clone(),
         id: id.to_string(),
         status: r.status.as_str(),
         status_label: match r.status {
