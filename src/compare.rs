@@ -123,7 +123,7 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
         return None;
     }
     v.sort_by(f64::total_cmp);
-    Some(crate::metrics::percentile_sorted(&v, 0.5))
+    Some(crate::derived::percentile_sorted(&v, 0.5))
 }
 
 /// The reference a headline compares against: the one asked for, else the

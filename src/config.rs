@@ -148,6 +148,10 @@ pub struct ServeConfig {
     /// records refuses to start.
     #[arg(long, env = "WATTCOUNTS_LOG_KEY_FILE")]
     pub log_key_file: Option<PathBuf>,
+    /// Serve Prometheus metrics at http://ADDR/metrics, on a listener of
+    /// their own (off by default; keep it off the public network).
+    #[arg(long, env = "WATTCOUNTS_METRICS_BIND")]
+    pub metrics_bind: Option<SocketAddr>,
     /// How often the published checkpoint (/log/checkpoint) advances to
     /// cover new leaves, seconds (maintainers can also publish at once).
     #[arg(long, env = "WATTCOUNTS_LOG_PUBLISH_SECS", default_value_t = 10)]
@@ -272,6 +276,7 @@ impl ServeConfig {
             pue: crate::units::DEFAULT_PUE,
             log_key_file: None,
             log_publish_secs: 10,
+            metrics_bind: None,
         }
     }
 }

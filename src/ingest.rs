@@ -19,7 +19,7 @@ use crate::bundle::system_info::{self, SystemInfo};
 use crate::bundle::unpack::{self, Entry, UnpackLimits};
 use crate::bundle::MANIFEST_NAME;
 use crate::checks::{self, CheckInput, CheckResult, Thresholds};
-use crate::metrics::{self, ConfigurationMetrics, IterationMetrics};
+use crate::derived::{self, ConfigurationMetrics, IterationMetrics};
 use crate::receipt::{self, Receipt};
 use crate::rejection::{Detail, RejectKind, Rejection};
 use crate::signing;
@@ -556,11 +556,11 @@ pub fn analyse_stream(
     t.parse = start.elapsed();
 
     let start = Instant::now();
-    let runs: Vec<IterationMetrics> = parsed.rows.iter().map(metrics::derive).collect();
+    let runs: Vec<IterationMetrics> = parsed.rows.iter().map(derived::derive).collect();
     // Finite but huge samples can overflow a mean or a spread: such a
     // figure cannot be stored, compared or written as JSON.
     for (row, run) in parsed.rows.iter().zip(&runs) {
-        if let Some(field) = metrics::first_non_finite(run) {
+        if let Some(field) = derived::first_non_finite(run) {
             return Err(Rejection::invalid(
                 "figure_not_finite",
                 format!(
@@ -576,10 +576,10 @@ pub fn analyse_stream(
             ));
         }
     }
-    let configurations = metrics::aggregate(&runs);
+    let configurations = derived::aggregate(&runs);
     if let Some((c, field)) = configurations
         .iter()
-        .find_map(|c| metrics::first_non_finite_spread(c).map(|f| (c, f)))
+        .find_map(|c| derived::first_non_finite_spread(c).map(|f| (c, f)))
     {
         return Err(Rejection::invalid(
             "figure_not_finite",

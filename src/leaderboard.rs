@@ -7,8 +7,8 @@
 
 use serde::Serialize;
 
+use crate::derived::ConfigurationMetrics;
 use crate::domain::{self, GroupKey, Interval, Origin, Protocol, Scenario, ScenarioKey, Status};
-use crate::metrics::ConfigurationMetrics;
 
 /// One submission's configuration in a group: what the read model needs.
 #[derive(Debug, Clone, PartialEq)]
@@ -82,7 +82,7 @@ fn median_of(mut v: Vec<f64>) -> Option<f64> {
         return None;
     }
     v.sort_by(f64::total_cmp);
-    Some(crate::metrics::percentile_sorted(&v, 0.5))
+    Some(crate::derived::percentile_sorted(&v, 0.5))
 }
 
 /// A group's interval of one figure: the one member's own, or the
@@ -116,10 +116,10 @@ pub fn aggregate(members: &[Member]) -> Option<Figures> {
     let mut submitters: Vec<i64> = members.iter().map(|m| m.submitter_id).collect();
     submitters.sort_unstable();
     submitters.dedup();
-    let ept_median = crate::metrics::percentile_sorted(&medians, 0.5);
+    let ept_median = crate::derived::percentile_sorted(&medians, 0.5);
     Some(Figures {
         ept_median,
-        ept_mad: crate::metrics::median_absolute_deviation(&medians, ept_median),
+        ept_mad: crate::derived::median_absolute_deviation(&medians, ept_median),
         ept_interval,
         ept_cv: members.iter().map(|m| m.ept_cv).fold(0.0, f64::max),
         epr_median: median_of(members.iter().filter_map(|m| m.epr_median).collect()),

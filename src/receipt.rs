@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::checks::CheckResult;
-use crate::metrics::ConfigurationMetrics;
+use crate::derived::ConfigurationMetrics;
 use crate::store::{ModerationEvent, Status, SubmissionRecord};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use super::{skip, CheckResult, Location, Rule, Severity, Tally, Thresholds};
 use crate::bundle::harness::Scenario;
-use crate::metrics::ConfigurationMetrics;
+use crate::derived::ConfigurationMetrics;
 
 pub const RULE: Rule = Rule {
     id: "consistency.robust_z",

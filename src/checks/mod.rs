@@ -25,7 +25,7 @@ use crate::bundle::harness::{IterationRow, Scenario};
 use crate::bundle::manifest::Manifest;
 use crate::bundle::system_info::SystemInfo;
 use crate::catalog::GpuSpec;
-use crate::metrics::{ConfigurationMetrics, IterationMetrics};
+use crate::derived::{ConfigurationMetrics, IterationMetrics};
 
 pub use consistency::{consistency, PeerGroup};
 pub use thresholds::Thresholds;

@@ -38,7 +38,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the service (SQLite in --data-dir by default).
-    Serve(ServeConfig),
+    Serve(Box<ServeConfig>),
     /// Write a new OpenSSH Ed25519 key pair (PATH and PATH.pub).
     Keygen(keys::KeygenArgs),
     /// Pack a harness run folder into a submission bundle (.tar.gz).
@@ -87,7 +87,7 @@ pub fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command {
-            Command::Serve(cfg) => serve::run(cfg).await.map(|_| ExitCode::SUCCESS),
+            Command::Serve(cfg) => serve::run(*cfg).await.map(|_| ExitCode::SUCCESS),
             Command::Keygen(a) => keys::keygen(&a).map(|_| ExitCode::SUCCESS),
             Command::Pack(a) => pack_cmd::run(&a).map(|_| ExitCode::SUCCESS),
             Command::Sign(a) => keys::sign(&a).map(|_| ExitCode::SUCCESS),

@@ -63,6 +63,18 @@ pub async fn run(cfg: ServeConfig) -> anyhow::Result<()> {
         public_url,
         cfg.database_url()
     );
+    if let Some(bind) = cfg.metrics_bind {
+        let handle = crate::telemetry::install()?;
+        let listener = tokio::net::TcpListener::bind(bind)
+            .await
+            .with_context(|| format!("cannot listen for metrics on {bind}"))?;
+        eprintln!("metrics at http://{}/metrics", listener.local_addr()?);
+        tokio::spawn(web::telemetry::serve_metrics(
+            listener,
+            state.clone(),
+            handle,
+        ));
+    }
     // Other instances on the same database: notice their writes.
     tokio::spawn(
         state

@@ -18,11 +18,11 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use crate::checks::CheckResult;
+use crate::derived::ConfigurationMetrics;
 use crate::domain::{Origin, Status};
 use crate::ingest::{IngestConfig, IngestError, Ingestor, Outcome, StageTimings};
 use crate::leaderboard::{Entry, ProtocolFilter, Query};
 use crate::limits::RateLimits;
-use crate::metrics::ConfigurationMetrics;
 use crate::receipt::Receipt;
 use crate::store::blobs::BlobStore;
 use crate::store::{
@@ -114,6 +114,26 @@ impl Service {
         self.store.ping().await
     }
 
+    /// Whether this instance can serve: the database answers and the blob
+    /// store's folder can be written (a probe file made and removed).
+    /// Says what is not ready.
+    pub async fn ready(&self) -> Result<(), String> {
+        self.store
+            .ping()
+            .await
+            .map_err(|e| format!("database: {e}"))?;
+        let blobs = self.blobs().clone();
+        tokio::task::spawn_blocking(move || blobs.probe())
+            .await
+            .map_err(|e| format!("blob store: {e}"))?
+            .map_err(|e| format!("blob store: {e}"))
+    }
+
+    /// Connections of the database pool: (in use, idle).
+    pub fn pool_stats(&self) -> (u32, u32) {
+        self.store.pool_stats()
+    }
+
     pub fn data_version(&self) -> u64 {
         self.data_version.load(Ordering::SeqCst)
     }
@@ -187,7 +207,24 @@ impl Service {
     ) -> Result<(Outcome, Receipt), IngestError> {
         let _turn = self.admission.ingest_turn().await?;
         let (bundle, _claim) = staged.into_parts();
-        let (outcome, mut receipt) = self.ingestor.submit_staged(bundle, signature, t).await?;
+        let result = self.ingestor.submit_staged(bundle, signature, t).await;
+        crate::telemetry::ingest_stages(t);
+        let (outcome, mut receipt) = match result {
+            Ok(r) => r,
+            Err(e) => {
+                if let IngestError::Rejected(r) = &e {
+                    crate::telemetry::rejection(r.code);
+                }
+                return Err(e);
+            }
+        };
+        crate::telemetry::submission(
+            match outcome {
+                Outcome::Created => "created",
+                Outcome::Replayed => "replayed",
+            },
+            receipt.status.as_str(),
+        );
         if outcome == Outcome::Created {
             self.changed();
         }

@@ -21,6 +21,7 @@ impl Service {
     /// Derives what is missing from the stored bundles, then rebuilds the
     /// read model in one transaction. `progress` hears one line per step.
     pub async fn rebuild(&self, mut progress: impl FnMut(&str)) -> anyhow::Result<RebuildReport> {
+        let started = std::time::Instant::now();
         let missing = self.store.submissions_to_derive().await?;
         let mut derived = HashMap::new();
         let total = missing.len();
@@ -57,6 +58,7 @@ impl Service {
         progress("rebuilding groups and counters in one transaction");
         let report = self.store.rebuild_read_model(&derived).await?;
         self.changed();
+        crate::telemetry::rebuild(started.elapsed());
         Ok(report)
     }
 }

@@ -2,9 +2,9 @@
 //! lists build the tables ([`super::tables`]) and write the dataset card
 //! ([`super::card`]), so the card cannot describe a column the files lack.
 
+use crate::derived::IterationMetrics;
 use crate::domain::{Origin, Scenario};
 use crate::leaderboard::Entry;
-use crate::metrics::IterationMetrics;
 use crate::store::SubmissionRecord;
 
 /// A column's type, as Parquet stores it (CSV writes the same values as text).

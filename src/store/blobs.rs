@@ -80,6 +80,16 @@ impl BlobStore {
         Ok(BlobStore { root })
     }
 
+    /// Writes and removes a small file where uploads are staged: the store
+    /// can take a bundle now.
+    pub fn probe(&self) -> std::io::Result<()> {
+        let dir = self.root.join("tmp");
+        std::fs::create_dir_all(&dir)?;
+        let f = tempfile::NamedTempFile::new_in(&dir)?;
+        std::fs::write(f.path(), b"ready")?;
+        f.close()
+    }
+
     /// Path relative to the root, as stored in the database.
     pub fn relative_path(sha256_hex: &str) -> String {
         format!("sha256/{}/{}.tar.gz", &sha256_hex[..2], sha256_hex)

@@ -13,7 +13,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use crate::checks::{CheckResult, PeerGroup};
-use crate::metrics::{ConfigurationMetrics, IterationMetrics};
+use crate::derived::{ConfigurationMetrics, IterationMetrics};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -126,6 +126,8 @@ pub struct TableCounts {
 pub trait Store: log::LogStore + Send + Sync {
     fn backend(&self) -> &'static str;
     async fn ping(&self) -> Result<(), StoreError>;
+    /// Connections of the pool: (in use, idle).
+    fn pool_stats(&self) -> (u32, u32);
     /// Counts one hit in `bucket`'s fixed window starting at `window_start`
     /// (unix seconds) and returns the hits in that window, this one
     /// included. A bucket whose stored window is older starts again at 1.

@@ -23,7 +23,7 @@ use super::{
 };
 use crate::bundle::harness::Scenario;
 use crate::checks::{CheckResult, PeerGroup};
-use crate::metrics::ConfigurationMetrics;
+use crate::derived::ConfigurationMetrics;
 
 pub struct PgStore {
     pool: PgPool,

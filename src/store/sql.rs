@@ -509,13 +509,13 @@ macro_rules! sql_store {
         }
 
         /// `r.submission_id` followed by [`RUN_COLUMNS`].
-        fn run_row(r: &$row) -> Result<(Uuid, $crate::metrics::IterationMetrics), StoreError> {
+        fn run_row(r: &$row) -> Result<(Uuid, $crate::derived::IterationMetrics), StoreError> {
             let id: String = r.get(0);
             let scenario: String = r.get(2);
             let count = |i: usize| r.get::<i64, _>(i) as u64;
             Ok((
                 Uuid::parse_str(&id).map_err(|e| StoreError::Other(e.into()))?,
-                $crate::metrics::IterationMetrics {
+                $crate::derived::IterationMetrics {
                     model: r.get(1),
                     scenario: Scenario::parse(&scenario)
                         .ok_or_else(|| StoreError::Other(anyhow::anyhow!("bad scenario {scenario}")))?,
@@ -613,6 +613,11 @@ macro_rules! sql_store {
         impl $crate::store::Store for $store {
             fn backend(&self) -> &'static str {
                 $name
+            }
+
+            fn pool_stats(&self) -> (u32, u32) {
+                let idle = self.pool.num_idle() as u32;
+                (self.pool.size().saturating_sub(idle), idle)
             }
 
             async fn ping(&self) -> Result<(), StoreError> {

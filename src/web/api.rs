@@ -23,6 +23,20 @@ pub async fn healthz(State(s): State<AppState>) -> Response {
     }
 }
 
+/// 200 only when the database and the blob store answer (a load
+/// balancer's question); 503 naming what does not.
+pub async fn readyz(State(s): State<AppState>) -> Response {
+    match s.service.ready().await {
+        Ok(()) => Json(json!({"status": "ready"})).into_response(),
+        Err(why) => {
+            tracing::warn!(%why, "not ready");
+            let mut e = ApiError::unavailable();
+            e.message = format!("not ready: {why}");
+            e.into_response()
+        }
+    }
+}
+
 pub async fn not_found() -> ApiError {
     ApiError::not_found("no such page or endpoint")
 }

@@ -35,6 +35,9 @@ struct Entry {
     /// The body gzipped once, with its own ETag, for clients that take it
     /// (compressing per request would cost more than rendering).
     gzip: Option<(HeaderValue, Bytes)>,
+    /// The route that computed it: an answer from the cache is counted
+    /// under that route too (see `telemetry`).
+    route: Option<super::telemetry::Route>,
 }
 
 /// Bodies smaller than this are not worth compressing.
@@ -159,6 +162,14 @@ fn matches_etag(headers: &HeaderMap, etag: &HeaderValue) -> bool {
 }
 
 fn answer(entry: &Entry, request: &HeaderMap, hit: bool) -> Response {
+    let mut resp = answer_bytes(entry, request, hit);
+    if let Some(r) = &entry.route {
+        resp.extensions_mut().insert(r.clone());
+    }
+    resp
+}
+
+fn answer_bytes(entry: &Entry, request: &HeaderMap, hit: bool) -> Response {
     let cache_state = HeaderValue::from_static(if hit { "hit" } else { "miss" });
     let (etag, body, gzip) = match &entry.gzip {
         Some((tag, bytes)) if accepts_gzip(request) => (tag, bytes, true),
@@ -202,6 +213,7 @@ pub async fn layer(State(s): State<AppState>, req: Request, next: Next) -> Respo
     let request_headers = req.headers().clone();
     let generation = s.service.data_version();
     if let Some(entry) = s.cache.get(&key, generation) {
+        crate::telemetry::cache(true);
         return answer(&entry, &request_headers, true);
     }
     let flight = s.cache.enabled.then(|| s.cache.flight(&key));
@@ -209,12 +221,14 @@ pub async fn layer(State(s): State<AppState>, req: Request, next: Next) -> Respo
         let guard = flight.lock().await;
         // Whoever held the lock before may have just stored it.
         if let Some(entry) = s.cache.get(&key, s.service.data_version()) {
+            crate::telemetry::cache(true);
             return answer(&entry, &request_headers, true);
         }
         Some(guard)
     } else {
         None
     };
+    crate::telemetry::cache(false);
     let generation = s.service.data_version();
     let resp = next.run(req).await;
     if resp.status() != StatusCode::OK {
@@ -244,6 +258,7 @@ pub async fn layer(State(s): State<AppState>, req: Request, next: Next) -> Respo
         etag,
         body,
         gzip,
+        route: parts.extensions.get::<super::telemetry::Route>().cloned(),
     };
     if entry.body.len() <= MAX_CACHED {
         s.cache.put(key, entry.clone(), s.service.data_version());

@@ -61,7 +61,7 @@ impl ApiError {
             "internal error; it has been logged",
         )
     }
-    fn unavailable() -> Self {
+    pub(crate) fn unavailable() -> Self {
         ApiError {
             retry_after_secs: Some(5),
             ..Self::new(
@@ -157,6 +157,7 @@ impl From<IngestError> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        crate::telemetry::error_answer(self.code, self.status.as_u16());
         let body = json!({
             "error": {
                 "code": self.code,

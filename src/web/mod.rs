@@ -18,6 +18,7 @@ pub mod server;
 pub mod snapshots;
 pub mod submission_page;
 pub mod submit_page;
+pub mod telemetry;
 
 use std::sync::Arc;
 
@@ -215,6 +216,7 @@ pub fn app(state: AppState) -> Router {
         .route("/api/v1/leaderboard", get(pages::leaderboard_json))
         .route("/api/v1/leaderboard.csv", get(csv_export::leaderboard_csv))
         .route("/healthz", get(api::healthz))
+        .route("/readyz", get(api::readyz))
         .route(
             "/api/v1/submitters",
             post(api::register).layer(DefaultBodyLimit::max(64 * 1024)),
@@ -283,6 +285,7 @@ pub fn app(state: AppState) -> Router {
             guard::deadline,
         ))
         .merge(long)
+        .route_layer(axum::middleware::from_fn(telemetry::mark_route))
         .fallback(api::not_found)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
@@ -301,6 +304,7 @@ pub fn app(state: AppState) -> Router {
             ),
         )
         .layer(axum::middleware::from_fn(path_guard))
+        .layer(axum::middleware::from_fn(telemetry::track))
         .layer(TraceLayer::new_for_http())
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

@@ -72,6 +72,7 @@ impl From<crate::service::ledger::LedgerError> for PageError {
 
 impl IntoResponse for PageError {
     fn into_response(self) -> Response {
+        crate::telemetry::error_answer(self.0.code, self.0.status.as_u16());
         let title = self.0.status.canonical_reason().unwrap_or("Error");
         let mut resp = render(
             self.0.status,

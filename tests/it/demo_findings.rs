@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use wattcounts::bundle::harness::{self, Scenario};
 use wattcounts::catalog;
-use wattcounts::metrics;
+use wattcounts::derived;
 use wattcounts::synth::{self, SynthOptions};
 
 /// Median energy per token per (gpu id, model, scenario, rate).
@@ -33,8 +33,8 @@ fn medians(
                 continue;
             };
             let rows = harness::parse_results(path, data, s).unwrap();
-            let its: Vec<_> = rows.iter().map(metrics::derive).collect();
-            for c in metrics::aggregate(&its) {
+            let its: Vec<_> = rows.iter().map(derived::derive).collect();
+            for c in derived::aggregate(&its) {
                 out.insert(
                     (
                         gpu.id.clone(),
