@@ -12,7 +12,7 @@ use crate::bundle::unpack::UnpackLimits;
 use crate::checks::Thresholds;
 use crate::web::auth::Maintainers;
 
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Args, serde::Serialize)]
 pub struct ServeConfig {
     /// Address to listen on.
     #[arg(long, env = "WATTCOUNTS_BIND", default_value = "127.0.0.1:8080")]
@@ -152,6 +152,9 @@ pub struct ServeConfig {
     /// their own (off by default; keep it off the public network).
     #[arg(long, env = "WATTCOUNTS_METRICS_BIND")]
     pub metrics_bind: Option<SocketAddr>,
+    /// The configuration file's [checks] table (set by the file layer).
+    #[arg(long = "checks-toml", hide = true)]
+    pub checks_toml: Option<String>,
     /// How often the published checkpoint (/log/checkpoint) advances to
     /// cover new leaves, seconds (maintainers can also publish at once).
     #[arg(long, env = "WATTCOUNTS_LOG_PUBLISH_SECS", default_value_t = 10)]
@@ -277,6 +280,7 @@ impl ServeConfig {
             log_key_file: None,
             log_publish_secs: 10,
             metrics_bind: None,
+            checks_toml: None,
         }
     }
 }
@@ -332,6 +336,13 @@ impl ServeConfig {
             .to_string()
     }
     pub fn check_thresholds(&self) -> anyhow::Result<Thresholds> {
+        if let Some(table) = &self.checks_toml {
+            anyhow::ensure!(
+                self.thresholds.is_none(),
+                "thresholds are given twice: as [checks] in the configuration file and as --thresholds; keep one"
+            );
+            return toml::from_str(table).map_err(|e| anyhow::anyhow!("[checks]: {e}"));
+        }
         match &self.thresholds {
             None => Ok(Thresholds::default()),
             Some(p) => {

@@ -3,6 +3,8 @@
 
 pub mod admin;
 pub mod client;
+pub mod config_cmd;
+pub mod config_file;
 pub mod db;
 pub mod demo;
 pub mod keys;
@@ -13,7 +15,7 @@ pub mod verify;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::config::ServeConfig;
 
@@ -31,6 +33,12 @@ wattcounts sign run_X.tar.gz --key ~/.wattcounts/id_ed25519   (or ssh-keygen -Y 
 wattcounts submit run_X.tar.gz --signature run_X.tar.gz.sig --server URL"
 )]
 pub struct Cli {
+    /// Configuration file (TOML) every subcommand reads: keys are the long
+    /// flags with _ for - and [checks] for thresholds; flags and WATTCOUNTS_*
+    /// variables win over it. Default: ./wattcounts.toml when present.
+    /// (Not `--config`: `pack --config` names the harness's YAML.)
+    #[arg(long, global = true, env = "WATTCOUNTS_CONFIG")]
+    pub config_file: Option<std::path::PathBuf>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -63,6 +71,9 @@ pub enum Command {
     /// Dataset snapshots: publish (maintainers) and list.
     #[command(subcommand)]
     Snapshot(snapshot::SnapshotCommand),
+    /// The configuration file and the settings in force.
+    #[command(subcommand)]
+    Config(config_cmd::ConfigCommand),
     /// Check a snapshot, a receipt or the transparency log without trusting the service.
     #[command(subcommand)]
     Verify(verify::VerifyCommand),
@@ -74,7 +85,16 @@ pub const EXIT_REJECTED: u8 = 1;
 pub const EXIT_USAGE: u8 = 2;
 
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cmd = Cli::command();
+    let (args, layered) = match config_file::layer(&cmd, std::env::args_os().collect()) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let matches = cmd.clone().get_matches_from(args);
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -99,6 +119,22 @@ pub fn main() -> ExitCode {
             Command::Db(c) => db::run(c).await.map(|_| ExitCode::SUCCESS),
             Command::Snapshot(c) => snapshot::run(c).await.map(|_| ExitCode::SUCCESS),
             Command::Verify(c) => verify::run(c).await,
+            Command::Config(config_cmd::ConfigCommand::Print(cfg)) => {
+                let sub = cmd
+                    .find_subcommand("config")
+                    .and_then(|c| c.find_subcommand("print"))
+                    .expect("config print is defined");
+                let m = matches
+                    .subcommand_matches("config")
+                    .and_then(|m| m.subcommand_matches("print"))
+                    .expect("config print ran");
+                config_cmd::lines(&cfg, sub, m, &layered).map(|lines| {
+                    for l in lines {
+                        println!("{l}");
+                    }
+                    ExitCode::SUCCESS
+                })
+            }
         }
     });
     match result {

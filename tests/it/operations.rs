@@ -305,3 +305,150 @@ async fn readyz_needs_the_database_and_the_blob_store() {
     // /healthz (is the process up?) still answers.
     assert_eq!(app.get("/healthz").await.0, StatusCode::OK);
 }
+
+/// `wattcounts ARGS` in `dir` with no WATTCOUNTS_* of the caller's
+/// environment but `env`: (exit code, stdout, stderr).
+fn wattcounts_in(
+    dir: &std::path::Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (Option<i32>, String, String) {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_wattcounts"));
+    cmd.current_dir(dir).args(args);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("WATTCOUNTS_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.envs(env.iter().copied());
+    let out = cmd.output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn one_configuration_file_layered_under_env_and_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("wattcounts.toml"),
+        r#"
+data_dir = "from-file"
+database_url = "postgres://wc:s3cret@db.example/wattcounts"
+admin_token = ["alice:0123abcd", "bob:4567ef01"]
+pue = 1.4
+grid_g_per_kwh = 500
+demo = true
+
+[checks]
+batch_energy_cv_pct = 7.5
+"#,
+    )
+    .unwrap();
+    let (code, out, err) = wattcounts_in(
+        dir.path(),
+        &["config", "print", "--grid-g-per-kwh", "300"],
+        &[("WATTCOUNTS_PUE", "1.3")],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let line = |key: &str| {
+        out.lines()
+            .find(|l| {
+                l.starts_with(&format!("{key} = ")) || l.starts_with(&format!("# {key} (unset)"))
+            })
+            .unwrap_or_else(|| panic!("no {key} in\n{out}"))
+            .to_string()
+    };
+    assert_eq!(line("data_dir"), r#"data_dir = "from-file"  # file"#);
+    assert_eq!(line("grid_g_per_kwh"), "grid_g_per_kwh = 300.0  # flag");
+    assert_eq!(line("pue"), "pue = 1.3  # env WATTCOUNTS_PUE");
+    assert_eq!(line("demo"), "demo = true  # file");
+    assert_eq!(line("bind"), r#"bind = "127.0.0.1:8080"  # default"#);
+    // Secrets never printed.
+    assert!(
+        !out.contains("s3cret") && !out.contains("0123abcd"),
+        "{out}"
+    );
+    assert_eq!(
+        line("database_url"),
+        r#"database_url = "postgres://wc:<redacted>@db.example/wattcounts"  # file"#
+    );
+    assert_eq!(
+        line("admin_token"),
+        r#"admin_token = ["alice:<redacted>", "bob:<redacted>"]  # file"#
+    );
+    assert!(
+        out.contains("[checks]  # file [checks]\n") && out.contains("batch_energy_cv_pct = 7.5\n"),
+        "{out}"
+    );
+
+    // Another subcommand reads the same file: snapshot list's data dir.
+    let (code, out, err) = wattcounts_in(dir.path(), &["snapshot", "list"], &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("no snapshots in from-file/snapshots"), "{out}");
+
+    // Unknown keys are errors naming the key, in the file or in [checks].
+    std::fs::write(dir.path().join("typo.toml"), "dta_dir = \"x\"\n").unwrap();
+    let (code, _, err) = wattcounts_in(
+        dir.path(),
+        &["--config-file", "typo.toml", "config", "print"],
+        &[],
+    );
+    assert_eq!(code, Some(2));
+    assert!(err.contains("typo.toml: unknown key 'dta_dir'"), "{err}");
+    std::fs::write(dir.path().join("typo.toml"), "[checks]\nbatch_cv = 1\n").unwrap();
+    let (code, _, err) = wattcounts_in(
+        dir.path(),
+        &["config", "print"],
+        &[("WATTCOUNTS_CONFIG", "typo.toml")],
+    );
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("typo.toml: [checks]: unknown field `batch_cv`"),
+        "{err}"
+    );
+    let (code, _, err) = wattcounts_in(
+        dir.path(),
+        &["--config-file", "missing.toml", "config", "print"],
+        &[],
+    );
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("reading the configuration file missing.toml"),
+        "{err}"
+    );
+}
+
+/// The README's configuration table and `config print` list the same
+/// settings.
+#[test]
+fn the_readme_table_lists_every_setting_config_print_shows() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, out, err) = wattcounts_in(dir.path(), &["config", "print"], &[]);
+    assert_eq!(code, Some(0), "{err}");
+    let printed: std::collections::BTreeSet<String> = out
+        .lines()
+        .take_while(|l| !l.is_empty())
+        .filter(|l| !l.starts_with("# wattcounts"))
+        .map(|l| {
+            l.trim_start_matches("# ")
+                .split([' ', '='])
+                .next()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let section = readme.split("\n## Configuration\n").nth(1).unwrap();
+    let section = section.split("\n## ").next().unwrap();
+    let documented: std::collections::BTreeSet<String> = section
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `--"))
+        .map(|l| l.split('`').next().unwrap().replace('-', "_"))
+        .filter(|k| k != "config_file")
+        .collect();
+    assert_eq!(printed, documented);
+}
