@@ -767,16 +767,7 @@ async fn a_monitor_catches_a_rewritten_leaf() {
     let app = TestApp::new().await;
     let key = app.register("alice").await;
     submit_many(&app, "alice", &key, 0, 3).await;
-    let server = spawn_server(&[
-        "--data-dir",
-        app.dir.path().to_str().unwrap(),
-        "--database-url",
-        &format!("sqlite:{}", app.dir.path().join("test.db").display()),
-        "--public-url",
-        AUDIENCE,
-        "--log-publish-secs",
-        "1",
-    ]);
+    let server = app.spawn_serve(&["--log-publish-secs", "1"]);
     let state = app.dir.path().join("monitor.json");
     let verifier = test_log_verifier();
     let monitor = |with_key: bool| {

@@ -105,16 +105,8 @@ async fn a_scrape_shows_ingest_stages_routes_and_outcomes() {
         .local_addr()
         .unwrap()
         .port();
-    let server = spawn_server(&[
-        "--data-dir",
-        app.dir.path().to_str().unwrap(),
-        "--database-url",
-        &format!("sqlite:{}", app.dir.path().join("test.db").display()),
-        "--public-url",
-        AUDIENCE,
-        "--metrics-bind",
-        &format!("127.0.0.1:{port}"),
-    ]);
+    let metrics_bind = format!("127.0.0.1:{port}");
+    let server = app.spawn_serve(&["--metrics-bind", &metrics_bind]);
     let client = reqwest::Client::new();
     let upload = |bundle: Vec<u8>, sig: Vec<u8>| {
         let form = reqwest::multipart::Form::new()

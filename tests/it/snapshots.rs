@@ -552,14 +552,7 @@ async fn verify_names_the_file_that_differs() {
     assert!(report.manifest_problems[0].contains("expected 0000"));
 
     // Over HTTP from a real server, by its root URL (its latest snapshot).
-    let server = spawn_server(&[
-        "--data-dir",
-        app.dir.path().to_str().unwrap(),
-        "--database-url",
-        &format!("sqlite:{}", app.dir.path().join("test.db").display()),
-        "--public-url",
-        AUDIENCE,
-    ]);
+    let server = app.spawn_serve(&[]);
     // With the log key, the log part is checked over HTTP too.
     let log = verify::LogOptions {
         verifier_key: Some(test_log_verifier()),

@@ -175,6 +175,22 @@ impl TestApp {
         }
     }
 
+    /// A real `serve` process over this app's SQLite file and data dir,
+    /// with `extra` flags.
+    pub fn spawn_serve(&self, extra: &[&str]) -> Server {
+        let db = format!("sqlite:{}", self.dir.path().join("test.db").display());
+        let mut args = vec![
+            "--data-dir",
+            self.dir.path().to_str().unwrap(),
+            "--database-url",
+            &db,
+            "--public-url",
+            AUDIENCE,
+        ];
+        args.extend_from_slice(extra);
+        spawn_server(&args)
+    }
+
     pub async fn send(&self, req: Request<Body>) -> (StatusCode, Value) {
         let resp = self.router.clone().oneshot(req).await.unwrap();
         let status = resp.status();
