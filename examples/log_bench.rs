@@ -82,33 +82,26 @@ async fn fill(pool: &Pool, store: &dyn Store, n: u64) -> anyhow::Result<()> {
     );
     on_pool!(pool, |p| {
         let mut tx = p.begin().await?;
-        for chunk in entries.chunks(500) {
-            let values: Vec<String> = (0..chunk.len())
-                .map(|k| format!("(${}, ${}, FALSE)", 2 * k + 1, 2 * k + 2))
-                .collect();
-            let sql = format!(
-                "INSERT INTO log_entries (idx, leaf, backfilled) VALUES {}",
-                values.join(", ")
-            );
-            let mut q = sqlx::query(&sql);
-            for (i, l) in chunk {
-                q = q.bind(*i).bind(l.as_str());
+        // Both tables take rows of (index, text); the leaves add a constant.
+        for (head, tail, rows) in [
+            (
+                "INSERT INTO log_entries (idx, leaf, backfilled) VALUES",
+                ", FALSE",
+                &entries,
+            ),
+            ("INSERT INTO log_hashes (idx, hash) VALUES", "", &hashes),
+        ] {
+            for chunk in rows.chunks(500) {
+                let values: Vec<String> = (0..chunk.len())
+                    .map(|k| format!("(${}, ${}{tail})", 2 * k + 1, 2 * k + 2))
+                    .collect();
+                let sql = format!("{head} {}", values.join(", "));
+                let mut q = sqlx::query(&sql);
+                for (i, text) in chunk {
+                    q = q.bind(*i).bind(text.as_str());
+                }
+                q.execute(&mut *tx).await?;
             }
-            q.execute(&mut *tx).await?;
-        }
-        for chunk in hashes.chunks(500) {
-            let values: Vec<String> = (0..chunk.len())
-                .map(|k| format!("(${}, ${})", 2 * k + 1, 2 * k + 2))
-                .collect();
-            let sql = format!(
-                "INSERT INTO log_hashes (idx, hash) VALUES {}",
-                values.join(", ")
-            );
-            let mut q = sqlx::query(&sql);
-            for (i, h) in chunk {
-                q = q.bind(*i).bind(h.as_str());
-            }
-            q.execute(&mut *tx).await?;
         }
         tx.commit().await?;
     });

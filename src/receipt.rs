@@ -36,6 +36,10 @@ pub struct Receipt {
     /// (`wattcounts verify receipt` checks it offline).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log: Option<ReceiptLog>,
+    /// The stored record's leaf index, from which the service builds `log`
+    /// (it holds the log's key; this module does not).
+    #[serde(skip)]
+    pub log_index: Option<u64>,
 }
 
 /// The submission's leaf, its index, and an inclusion proof against the
@@ -149,5 +153,6 @@ pub fn build(stored: Stored) -> Receipt {
             html: format!("/submissions/{}", rec.id),
         },
         log: None,
+        log_index: rec.log_index,
     }
 }

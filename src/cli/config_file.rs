@@ -44,7 +44,7 @@ fn known_keys(cmd: &Command, out: &mut BTreeSet<String>) {
 }
 
 /// The subcommand that runs, with its matches.
-fn leaf<'a>(cmd: &'a Command, m: &'a ArgMatches) -> (&'a Command, &'a ArgMatches) {
+pub fn leaf<'a>(cmd: &'a Command, m: &'a ArgMatches) -> (&'a Command, &'a ArgMatches) {
     match m.subcommand() {
         Some((name, sub_m)) => match cmd.find_subcommand(name) {
             Some(sub) => leaf(sub, sub_m),

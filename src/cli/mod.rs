@@ -120,14 +120,7 @@ pub fn main() -> ExitCode {
             Command::Snapshot(c) => snapshot::run(c).await.map(|_| ExitCode::SUCCESS),
             Command::Verify(c) => verify::run(c).await,
             Command::Config(config_cmd::ConfigCommand::Print(cfg)) => {
-                let sub = cmd
-                    .find_subcommand("config")
-                    .and_then(|c| c.find_subcommand("print"))
-                    .expect("config print is defined");
-                let m = matches
-                    .subcommand_matches("config")
-                    .and_then(|m| m.subcommand_matches("print"))
-                    .expect("config print ran");
+                let (sub, m) = config_file::leaf(&cmd, &matches);
                 config_cmd::lines(&cfg, sub, m, &layered).map(|lines| {
                     for l in lines {
                         println!("{l}");

@@ -128,7 +128,7 @@ fn csv_rows(bytes: &[u8]) -> Result<u64, String> {
 }
 
 /// Row count and column names of a Parquet file.
-fn parquet_shape(bytes: Vec<u8>) -> Result<(u64, Vec<String>), String> {
+fn parquet_shape(bytes: &[u8]) -> Result<(u64, Vec<String>), String> {
     let mut r = ParquetReader::new(std::io::Cursor::new(bytes));
     let rows = r
         .num_rows()
@@ -140,7 +140,7 @@ fn parquet_shape(bytes: Vec<u8>) -> Result<(u64, Vec<String>), String> {
     Ok((rows as u64, names))
 }
 
-fn check_file(expected: &FileEntry, bytes: Result<Vec<u8>, String>) -> FileCheck {
+fn check_file(expected: &FileEntry, bytes: Result<&[u8], &String>) -> FileCheck {
     let mut c = FileCheck {
         path: expected.path.clone(),
         expected: expected.clone(),
@@ -152,11 +152,11 @@ fn check_file(expected: &FileEntry, bytes: Result<Vec<u8>, String>) -> FileCheck
     let bytes = match bytes {
         Ok(b) => b,
         Err(e) => {
-            c.problems.push(e);
+            c.problems.push(e.clone());
             return c;
         }
     };
-    let digest = sha256_hex(&bytes);
+    let digest = sha256_hex(bytes);
     if bytes.len() as u64 != expected.bytes {
         c.problems.push(format!(
             "size is {} bytes, the manifest says {}",
@@ -181,7 +181,7 @@ fn check_file(expected: &FileEntry, bytes: Result<Vec<u8>, String>) -> FileCheck
         // One JSON document per line, each ending in a line break.
         Ok((bytes.iter().filter(|b| **b == b'\n').count() as u64, None))
     } else {
-        csv_rows(&bytes).map(|rows| (rows, None))
+        csv_rows(bytes).map(|rows| (rows, None))
     };
     match shape {
         Err(e) => c.problems.push(e),
@@ -230,16 +230,16 @@ pub async fn verify(
     let mut kept: std::collections::HashMap<String, Vec<u8>> = Default::default();
     for f in &manifest.files {
         let bytes = reader.read(&f.path).await;
-        if let Ok(b) = &bytes {
+        let check = check_file(f, bytes.as_deref());
+        progress(&check);
+        files.push(check);
+        if let Ok(b) = bytes {
             if log.verifier_key.is_some()
                 && (f.path == manifest::LOG_ENTRIES_FILE || f.path == "submissions.csv")
             {
-                kept.insert(f.path.clone(), b.clone());
+                kept.insert(f.path.clone(), b);
             }
         }
-        let check = check_file(f, bytes);
-        progress(&check);
-        files.push(check);
     }
     let log_check = match &log.verifier_key {
         None => None,

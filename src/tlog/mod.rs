@@ -92,21 +92,13 @@ pub fn leaf_hash(data: &[u8]) -> Hash {
 /// tools); the database keeps the same `(index, hash)` pairs.
 #[derive(Debug, Clone, Default)]
 pub struct StoredHashes {
-    hashes: HashMap<u64, Hash>,
+    hashes: Fetched,
     size: u64,
 }
 
 impl tlog_tiles::HashReader for StoredHashes {
     fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<Hash>, tlog_tiles::Error> {
-        indexes
-            .iter()
-            .map(|i| {
-                self.hashes
-                    .get(i)
-                    .copied()
-                    .ok_or(tlog_tiles::Error::IndexesNotInTree)
-            })
-            .collect()
+        self.hashes.read(indexes)
     }
 }
 
@@ -127,7 +119,7 @@ impl StoredHashes {
             .map(|(i, h)| (start + i as u64, h))
             .collect();
         for (i, h) in &pairs {
-            self.hashes.insert(*i, *h);
+            self.hashes.0.insert(*i, *h);
         }
         self.size += 1;
         Ok((n, pairs))
@@ -180,8 +172,9 @@ impl tlog_tiles::HashReader for &dyn DynReader {
     }
 }
 
-/// Hashes fetched for one operation (see [`hashes_needed`]).
-#[derive(Debug, Default)]
+/// Hashes by stored index: fetched for one operation (see
+/// [`hashes_needed`]), or a whole tree held in memory ([`StoredHashes`]).
+#[derive(Debug, Clone, Default)]
 pub struct Fetched(pub HashMap<u64, Hash>);
 
 impl DynReader for Fetched {

@@ -18,31 +18,6 @@ fn start(database_url: &str, data: &std::path::Path) -> Server {
     ])
 }
 
-async fn submit(
-    client: &reqwest::Client,
-    server: &str,
-    bundle: Vec<u8>,
-    sig: Vec<u8>,
-) -> (u16, serde_json::Value) {
-    let form = reqwest::multipart::Form::new()
-        .part(
-            "bundle",
-            reqwest::multipart::Part::bytes(bundle).file_name("b.tar.gz"),
-        )
-        .part(
-            "signature",
-            reqwest::multipart::Part::bytes(sig).file_name("b.sig"),
-        );
-    let resp = client
-        .post(format!("{server}/api/v1/submissions"))
-        .multipart(form)
-        .send()
-        .await
-        .unwrap();
-    let status = resp.status().as_u16();
-    (status, resp.json().await.unwrap())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_instances_one_database() {
     let Some(base) = pg_url() else { return };
@@ -61,8 +36,8 @@ async fn two_instances_one_database() {
     let gz = bundle("alice", &key);
     let sig = sign(&key, &gz);
     let (ra, rb) = tokio::join!(
-        submit(&client, &a.url, gz.clone(), sig.clone()),
-        submit(&client, &b.url, gz.clone(), sig.clone())
+        submit_over_http(&client, &a.url, gz.clone(), sig.clone()),
+        submit_over_http(&client, &b.url, gz.clone(), sig.clone())
     );
     let mut statuses = [ra.0, rb.0];
     statuses.sort_unstable();
@@ -85,7 +60,7 @@ async fn two_instances_one_database() {
         let mut set = tokio::task::JoinSet::new();
         for (server, gz, sig) in batch {
             let client = client.clone();
-            set.spawn(async move { submit(&client, &server, gz, sig).await });
+            set.spawn(async move { submit_over_http(&client, &server, gz, sig).await });
         }
         while let Some(r) = set.join_next().await {
             let (status, body) = r.unwrap();
@@ -126,6 +101,6 @@ async fn two_instances_one_database() {
     assert_eq!(stats["counts"]["submissions"], 65);
     assert_eq!(stats["counts"]["iterations"], 65 * 18);
     // Every receipt is readable from either instance.
-    let (_, r) = submit(&client, &b.url, gz, sig).await;
+    let (_, r) = submit_over_http(&client, &b.url, gz, sig).await;
     assert_eq!(r, ra.1);
 }

@@ -109,32 +109,15 @@ async fn a_scrape_shows_ingest_stages_routes_and_outcomes() {
     let server = app.spawn_serve(&["--metrics-bind", &metrics_bind]);
     let client = reqwest::Client::new();
     let upload = |bundle: Vec<u8>, sig: Vec<u8>| {
-        let form = reqwest::multipart::Form::new()
-            .part(
-                "bundle",
-                reqwest::multipart::Part::bytes(bundle).file_name("b.tar.gz"),
-            )
-            .part(
-                "signature",
-                reqwest::multipart::Part::bytes(sig).file_name("b.sig"),
-            );
-        client
-            .post(format!("{}/api/v1/submissions", server.url))
-            .multipart(form)
-            .send()
+        let (client, url) = (&client, &server.url);
+        async move { submit_over_http(client, url, bundle, sig).await.0 }
     };
     let gz = bundle("alice", &key);
-    assert_eq!(
-        upload(gz.clone(), sign(&key, &gz)).await.unwrap().status(),
-        201
-    );
-    assert_eq!(
-        upload(gz.clone(), sign(&key, &gz)).await.unwrap().status(),
-        200
-    );
+    assert_eq!(upload(gz.clone(), sign(&key, &gz)).await, 201);
+    assert_eq!(upload(gz.clone(), sign(&key, &gz)).await, 200);
     // New bytes with the signature of other bytes: refused before anything is unpacked.
     let other = distinct_bundle("alice", &key, 1);
-    assert_eq!(upload(other, sign(&key, &gz)).await.unwrap().status(), 403);
+    assert_eq!(upload(other, sign(&key, &gz)).await, 403);
     for path in [
         "/leaderboard",
         "/leaderboard",

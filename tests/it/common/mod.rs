@@ -757,3 +757,29 @@ pub fn texts(doc: &scraper::Html, sel: &str) -> Vec<String> {
         .map(|e| e.text().collect::<String>().trim().to_string())
         .collect()
 }
+
+/// A multipart upload to a real server: (status, JSON body).
+pub async fn submit_over_http(
+    client: &reqwest::Client,
+    server: &str,
+    bundle: Vec<u8>,
+    sig: Vec<u8>,
+) -> (u16, serde_json::Value) {
+    let form = reqwest::multipart::Form::new()
+        .part(
+            "bundle",
+            reqwest::multipart::Part::bytes(bundle).file_name("b.tar.gz"),
+        )
+        .part(
+            "signature",
+            reqwest::multipart::Part::bytes(sig).file_name("b.sig"),
+        );
+    let resp = client
+        .post(format!("{server}/api/v1/submissions"))
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap())
+}
