@@ -68,7 +68,10 @@ async fn main() -> anyhow::Result<()> {
                 )
                 .await?;
             times.push((created.read_time, created.write_time));
-            let dir = library.root().join(&created.published.manifest.snapshot_id);
+            let dir = library
+                .objects()
+                .local_path(&created.published.manifest.snapshot_id)
+                .expect("a local library");
             last = Some(created.published);
             // Files are read-only; the folder is not: remove it for the next run.
             std::fs::remove_dir_all(dir)?;

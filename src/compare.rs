@@ -68,7 +68,7 @@ pub fn latency_name(s: Scenario) -> &'static str {
     }
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, utoipa::ToSchema)]
 pub struct ModelRow {
     pub model: String,
     /// Energy per token (J) per compared GPU, in the order of `gpus`; None:
@@ -90,7 +90,7 @@ pub struct ModelRow {
     pub saving: Vec<Option<Saving>>,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, utoipa::ToSchema)]
 pub struct Headline {
     pub scenario: ScenarioKey,
     /// Models measured on at least two of the compared GPUs.
@@ -110,7 +110,7 @@ pub struct Headline {
     pub best_vs_reference_median_pct: Option<f64>,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, utoipa::ToSchema)]
 pub struct Comparison {
     pub gpus: Vec<(String, String)>,
     pub scenario: ScenarioKey,
@@ -294,7 +294,7 @@ fn headline(
 }
 
 /// One GPU of a model's page: its figures with their intervals.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, utoipa::ToSchema)]
 pub struct Point {
     pub gpu_id: String,
     pub gpu_name: String,
@@ -312,7 +312,7 @@ pub struct Point {
     pub evidence: uuid::Uuid,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, utoipa::ToSchema)]
 pub struct ModelScenario {
     pub scenario: ScenarioKey,
     pub latency_metric: &'static str,
@@ -410,7 +410,7 @@ pub fn model_summary(entries: &[Entry], model: &str, asked: &[Deadline]) -> Vec<
 }
 
 /// The least-energy GPU of a model in one scenario.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, utoipa::ToSchema)]
 pub struct BestOf {
     pub gpu_id: String,
     pub gpu_name: String,
@@ -423,7 +423,7 @@ pub struct BestOf {
 }
 
 /// A model as the `/models` index lists it.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, utoipa::ToSchema)]
 pub struct ModelListing {
     pub model: String,
     pub size_class: Option<crate::leaderboard::SizeClass>,

@@ -24,6 +24,13 @@ pub struct ServeConfig {
     /// Folder for the database and the raw bundles (blobs/).
     #[arg(long, env = "WATTCOUNTS_DATA_DIR", default_value = "data")]
     pub data_dir: PathBuf,
+    /// Keep bundles and snapshots in an S3-compatible bucket,
+    /// s3://BUCKET[/PREFIX], instead of <data-dir>/blobs and snapshots;
+    /// the data dir then holds only scratch files. Credentials, region and
+    /// endpoint come from the AWS_* environment (AWS_ACCESS_KEY_ID,
+    /// AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_ENDPOINT_URL, AWS_ALLOW_HTTP).
+    #[arg(long, env = "WATTCOUNTS_BLOB_URL")]
+    pub blob_url: Option<String>,
     /// The service's public origin. Bundles must be packed for it
     /// (`pack --audience`). Defaults to http://<bind>.
     #[arg(long, env = "WATTCOUNTS_PUBLIC_URL")]
@@ -247,6 +254,7 @@ impl ServeConfig {
             bind: "127.0.0.1:0".parse().expect("valid address"),
             database_url: None,
             data_dir: data_dir.to_path_buf(),
+            blob_url: None,
             public_url: None,
             max_body_bytes: 256 << 20,
             max_unpacked_bytes: UnpackLimits::default().max_unpacked_bytes,
@@ -303,6 +311,35 @@ pub fn existing_database_url(data_dir: &Path, url: Option<&str>) -> anyhow::Resu
 }
 
 /// The embedded database of a data dir.
+/// Where bundles and snapshots are kept: the data dir's `blobs/` and
+/// `snapshots/`, or a bucket (with local scratch folders in the data dir).
+pub fn file_stores(
+    data_dir: &Path,
+    blob_url: Option<&str>,
+) -> anyhow::Result<(crate::store::blobs::BlobStore, crate::snapshot::Library)> {
+    use crate::snapshot::Library;
+    use crate::store::blobs::BlobStore;
+    let made = |what: &str, e: std::io::Error| {
+        anyhow::anyhow!("creating {what} under {}: {e}", data_dir.display())
+    };
+    match blob_url.filter(|u| !u.is_empty()) {
+        None => Ok((
+            BlobStore::new(data_dir.join("blobs")).map_err(|e| made("blobs/", e))?,
+            Library::new(data_dir.join("snapshots")).map_err(|e| made("snapshots/", e))?,
+        )),
+        Some(url) => {
+            let bucket = crate::store::objects::open_url(url)?;
+            let scratch = data_dir.join("scratch");
+            Ok((
+                BlobStore::with_objects(bucket.child("blobs")?, scratch.join("blobs"))
+                    .map_err(|e| made("scratch/blobs", e))?,
+                Library::with_objects(bucket.child("snapshots")?, scratch.join("snapshots"))
+                    .map_err(|e| made("scratch/snapshots", e))?,
+            ))
+        }
+    }
+}
+
 pub fn sqlite_path(data_dir: &Path) -> PathBuf {
     data_dir.join("wattcounts.db")
 }

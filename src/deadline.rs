@@ -7,7 +7,7 @@ use crate::domain::Scenario;
 use crate::verdict::{self, Estimate, Verdict};
 
 /// A service level a reader needs.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, utoipa::ToSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Deadline {
     /// Server: median time to first token at most this, seconds.
@@ -100,7 +100,7 @@ pub struct Candidate {
 }
 
 /// How a GPU stands against a deadline.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Meets {
     /// The median and the whole interval meet it.
@@ -133,7 +133,7 @@ pub fn meets(deadline: &Deadline, c: &Candidate) -> Meets {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Pick {
     pub gpu_id: String,
     pub gpu_name: String,
@@ -142,7 +142,7 @@ pub struct Pick {
 }
 
 /// The answer for one deadline.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Choice {
     pub deadline: Deadline,
     pub label: String,

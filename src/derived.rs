@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::bundle::harness::{IterationRow, Scenario};
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct IterationMetrics {
     pub model: String,
     pub scenario: Scenario,
@@ -52,7 +52,7 @@ impl IterationMetrics {
 }
 
 /// Median, min, max and coefficient of variation of one figure over iterations.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Spread {
     pub median: f64,
     pub min: f64,
@@ -106,7 +106,7 @@ impl Spread {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ConfigurationMetrics {
     pub model: String,
     pub scenario: Scenario,

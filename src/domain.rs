@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 /// What the service decided about a submission.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Accepted,
@@ -41,7 +41,7 @@ impl fmt::Display for Status {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Scenario {
     Batch,
@@ -65,7 +65,7 @@ impl Scenario {
 }
 
 /// A scenario as readers pick it: batch, or server at one arrival rate.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct ScenarioKey {
     pub scenario: Scenario,
     pub lambda_qps: Option<f64>,
@@ -119,7 +119,7 @@ impl ScenarioKey {
 
 /// Where data comes from. Demo data (the service's synthetic load) and
 /// real submissions are never merged.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Origin {
     Real,
@@ -154,7 +154,7 @@ impl Origin {
 /// submission. Each scenario compares only the fields that shape it
 /// ([`Protocol::projection`]): a batch run's prompt count does not make its
 /// server results incomparable.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Protocol {
     /// The harness protocol version (manifest `run.protocol_version`, "1"
     /// when absent: the protocol of the paper's harness).
@@ -306,7 +306,7 @@ impl GroupKey {
 }
 
 /// A distribution-free interval for a median, from order statistics.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Interval {
     pub lo: f64,
     pub hi: f64,

@@ -34,7 +34,7 @@ pub struct Member {
 /// order-statistic interval as [`Entry::energy_per_token_interval`]; None
 /// where the figure is absent (or was stored before intervals were kept,
 /// until `db rebuild`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct FigureIntervals {
     pub energy_per_request_j: Option<Interval>,
     pub throughput_tok_s: Option<Interval>,
@@ -53,7 +53,7 @@ impl FigureIntervals {
 pub const EVIDENCE_KEPT: usize = 20;
 
 /// A group's figures over its members.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Figures {
     pub ept_median: f64,
     pub ept_interval: Interval,
@@ -221,7 +221,7 @@ pub fn member_figures(c: &ConfigurationMetrics) -> MemberFigures {
 }
 
 /// One leaderboard row: a group as the read model holds it.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, utoipa::ToSchema)]
 pub struct Entry {
     pub gpu_id: String,
     pub gpu_name: String,
@@ -265,7 +265,7 @@ pub struct Entry {
     pub evidence_ids: Vec<uuid::Uuid>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SortKey {
     EnergyPerToken,
@@ -307,7 +307,7 @@ impl SortKey {
 }
 
 /// Model size classes by parameter count (catalogue models only).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SizeClass {
     /// Under 10 B parameters.

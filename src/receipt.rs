@@ -8,7 +8,7 @@ use crate::checks::CheckResult;
 use crate::derived::ConfigurationMetrics;
 use crate::store::{ModerationEvent, Status, SubmissionRecord};
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Receipt {
     pub submission_id: Uuid,
     pub bundle_sha256: String,
@@ -45,7 +45,7 @@ pub struct Receipt {
 /// The submission's leaf, its index, and an inclusion proof against the
 /// checkpoint of the tree that ends with it, in the c2sp.org/tlog-proof
 /// shape (the signed checkpoint is its last part).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ReceiptLog {
     pub index: u64,
     pub tree_size: u64,
@@ -62,7 +62,7 @@ pub struct ReceiptLog {
 }
 
 /// The protocol and, per scenario, the group id and label it joins.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 pub struct ReceiptProtocol {
     #[serde(flatten)]
     pub fields: crate::domain::Protocol,
@@ -85,13 +85,13 @@ impl ReceiptProtocol {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ReceiptGpu {
     pub name: String,
     pub id: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Counts {
     pub models: u64,
     pub configurations: u64,
@@ -99,7 +99,7 @@ pub struct Counts {
     pub power_samples: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Links {
     #[serde(rename = "self")]
     pub this: String,

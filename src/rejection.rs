@@ -7,7 +7,7 @@ use serde::Serialize;
 
 /// Where in the submission a problem was found. Every field but `message` is
 /// optional because a problem can be about the archive as a whole.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Detail {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,

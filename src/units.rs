@@ -9,7 +9,7 @@ use crate::verdict::Estimate;
 
 /// What turns GPU board energy into a footprint. Both are assumptions the
 /// pages state beside every figure they produce.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Footprint {
     /// Grams of CO₂-equivalent per kWh drawn from the grid.
     pub grid_g_per_kwh: f64,

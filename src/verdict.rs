@@ -12,7 +12,7 @@ use crate::domain::Interval;
 
 /// A median with its interval (`confidence` 0 when no interval exists:
 /// one value, or a figure stored before intervals were kept).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Estimate {
     pub median: f64,
     pub lo: f64,
@@ -61,7 +61,7 @@ impl Estimate {
 /// How much less energy `best` takes than `other`, in % of `other`, with the
 /// range the two intervals allow (lowest: best at its top, other at its
 /// bottom).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Saving {
     pub median_pct: f64,
     pub lo_pct: f64,
@@ -78,7 +78,7 @@ pub fn saving(best: &Estimate, other: &Estimate) -> Saving {
 }
 
 /// What may be said of the least-energy GPU against another.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Verdict {
     /// The intervals separate: the first uses less energy.

@@ -30,7 +30,7 @@ use crate::derived::{ConfigurationMetrics, IterationMetrics};
 pub use consistency::{consistency, PeerGroup};
 pub use thresholds::Thresholds;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     /// A failure rejects the bundle.
@@ -39,7 +39,7 @@ pub enum Severity {
     Soft,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Outcome {
     Pass,
@@ -65,7 +65,7 @@ impl Outcome {
 pub use crate::domain::Status;
 
 /// Where in the bundle a figure comes from.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Location {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
@@ -133,7 +133,7 @@ impl fmt::Display for Location {
 }
 
 /// One check's verdict on one submission.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CheckResult {
     /// Stable id, `family.name`.
     pub id: String,
@@ -162,7 +162,7 @@ impl CheckResult {
 }
 
 /// A rule's static description, for `wattcounts checks` and the docs.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Serialize, utoipa::ToSchema)]
 pub struct Rule {
     pub id: &'static str,
     pub severity: Severity,

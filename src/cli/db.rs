@@ -30,6 +30,9 @@ pub struct RebuildArgs {
     /// sqlite:PATH or postgres://...; defaults to sqlite:<data-dir>/wattcounts.db.
     #[arg(long, env = "WATTCOUNTS_DATABASE_URL")]
     pub database_url: Option<String>,
+    /// The service's bucket, s3://BUCKET[/PREFIX], when bundles are kept there.
+    #[arg(long, env = "WATTCOUNTS_BLOB_URL")]
+    pub blob_url: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -74,9 +77,10 @@ pub async fn run(cmd: DbCommand) -> anyhow::Result<()> {
 async fn rebuild(a: &RebuildArgs) -> anyhow::Result<()> {
     let url = crate::config::existing_database_url(&a.data_dir, a.database_url.as_deref())?;
     let store = crate::store::open(&url).await?;
+    let (blobs, _) = crate::config::file_stores(&a.data_dir, a.blob_url.as_deref())?;
     let service = crate::service::Service::new(
         store,
-        crate::store::blobs::BlobStore::new(a.data_dir.join("blobs"))?,
+        blobs,
         crate::ingest::IngestConfig {
             // Rebuilding checks no audience and runs no rule again.
             public_url: String::new(),

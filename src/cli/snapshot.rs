@@ -11,8 +11,8 @@ use crate::store::blobs::BlobStore;
 pub enum SnapshotCommand {
     /// Publish an immutable snapshot of the accepted data: runs, configurations
     /// (Parquet + CSV), submissions.csv, a dataset card, CITATION.cff and
-    /// manifest.json, in <data-dir>/snapshots/<id>/. The running service lists
-    /// it at once.
+    /// manifest.json, in <data-dir>/snapshots/<id>/ (or the --blob-url
+    /// bucket). The running service lists it at once.
     Create(CreateArgs),
     /// List the published snapshots, newest first.
     List(StorageArgs),
@@ -23,15 +23,34 @@ pub struct StorageArgs {
     /// The service's data folder (snapshots go to <data-dir>/snapshots).
     #[arg(long, env = "WATTCOUNTS_DATA_DIR", default_value = "data")]
     pub data_dir: PathBuf,
+    /// Database URL; defaults to sqlite:<data-dir>/wattcounts.db.
+    #[arg(long, env = "WATTCOUNTS_DATABASE_URL")]
+    pub database_url: Option<String>,
+    /// The service's bucket, s3://BUCKET[/PREFIX], when bundles and
+    /// snapshots are kept there (AWS_* variables as for serve).
+    #[arg(long, env = "WATTCOUNTS_BLOB_URL")]
+    pub blob_url: Option<String>,
+}
+
+impl StorageArgs {
+    async fn open(
+        &self,
+    ) -> anyhow::Result<(std::sync::Arc<dyn crate::store::Store>, BlobStore, Library)> {
+        let url =
+            crate::config::existing_database_url(&self.data_dir, self.database_url.as_deref())?;
+        let store = crate::store::open(&url).await?;
+        let (blobs, library) =
+            crate::config::file_stores(&self.data_dir, self.blob_url.as_deref())?;
+        // Folders published before the database listed snapshots.
+        library.import_folders(store.as_ref()).await?;
+        Ok((store, blobs, library))
+    }
 }
 
 #[derive(Debug, Args)]
 pub struct CreateArgs {
     #[command(flatten)]
     pub storage: StorageArgs,
-    /// Database URL; defaults to sqlite:<data-dir>/wattcounts.db.
-    #[arg(long, env = "WATTCOUNTS_DATABASE_URL")]
-    pub database_url: Option<String>,
     /// Also write power_traces-<gpu>.parquet (one per GPU): every 10 Hz power sample, read back
     /// from the stored bundles (about 10× the size of the rest).
     #[arg(long)]
@@ -56,10 +75,7 @@ pub async fn run(cmd: SnapshotCommand) -> anyhow::Result<()> {
     match cmd {
         SnapshotCommand::Create(a) => {
             let data_dir = &a.storage.data_dir;
-            let url = crate::config::existing_database_url(data_dir, a.database_url.as_deref())?;
-            let store = crate::store::open(&url).await?;
-            let blobs = BlobStore::new(data_dir.join("blobs"))?;
-            let library = Library::new(data_dir.join("snapshots"))?;
+            let (store, blobs, library) = a.storage.open().await?;
             let key_path = a
                 .log_key_file
                 .clone()
@@ -113,10 +129,10 @@ pub async fn run(cmd: SnapshotCommand) -> anyhow::Result<()> {
             Ok(())
         }
         SnapshotCommand::List(a) => {
-            let library = Library::new(a.data_dir.join("snapshots"))?;
-            let list = library.list()?;
+            let (store, _, library) = a.open().await?;
+            let list = library.list(store.as_ref()).await?;
             if list.is_empty() {
-                println!("no snapshots in {}", library.root().display());
+                println!("no snapshots in {}", library.objects().describe());
             }
             for p in list {
                 let m = &p.manifest;

@@ -47,7 +47,7 @@ pub struct Ledger {
 }
 
 /// A consistency proof between two tree sizes.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct ConsistencyProof {
     pub from: u64,
     pub to: u64,
@@ -56,7 +56,7 @@ pub struct ConsistencyProof {
 }
 
 /// An inclusion proof of one leaf against a signed checkpoint.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct InclusionProof {
     pub index: u64,
     pub tree_size: u64,

@@ -122,11 +122,10 @@ impl Service {
             .ping()
             .await
             .map_err(|e| format!("database: {e}"))?;
-        let blobs = self.blobs().clone();
-        tokio::task::spawn_blocking(move || blobs.probe())
+        self.blobs()
+            .probe()
             .await
-            .map_err(|e| format!("blob store: {e}"))?
-            .map_err(|e| format!("blob store: {e}"))
+            .map_err(|e| format!("blob store ({}): {e}", self.blobs().objects().describe()))
     }
 
     /// Connections of the database pool: (in use, idle).
@@ -425,6 +424,31 @@ impl Service {
     }
 
     // Snapshots.
+
+    /// Every published snapshot, newest first.
+    pub async fn snapshots(
+        &self,
+        library: &crate::snapshot::Library,
+    ) -> anyhow::Result<Vec<crate::snapshot::Published>> {
+        library.list(self.store.as_ref()).await
+    }
+
+    /// One published snapshot (`latest`: the newest).
+    pub async fn snapshot(
+        &self,
+        library: &crate::snapshot::Library,
+        id: &str,
+    ) -> anyhow::Result<Option<crate::snapshot::Published>> {
+        library.get(self.store.as_ref(), id).await
+    }
+
+    /// Start-up: lists snapshot folders published before the database
+    /// listed them, and clears what crashed creations left.
+    pub async fn tidy_snapshots(&self, library: &crate::snapshot::Library) -> anyhow::Result<(usize, usize)> {
+        let imported = library.import_folders(self.store.as_ref()).await?;
+        let removed = library.remove_stale(self.store.as_ref()).await?;
+        Ok((imported, removed))
+    }
 
     pub async fn create_snapshot(
         &self,

@@ -9,7 +9,7 @@ use crate::store::{Actor, Decided, Status, Store, StoreError};
 /// Longest reason kept, characters.
 pub const MAX_REASON: usize = 2000;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Decision {
     Approve,

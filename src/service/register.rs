@@ -9,7 +9,7 @@ use crate::rejection::{RejectKind, Rejection};
 use crate::signing;
 use crate::store::{NewSubmitter, StoreError};
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Registration {
     pub handle: String,
@@ -22,7 +22,7 @@ pub struct Registration {
 }
 
 /// What was registered.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
 pub struct Registered {
     pub handle: String,
     pub display_name: String,

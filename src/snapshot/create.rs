@@ -1,6 +1,7 @@
-//! Creating a snapshot: read the accepted data in one transaction, write
-//! every file into an unfinished folder, fsync, and rename the folder into
-//! place. A crash at any point leaves no folder under a snapshot id.
+//! Creating a snapshot: reserve its id, read the accepted data in one
+//! transaction, write every file into an unfinished folder, fsync, put the
+//! files in place (manifest last) and mark it published (see `library`). A
+//! crash at any point leaves nothing listed under a snapshot id.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
@@ -77,7 +78,8 @@ pub async fn create(
     // Whatever was stored before the log existed gets its leaf first, so
     // every submission in the snapshot is in the log it records.
     store.backfill_log().await?;
-    let previous = library.list()?.into_iter().find_map(|p| {
+    library.remove_stale(store).await?;
+    let previous = library.list(store).await?.into_iter().find_map(|p| {
         p.manifest.log.map(|l| Previous {
             snapshot_id: p.manifest.snapshot_id,
             size: l.size,
@@ -85,33 +87,47 @@ pub async fn create(
         })
     });
     let previous_size = previous.as_ref().map(|p| p.size);
+    let now = Utc::now();
+    let (id, tmp) = library
+        .reserve(store, &format!("wc-{}", now.format("%Y%m%dT%H%M%SZ")))
+        .await?;
     let (tx, rx) = tokio::sync::mpsc::channel(2);
-    let blobs = blobs.clone();
-    let library = library.clone();
-    let options = options.clone();
-    let writer = tokio::task::spawn_blocking(move || {
-        write(
-            rx,
-            &blobs,
-            &library,
-            &options,
-            previous,
-            Utc::now(),
-            progress,
-        )
-    });
+    let writer = {
+        let (blobs, options, id, tmp) = (blobs.clone(), options.clone(), id.clone(), tmp.clone());
+        tokio::task::spawn_blocking(move || {
+            let mut progress = progress;
+            let done = write_into(rx, &blobs, &options, previous, now, &id, &tmp, &mut progress);
+            (done, progress)
+        })
+    };
     let read = store.snapshot_source(tx, RUN_BATCH, previous_size).await;
     let read_time = started.elapsed();
-    let written = writer.await?;
+    let (written, mut progress) = writer.await?;
     // Whichever side failed first says why: a failed read ends the stream
     // early (the writer then refuses to publish), a failed write stops the
     // read.
-    let published = match (read, written) {
-        (Ok(()), w) => w?,
-        (Err(_), Ok(_)) => anyhow::bail!("the snapshot was written from an unfinished read"),
-        (Err(r), Err(w)) if w.to_string().starts_with("the database read") => return Err(r.into()),
-        (Err(_), Err(w)) => return Err(w),
+    let outcome = match (read, written) {
+        (Ok(()), w) => w,
+        (Err(_), Ok(_)) => Err(anyhow::anyhow!(
+            "the snapshot was written from an unfinished read"
+        )),
+        (Err(r), Err(w)) if w.to_string().starts_with("the database read") => Err(r.into()),
+        (Err(_), Err(w)) => Err(w),
     };
+    if let Err(e) = outcome {
+        // An error (not a crash): take the unfinished work away now.
+        library.abandon(store, &id, &tmp).await;
+        return Err(e);
+    }
+    crash_point("snapshot-before-rename");
+    let published = match library.publish(store, &id, &tmp).await {
+        Ok(p) => p,
+        Err(e) => {
+            library.abandon(store, &id, &tmp).await;
+            return Err(e);
+        }
+    };
+    progress(&format!("published {id} in {}", library.objects().describe()));
     Ok(Created {
         published,
         read_time,
@@ -201,42 +217,6 @@ fn next_part(rx: &mut Receiver<SnapshotPart>, what: &str) -> anyhow::Result<Snap
         .ok_or_else(|| anyhow::anyhow!("the database read ended before {what}"))
 }
 
-fn write(
-    mut rx: Receiver<SnapshotPart>,
-    blobs: &BlobStore,
-    library: &Library,
-    options: &Options,
-    previous: Option<Previous>,
-    now: DateTime<Utc>,
-    mut progress: impl FnMut(&str),
-) -> anyhow::Result<Published> {
-    library.remove_stale()?;
-    let (id, tmp) = library.reserve(&format!("wc-{}", now.format("%Y%m%dT%H%M%SZ")))?;
-    let result = write_into(
-        &mut rx,
-        blobs,
-        options,
-        previous,
-        now,
-        &id,
-        &tmp,
-        &mut progress,
-    );
-    if result.is_err() {
-        // An error (not a crash): take the unfinished folder away now.
-        let _ = std::fs::remove_dir_all(&tmp);
-    }
-    result?;
-    crash_point("snapshot-before-rename");
-    let dir = library.root().join(&id);
-    std::fs::rename(&tmp, &dir)?;
-    sync_dir(library.root())?;
-    progress(&format!("published {}", dir.display()));
-    library
-        .get(&id)?
-        .ok_or_else(|| anyhow::anyhow!("snapshot {id} vanished after its rename"))
-}
-
 /// runs.parquet and runs.csv, written batch by batch as the rows arrive.
 struct RunFiles<'a> {
     parquet: polars::io::parquet::write::BatchedWriter<&'a mut DigestFile>,
@@ -245,7 +225,7 @@ struct RunFiles<'a> {
 
 #[allow(clippy::too_many_arguments)]
 fn write_into(
-    rx: &mut Receiver<SnapshotPart>,
+    mut rx: Receiver<SnapshotPart>,
     blobs: &BlobStore,
     options: &Options,
     previous: Option<Previous>,
@@ -254,6 +234,7 @@ fn write_into(
     tmp: &Path,
     progress: &mut impl FnMut(&str),
 ) -> anyhow::Result<()> {
+    let rx = &mut rx;
     let SnapshotPart::Submissions(submissions) = next_part(rx, "the submissions")? else {
         anyhow::bail!("the database read sent its parts out of order");
     };

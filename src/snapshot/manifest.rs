@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 pub const FORMAT: &str = "wattcounts-snapshot/1";
 pub const FILE_NAME: &str = "manifest.json";
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Manifest {
     pub format: String,
     pub snapshot_id: String,
@@ -26,7 +26,7 @@ pub struct Manifest {
 
 /// The log checkpoint a snapshot covers: every submission in it is a leaf
 /// of this tree, whose leaves are `entries_file` (one per line, in order).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SnapshotLog {
     pub origin: String,
     pub verifier_key: String,
@@ -42,7 +42,7 @@ pub struct SnapshotLog {
     pub previous: Option<PreviousLog>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct PreviousLog {
     pub snapshot_id: String,
     pub size: u64,
@@ -55,7 +55,7 @@ pub struct PreviousLog {
 pub const LOG_ENTRIES_FILE: &str = "log.jsonl";
 
 /// The accepted data the snapshot holds, counted when it was read.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Coverage {
     pub submissions: u64,
     pub demo_submissions: u64,
@@ -66,7 +66,7 @@ pub struct Coverage {
     pub power_samples: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct FileEntry {
     pub path: String,
     pub media_type: String,
@@ -80,7 +80,7 @@ pub struct FileEntry {
     pub columns: Vec<ColumnEntry>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ColumnEntry {
     pub name: String,
     /// Arrow type name, as pyarrow prints it.

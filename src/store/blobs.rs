@@ -1,12 +1,14 @@
-//! Content-addressed store for raw bundles: `<root>/sha256/ab/abcdef….tar.gz`.
-//! Writes go to a temporary file (`tmp/`), are fsynced and renamed into
-//! place, so a crash never leaves a half-written blob under its final name.
+//! Content-addressed store for raw bundles: `<root>/sha256/ab/abcdef….tar.gz`
+//! in the data dir or a bucket. Uploads stream to a local staging file, are
+//! fsynced, then renamed into place (or uploaded whole), so a crash never
+//! leaves a half-written blob under its final name.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use sha2::{Digest, Sha256, Sha512};
 
+use super::objects::Objects;
 use crate::signing::MessageDigests;
 
 /// An upload on its way to the staging file, digested as it is written.
@@ -68,26 +70,47 @@ impl StagedBundle {
     }
 }
 
+/// The bundles: staged in a local scratch folder while they arrive and are
+/// checked, then stored by content address in the data dir or a bucket.
 #[derive(Debug, Clone)]
 pub struct BlobStore {
-    root: PathBuf,
+    /// Where uploads are staged; always local.
+    scratch: PathBuf,
+    objects: Objects,
 }
 
 impl BlobStore {
+    /// Bundles in a local folder, staged in its `tmp/`.
     pub fn new(root: impl Into<PathBuf>) -> std::io::Result<Self> {
         let root = root.into();
+        let objects = Objects::local(&root)?;
         std::fs::create_dir_all(root.join("sha256"))?;
-        Ok(BlobStore { root })
+        Self::with_objects(objects, root.join("tmp"))
     }
 
-    /// Writes and removes a small file where uploads are staged: the store
-    /// can take a bundle now.
-    pub fn probe(&self) -> std::io::Result<()> {
-        let dir = self.root.join("tmp");
-        std::fs::create_dir_all(&dir)?;
-        let f = tempfile::NamedTempFile::new_in(&dir)?;
-        std::fs::write(f.path(), b"ready")?;
-        f.close()
+    /// Bundles wherever `objects` is (a bucket), staged in `scratch`.
+    pub fn with_objects(objects: Objects, scratch: impl Into<PathBuf>) -> std::io::Result<Self> {
+        let scratch = scratch.into();
+        std::fs::create_dir_all(&scratch)?;
+        Ok(BlobStore { scratch, objects })
+    }
+
+    pub fn objects(&self) -> &Objects {
+        &self.objects
+    }
+
+    /// Writes and removes a small file where uploads are staged and where
+    /// they are stored: the store can take a bundle now.
+    pub async fn probe(&self) -> std::io::Result<()> {
+        let scratch = self.scratch.clone();
+        tokio::task::spawn_blocking(move || {
+            std::fs::create_dir_all(&scratch)?;
+            let f = tempfile::NamedTempFile::new_in(&scratch)?;
+            std::fs::write(f.path(), b"ready")?;
+            f.close()
+        })
+        .await??;
+        self.objects.probe().await
     }
 
     /// Path relative to the root, as stored in the database.
@@ -95,17 +118,12 @@ impl BlobStore {
         format!("sha256/{}/{}.tar.gz", &sha256_hex[..2], sha256_hex)
     }
 
-    pub fn path(&self, relative: &str) -> PathBuf {
-        self.root.join(relative)
-    }
-
     /// A temporary file in the store that an upload streams into; it is
     /// deleted when dropped unless [`commit`](Self::commit)ted.
     pub fn staging(&self) -> std::io::Result<StagingWriter> {
-        let dir = self.root.join("tmp");
-        std::fs::create_dir_all(&dir)?;
+        std::fs::create_dir_all(&self.scratch)?;
         Ok(StagingWriter {
-            file: tempfile::NamedTempFile::new_in(dir)?,
+            file: tempfile::NamedTempFile::new_in(&self.scratch)?,
             sha256: Sha256::new(),
             sha512: Sha512::new(),
             len: 0,
@@ -119,78 +137,76 @@ impl BlobStore {
         w.finish()
     }
 
-    /// Moves a staged file to its content address.
+    /// Stores a staged file under its content address (a blocking thread's
+    /// call). A bundle already stored is not written again.
     pub fn commit(&self, staged: StagedBundle) -> std::io::Result<String> {
         let rel = Self::relative_path(&staged.sha256_hex);
-        let dest = self.root.join(&rel);
-        if dest.exists() {
-            return Ok(rel);
+        match self.objects.local_path(&rel) {
+            Some(dest) => {
+                if dest.exists() {
+                    return Ok(rel);
+                }
+                let dir = dest.parent().expect("blob path has a parent");
+                std::fs::create_dir_all(dir)?;
+                staged.file.persist(&dest).map_err(|e| e.error)?;
+                super::objects::sync_dir(dir);
+            }
+            None => {
+                if !self.objects.exists_blocking(&rel)? {
+                    self.objects.put_file_blocking(&rel, staged.file.path())?;
+                }
+            }
         }
-        let dir = dest.parent().expect("blob path has a parent");
-        std::fs::create_dir_all(dir)?;
-        staged.file.persist(&dest).map_err(|e| e.error)?;
-        sync_dir(dir);
         Ok(rel)
     }
 
+    /// A stored bundle's bytes (a blocking thread's call).
     pub fn read(&self, relative: &str) -> std::io::Result<Vec<u8>> {
-        std::fs::read(self.root.join(relative))
+        self.objects.read_blocking(relative)
+    }
+
+    /// A stored bundle, or part of it, for a download.
+    pub async fn fetch(
+        &self,
+        relative: &str,
+        range: impl FnOnce(u64) -> Option<std::ops::Range<u64>>,
+    ) -> std::io::Result<super::objects::Fetched> {
+        self.objects.fetch(relative, range).await
     }
 
     /// Removes what a crash or a lost race left behind: staging files, and
     /// blobs no row references (`keep` holds the referenced relative
     /// paths), each only once older than `grace`, so a bundle that another
     /// instance is storing right now is left alone. Returns (files, bytes).
+    /// A blocking thread's call.
     pub fn sweep(
         &self,
         keep: &std::collections::HashSet<String>,
         grace: std::time::Duration,
     ) -> std::io::Result<(u64, u64)> {
         let now = std::time::SystemTime::now();
-        let old = |m: &std::fs::Metadata| {
-            m.modified()
-                .ok()
-                .and_then(|t| now.duration_since(t).ok())
-                .is_some_and(|age| age >= grace)
+        let old = |t: std::time::SystemTime| {
+            now.duration_since(t)
+                .is_ok_and(|age| age >= grace)
         };
         let mut removed = (0u64, 0u64);
-        let mut remove = |path: &Path, m: &std::fs::Metadata| -> std::io::Result<()> {
-            std::fs::remove_file(path)?;
-            removed.0 += 1;
-            removed.1 += m.len();
-            Ok(())
-        };
-        if let Ok(rd) = std::fs::read_dir(self.root.join("tmp")) {
+        if let Ok(rd) = std::fs::read_dir(&self.scratch) {
             for e in rd.flatten() {
                 let m = e.metadata()?;
-                if m.is_file() && old(&m) {
-                    remove(&e.path(), &m)?;
+                if m.is_file() && m.modified().is_ok_and(old) {
+                    std::fs::remove_file(e.path())?;
+                    removed.0 += 1;
+                    removed.1 += m.len();
                 }
             }
         }
-        for shard in std::fs::read_dir(self.root.join("sha256"))?.flatten() {
-            let Ok(rd) = std::fs::read_dir(shard.path()) else {
-                continue;
-            };
-            for e in rd.flatten() {
-                let m = e.metadata()?;
-                let rel = format!(
-                    "sha256/{}/{}",
-                    shard.file_name().to_string_lossy(),
-                    e.file_name().to_string_lossy()
-                );
-                if m.is_file() && !keep.contains(&rel) && old(&m) {
-                    remove(&e.path(), &m)?;
-                }
+        for f in self.objects.list_blocking("sha256")? {
+            if !keep.contains(&f.name) && old(f.modified) {
+                self.objects.delete_blocking(&f.name)?;
+                removed.0 += 1;
+                removed.1 += f.bytes;
             }
         }
         Ok(removed)
-    }
-}
-
-fn sync_dir(dir: &Path) {
-    // Makes the rename durable; not supported everywhere, so best effort.
-    if let Ok(d) = std::fs::File::open(dir) {
-        let _ = d.sync_all();
     }
 }

@@ -163,6 +163,18 @@ const TABLES: &[(&str, &[(&str, Kind)])] = &[
         "log_checkpoints",
         &[("size", Int), ("signed", Text), ("published_at", Text)],
     ),
+    // The published snapshots' list (their files are in the blob store).
+    (
+        "snapshots",
+        &[
+            ("id", Text),
+            ("reserved_at", Text),
+            ("published_at", Text),
+            ("created_at", Text),
+            ("manifest", Text),
+            ("manifest_sha256", Text),
+        ],
+    ),
     // The read model, as it stands (`db rebuild` would give the same).
     (
         "group_keys",

@@ -29,7 +29,7 @@ pub(super) enum LogTarget {
 }
 
 /// What the log holds, for its page and API.
-#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, utoipa::ToSchema)]
 pub struct LogStats {
     pub size: u64,
     /// Leaves appended by the start-up backfill, and the range they take.

@@ -4,6 +4,7 @@
 pub mod blobs;
 pub mod copy;
 pub mod log;
+pub mod objects;
 pub mod postgres;
 mod sql;
 pub mod sqlite;
@@ -113,7 +114,7 @@ pub struct SubmissionRecord {
     pub log_index: Option<u64>,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, utoipa::ToSchema)]
 pub struct TableCounts {
     pub submitters: u64,
     pub keys: u64,
@@ -237,12 +238,43 @@ pub trait Store: log::LogStore + Send + Sync {
         batch: usize,
         previous_log_size: Option<u64>,
     ) -> Result<(), StoreError>;
+
+    // Snapshots: reserved, written, then published (see 0008_snapshots.sql).
+
+    /// Reserves a snapshot id; false when it is taken (published, or being
+    /// written by this or another instance).
+    async fn reserve_snapshot(&self, id: &str, at: &DateTime<Utc>) -> Result<bool, StoreError>;
+    /// Marks a reserved snapshot published, once its manifest is written.
+    async fn publish_snapshot(&self, row: &SnapshotRow, at: &DateTime<Utc>) -> Result<(), StoreError>;
+    /// Forgets a reservation that was never published.
+    async fn drop_snapshot_reservation(&self, id: &str) -> Result<(), StoreError>;
+    /// Reservations made before `before` and never published: creations
+    /// that crashed.
+    async fn stale_snapshot_reservations(
+        &self,
+        before: &DateTime<Utc>,
+    ) -> Result<Vec<String>, StoreError>;
+    /// Published snapshots, newest first.
+    async fn snapshots(&self) -> Result<Vec<SnapshotRow>, StoreError>;
+    /// One published snapshot, or the newest for `None`.
+    async fn snapshot(&self, id: Option<&str>) -> Result<Option<SnapshotRow>, StoreError>;
+}
+
+/// A published snapshot as the database lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SnapshotRow {
+    pub id: String,
+    /// The manifest's `created_at`, RFC 3339.
+    pub created_at: String,
+    /// manifest.json's exact bytes.
+    pub manifest: String,
+    pub manifest_sha256: String,
 }
 
 use crate::leaderboard::{Entry, Query};
 
 /// One view of the read model: origin × protocol × scenario.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
 pub struct GroupView {
     pub origin: crate::domain::Origin,
     pub protocol_id: String,
@@ -253,7 +285,7 @@ pub struct GroupView {
 }
 
 /// What one view holds, for filter controls.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, utoipa::ToSchema)]
 pub struct Facets {
     pub models: Vec<String>,
     /// (id, NVML name)
@@ -313,7 +345,7 @@ pub enum Decided {
 }
 
 /// One recorded maintainer decision.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct ModerationEvent {
     pub at: String,
     pub actor: String,
@@ -337,7 +369,7 @@ pub struct ModerationEvent {
     pub log_index: Option<u64>,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, utoipa::ToSchema)]
 pub struct DatasetCounts {
     pub submissions: u64,
     pub demo_submissions: u64,

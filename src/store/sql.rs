@@ -1667,7 +1667,104 @@ macro_rules! sql_store {
                     configurations: r.get::<i64, _>(4) as u64,
                 })
             }
+
+            async fn reserve_snapshot(&self, id: &str, at: &DateTime<Utc>) -> Result<bool, StoreError> {
+                sqlx::query("INSERT INTO snapshots (id, reserved_at) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING")
+                    .bind(id)
+                    .bind(ts(at))
+                    .execute(&self.pool)
+                    .await
+                    .map(|r| r.rows_affected() == 1)
+                    .map_err(db_err)
+            }
+
+            async fn publish_snapshot(&self, row: &SnapshotRow, at: &DateTime<Utc>) -> Result<(), StoreError> {
+                let done = sqlx::query(
+                    "UPDATE snapshots SET published_at = $2, created_at = $3, manifest = $4, manifest_sha256 = $5
+                     WHERE id = $1 AND published_at IS NULL",
+                )
+                .bind(&row.id)
+                .bind(ts(at))
+                .bind(&row.created_at)
+                .bind(&row.manifest)
+                .bind(&row.manifest_sha256)
+                .execute(&self.pool)
+                .await
+                .map_err(db_err)?;
+                if done.rows_affected() == 1 {
+                    Ok(())
+                } else {
+                    Err(StoreError::Other(anyhow::anyhow!(
+                        "snapshot {} is not reserved (swept as stale, or published already)",
+                        row.id
+                    )))
+                }
+            }
+
+            async fn drop_snapshot_reservation(&self, id: &str) -> Result<(), StoreError> {
+                sqlx::query("DELETE FROM snapshots WHERE id = $1 AND published_at IS NULL")
+                    .bind(id)
+                    .execute(&self.pool)
+                    .await
+                    .map(|_| ())
+                    .map_err(db_err)
+            }
+
+            async fn stale_snapshot_reservations(
+                &self,
+                before: &DateTime<Utc>,
+            ) -> Result<Vec<String>, StoreError> {
+                sqlx::query_scalar(
+                    "SELECT id FROM snapshots WHERE published_at IS NULL AND reserved_at < $1 ORDER BY id",
+                )
+                .bind(ts(before))
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db_err)
+            }
+
+            async fn snapshots(&self) -> Result<Vec<SnapshotRow>, StoreError> {
+                let rows: Vec<(String, String, String, String)> = sqlx::query_as(
+                    "SELECT id, created_at, manifest, manifest_sha256 FROM snapshots
+                     WHERE published_at IS NOT NULL ORDER BY created_at DESC, id DESC",
+                )
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db_err)?;
+                Ok(rows.into_iter().map(snapshot_row).collect())
+            }
+
+            async fn snapshot(&self, id: Option<&str>) -> Result<Option<SnapshotRow>, StoreError> {
+                let row: Option<(String, String, String, String)> = match id {
+                    Some(id) => sqlx::query_as(
+                        "SELECT id, created_at, manifest, manifest_sha256 FROM snapshots
+                         WHERE id = $1 AND published_at IS NOT NULL",
+                    )
+                    .bind(id)
+                    .fetch_optional(&self.pool)
+                    .await,
+                    None => sqlx::query_as(
+                        "SELECT id, created_at, manifest, manifest_sha256 FROM snapshots
+                         WHERE published_at IS NOT NULL ORDER BY created_at DESC, id DESC LIMIT 1",
+                    )
+                    .fetch_optional(&self.pool)
+                    .await,
+                }
+                .map_err(db_err)?;
+                Ok(row.map(snapshot_row))
+            }
         }
     };
+}
+
+pub(super) fn snapshot_row(
+    (id, created_at, manifest, manifest_sha256): (String, String, String, String),
+) -> super::SnapshotRow {
+    super::SnapshotRow {
+        id,
+        created_at,
+        manifest,
+        manifest_sha256,
+    }
 }
 pub(super) use sql_store;

@@ -7,18 +7,19 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Row, SqlitePool};
 use uuid::Uuid;
 
 use super::sql::{
     bind_all, db_err, group_query, intervals_of, json_err, model_rank_column, opt_ts, sql_store,
-    status_of, unique_violation, EventRow, Param, COUNTER_ADD, GROUP_COLUMNS, GROUP_INSERT,
+    snapshot_row, status_of, unique_violation, EventRow, Param, COUNTER_ADD, GROUP_COLUMNS, GROUP_INSERT,
     GROUP_KEY_INSERT, KEY_SELECT, MEMBER_SELECT, RUN_COLUMNS, SUBMISSION_SELECT,
 };
 use super::{
     parse_ts, ts, Actor, DatasetCounts, Decided, InsertOutcome, KeyRecord, ModerationEvent,
-    NewSubmission, NewSubmitter, Status, StoreError, SubmissionRecord, TableCounts,
+    NewSubmission, NewSubmitter, SnapshotRow, Status, StoreError, SubmissionRecord, TableCounts,
 };
 use crate::bundle::harness::Scenario;
 use crate::checks::{CheckResult, PeerGroup};

@@ -6,28 +6,59 @@ use axum::extract::{Multipart, Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde_json::json;
+use serde::Serialize;
+use utoipa::ToSchema;
 
-use super::error::ApiError;
+use super::error::{ApiError, ErrorBody};
 use super::guard::{ClientIp, Pace};
 use super::AppState;
 use crate::ingest::Outcome;
 use crate::limits::Action;
+use crate::receipt::Receipt;
 use crate::service::register::Registration;
 use crate::service::upload::StagedUpload;
 
+/// `/healthz`: the process answers and reaches its database.
+#[derive(Serialize, ToSchema)]
+pub struct Health {
+    /// Always `ok` in a 200.
+    pub status: &'static str,
+    /// `sqlite` or `postgres`.
+    pub backend: &'static str,
+    pub public_url: String,
+}
+
+/// `/readyz` in a 200.
+#[derive(Serialize, ToSchema)]
+pub struct Ready {
+    /// Always `ready`.
+    pub status: &'static str,
+}
+
+#[utoipa::path(get, path = "/healthz", tag = "service",
+    summary = "Liveness: the process answers and its database does",
+    responses((status = 200, body = Health)))]
 pub async fn healthz(State(s): State<AppState>) -> Response {
     match s.service.ping().await {
-        Ok(()) => Json(json!({"status": "ok", "backend": s.service.backend(), "public_url": s.service.config().public_url})).into_response(),
+        Ok(()) => Json(Health {
+            status: "ok",
+            backend: s.service.backend(),
+            public_url: s.service.config().public_url.clone(),
+        })
+        .into_response(),
         Err(e) => ApiError::from(e).into_response(),
     }
 }
 
 /// 200 only when the database and the blob store answer (a load
 /// balancer's question); 503 naming what does not.
+#[utoipa::path(get, path = "/readyz", tag = "service",
+    summary = "Readiness: the database and the blob store both answer",
+    description = "A load balancer's question. 503 names what does not answer.",
+    responses((status = 200, body = Ready)))]
 pub async fn readyz(State(s): State<AppState>) -> Response {
     match s.service.ready().await {
-        Ok(()) => Json(json!({"status": "ready"})).into_response(),
+        Ok(()) => Json(Ready { status: "ready" }).into_response(),
         Err(why) => {
             tracing::warn!(%why, "not ready");
             let mut e = ApiError::unavailable();
@@ -41,17 +72,42 @@ pub async fn not_found() -> ApiError {
     ApiError::not_found("no such page or endpoint")
 }
 
+#[utoipa::path(post, path = "/api/v1/submitters", tag = "submitters",
+    summary = "Register a handle and an SSH public key",
+    description = "`proof` is an sshsig (namespace `wattcounts-register`) over the registration message; `wattcounts keygen --register` writes one.",
+    request_body = Registration,
+    responses(
+        (status = 201, description = "Registered", body = crate::service::register::Registered),
+        (status = 403, description = "The proof does not verify", body = ErrorBody),
+        (status = 409, description = "The handle or key is taken", body = ErrorBody),
+        (status = 413, description = "Body over 64 KiB", body = ErrorBody),
+        (status = 422, description = "A field breaks a rule (handle, key type)", body = ErrorBody),
+        (status = 429, description = "Too many registrations from this address", body = ErrorBody),
+    ))]
 pub async fn register(
     State(s): State<AppState>,
     ip: ClientIp,
     body: Result<Json<Registration>, JsonRejection>,
 ) -> Result<Response, ApiError> {
     ip.count(&s, Action::Register).await?;
-    let Json(req) = body.map_err(|e| ApiError::bad_request("bad_json", e.body_text()))?;
+    let Json(req) = body.map_err(ApiError::bad_json)?;
     let done = s.service.register(&req).await?;
     Ok((StatusCode::CREATED, Json(done)).into_response())
 }
 
+#[utoipa::path(post, path = "/api/v1/submissions", tag = "submissions",
+    summary = "Upload a signed bundle",
+    description = "Multipart parts `bundle` (the .tar.gz of `wattcounts pack`) and `signature` (its sshsig, namespace `wattcounts-submission`). 201 with the receipt when stored (accepted, needs_review or rejected by a hard check); 200 with the same receipt when these bytes were stored before.",
+    request_body(content = UploadForm, content_type = "multipart/form-data"),
+    responses(
+        (status = 200, description = "The same bytes were stored before: their receipt", body = Receipt),
+        (status = 201, description = "Stored: the receipt", body = Receipt),
+        (status = 403, description = "Signature, key or audience refused", body = ErrorBody),
+        (status = 409, description = "A known submission_id with other bytes", body = ErrorBody),
+        (status = 413, description = "Body or unpacked bundle over a limit", body = ErrorBody),
+        (status = 422, description = "The bundle breaks a rule (schema, CSV, digests); details name the file, pointer or row", body = ErrorBody),
+        (status = 429, description = "Too many uploads from this address or key", body = ErrorBody),
+    ))]
 pub async fn submit(
     State(s): State<AppState>,
     ip: ClientIp,
@@ -69,6 +125,17 @@ pub async fn submit(
         Outcome::Replayed => StatusCode::OK,
     };
     Ok((status, Json(receipt)).into_response())
+}
+
+/// The upload's multipart parts, as the document describes them.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct UploadForm {
+    /// The bundle, a gzip tar.
+    #[schema(value_type = String, format = Binary)]
+    bundle: Vec<u8>,
+    /// The armoured sshsig of the bundle's bytes.
+    signature: String,
 }
 
 /// Largest signature part: an armored sshsig is well under 1 KiB.
@@ -196,6 +263,13 @@ fn multipart_error(e: axum::extract::multipart::MultipartError, limit: u64) -> A
     }
 }
 
+#[utoipa::path(get, path = "/api/v1/submissions/{id}", tag = "submissions",
+    summary = "A submission's receipt",
+    params(("id" = uuid::Uuid, Path, description = "The submission id (the manifest's submission_id)")),
+    responses(
+        (status = 200, body = Receipt),
+        (status = 404, description = "No such submission", body = ErrorBody),
+    ))]
 pub async fn submission(
     State(s): State<AppState>,
     Path(id): Path<String>,

@@ -86,6 +86,11 @@ pub fn to_csv(entries: &[Entry], first_rank: usize) -> Vec<u8> {
     w.into_inner().expect("flush to memory")
 }
 
+#[utoipa::path(get, path = "/api/v1/leaderboard.csv", tag = "leaderboard",
+    summary = "The leaderboard page as CSV, with the JSON's filters",
+    params(super::openapi::LeaderboardParams),
+    responses((status = 200, description = "One row per group; the header names the columns",
+        content_type = "text/csv", body = String)))]
 pub async fn leaderboard_csv(
     State(s): State<AppState>,
     Query(params): Query<HashMap<String, String>>,

@@ -4,7 +4,8 @@
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde_json::json;
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use crate::ingest::IngestError;
 use crate::rejection::{Detail, RejectKind, Rejection};
@@ -43,6 +44,10 @@ impl ApiError {
     }
     pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, code, message)
+    }
+    /// A JSON body that did not parse or does not fit the request's shape.
+    pub fn bad_json(e: axum::extract::rejection::JsonRejection) -> Self {
+        Self::bad_request("bad_json", e.body_text())
     }
     pub fn not_found(message: impl Into<String>) -> Self {
         Self::new(StatusCode::NOT_FOUND, "not_found", message)
@@ -155,18 +160,38 @@ impl From<IngestError> for ApiError {
     }
 }
 
+/// The envelope every API error is sent in.
+#[derive(Serialize, ToSchema)]
+pub struct ErrorBody {
+    pub error: ErrorObject,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ErrorObject {
+    /// Stable and machine-readable, e.g. `digest_mismatch`.
+    pub code: &'static str,
+    /// What went wrong and what to do, for a person.
+    pub message: String,
+    /// Where: the file, JSON pointer, CSV row or column, one entry each.
+    pub details: Vec<Detail>,
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         crate::telemetry::error_answer(self.code, self.status.as_u16());
-        let body = json!({
-            "error": {
-                "code": self.code,
-                "message": self.message,
-                "details": self.details,
-            }
-        });
+        let retry_after = self.retry_after_secs;
+        let body = ErrorBody {
+            error: ErrorObject {
+                code: self.code,
+                message: self.message,
+                details: self.details,
+            },
+        };
         let mut resp = (self.status, Json(body)).into_response();
-        self.set_retry_after(&mut resp);
+        if let Some(secs) = retry_after {
+            resp.headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, secs.into());
+        }
         resp
     }
 }

@@ -10,7 +10,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Serialize;
-use serde_json::json;
+use utoipa::ToSchema;
 
 use super::charts;
 use super::error::ApiError;
@@ -133,14 +133,15 @@ pub(crate) fn pick_scenario(
     }
 }
 
-#[derive(Serialize)]
-struct GpuSummary {
+#[derive(Serialize, ToSchema)]
+pub struct GpuSummary {
     id: String,
     name: String,
     architecture: String,
     tdp_w: f64,
     memory_gb: f64,
     idle_w: f64,
+    /// Groups of the view measured on it.
     configurations: usize,
     models: usize,
 }
@@ -193,13 +194,30 @@ pub async fn gpus_page(
     ))
 }
 
+/// `/api/v1/gpus`.
+#[derive(Serialize, ToSchema)]
+pub struct GpuList {
+    /// The view in words.
+    pub view: String,
+    /// Every catalogue GPU, with what the view measured on it.
+    pub gpus: Vec<GpuSummary>,
+}
+
+#[utoipa::path(get, path = "/api/v1/gpus", tag = "gpus",
+    summary = "Every catalogue GPU with the view's groups and models on it",
+    params(super::openapi::ViewParams),
+    responses((status = 200, body = GpuList)))]
 pub async fn gpus_json(
     State(s): State<AppState>,
     Query(params): Query<HashMap<String, String>>,
 ) -> Result<Response, ApiError> {
     only_params(&params, &VIEW_PARAMS)?;
     let (e, view) = entries(&s, &params, |_| {}).await?;
-    Ok(Json(json!({ "view": view.note, "gpus": summaries(&e) })).into_response())
+    Ok(Json(GpuList {
+        view: view.note,
+        gpus: summaries(&e),
+    })
+    .into_response())
 }
 
 struct GpuRow {
@@ -237,8 +255,8 @@ struct GpuPage {
 }
 
 /// An accepted submission measured on the GPU.
-#[derive(Serialize)]
-struct GpuSubmission {
+#[derive(Serialize, ToSchema)]
+pub struct GpuSubmission {
     submission_id: String,
     submitter: String,
     received_at: String,
@@ -380,19 +398,38 @@ pub async fn gpu_page(
     Ok(render(StatusCode::OK, &page))
 }
 
+/// `/api/v1/gpus/{id}`.
+#[derive(Serialize, ToSchema)]
+pub struct GpuDetail {
+    pub gpu: GpuSummary,
+    /// The scenarios measured on it (`batch`, `server@RATE`).
+    pub scenarios: Vec<String>,
+    /// The one shown.
+    pub scenario: Option<ScenarioKey>,
+    pub entries: Vec<Entry>,
+    /// Its newest accepted submissions.
+    pub submissions: Vec<GpuSubmission>,
+}
+
+#[utoipa::path(get, path = "/api/v1/gpus/{id}", tag = "gpus",
+    summary = "One GPU across models, in one scenario",
+    params(("id" = String, Path, description = "Catalogue GPU id, e.g. `h100-sxm`"),
+        super::openapi::ScenarioParam, super::openapi::ViewParams),
+    responses((status = 200, body = GpuDetail),
+        (status = 404, description = "No such GPU in the catalogue", body = super::error::ErrorBody)))]
 pub async fn gpu_json(
     State(s): State<AppState>,
     Path(id): Path<String>,
     Query(params): Query<HashMap<String, String>>,
 ) -> Result<Response, ApiError> {
     let v = gpu_data(&s, &id, &params).await?;
-    Ok(Json(json!({
-        "gpu": v.gpu,
-        "scenarios": v.present.iter().map(|k| k.param()).collect::<Vec<_>>(),
-        "scenario": v.scenario,
-        "entries": v.rows,
-        "submissions": v.submissions,
-    }))
+    Ok(Json(GpuDetail {
+        gpu: v.gpu,
+        scenarios: v.present.iter().map(|k| k.param()).collect(),
+        scenario: v.scenario,
+        entries: v.rows,
+        submissions: v.submissions,
+    })
     .into_response())
 }
 
@@ -733,15 +770,28 @@ pub async fn compare_page(
     Ok(render(StatusCode::OK, &page))
 }
 
+/// `/api/v1/compare`.
+#[derive(Serialize, ToSchema)]
+pub struct CompareAnswer {
+    /// The view in words.
+    pub view: String,
+    pub comparison: Comparison,
+    pub headlines: Vec<compare::Headline>,
+}
+
+#[utoipa::path(get, path = "/api/v1/compare", tag = "gpus",
+    summary = "Two or more GPUs side by side per model, with the saving and its verdict",
+    params(super::openapi::CompareParams, super::openapi::ViewParams),
+    responses((status = 200, body = CompareAnswer)))]
 pub async fn compare_json(
     State(s): State<AppState>,
     Query(pairs): Query<Vec<(String, String)>>,
 ) -> Result<Response, ApiError> {
     let c = comparison(&s, &pairs).await?;
-    Ok(Json(json!({
-        "view": c.view.note,
-        "comparison": c.comparison,
-        "headlines": c.headlines,
-    }))
+    Ok(Json(CompareAnswer {
+        view: c.view.note,
+        comparison: c.comparison,
+        headlines: c.headlines,
+    })
     .into_response())
 }

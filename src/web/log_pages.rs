@@ -9,7 +9,8 @@ use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde_json::json;
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use super::auth::Maintainer;
 use super::error::ApiError;
@@ -64,6 +65,23 @@ pub async fn verifier_key(State(s): State<AppState>) -> Result<Response, ApiErro
 }
 
 /// `/.well-known/wattcounts-log`: where the log is and how to check it.
+/// `/.well-known/wattcounts-log`: where the log and its key are.
+#[derive(Serialize, ToSchema)]
+pub struct LogDiscovery {
+    /// The checkpoints' origin line (the log's name).
+    pub origin: String,
+    /// The signed-note verifier key.
+    pub verifier_key: String,
+    pub checkpoint: String,
+    /// The C2SP tlog-tiles prefix.
+    pub tiles: String,
+    pub api: String,
+    pub formats: [&'static str; 4],
+}
+
+#[utoipa::path(get, path = "/.well-known/wattcounts-log", tag = "log",
+    summary = "Where the log, its checkpoint, tiles and key are",
+    responses((status = 200, body = LogDiscovery)))]
 pub async fn well_known(State(s): State<AppState>) -> Result<Response, ApiError> {
     let (origin, key) = key_of(&s)?;
     let base = s
@@ -72,14 +90,19 @@ pub async fn well_known(State(s): State<AppState>) -> Result<Response, ApiError>
         .public_url
         .trim_end_matches('/')
         .to_string();
-    Ok(Json(json!({
-        "origin": origin,
-        "verifier_key": key,
-        "checkpoint": format!("{base}/log/checkpoint"),
-        "tiles": format!("{base}/log/"),
-        "api": format!("{base}/api/v1/log"),
-        "formats": ["c2sp.org/tlog-checkpoint", "c2sp.org/signed-note", "c2sp.org/tlog-tiles", "c2sp.org/tlog-proof"],
-    }))
+    Ok(Json(LogDiscovery {
+        origin,
+        verifier_key: key,
+        checkpoint: format!("{base}/log/checkpoint"),
+        tiles: format!("{base}/log/"),
+        api: format!("{base}/api/v1/log"),
+        formats: [
+            "c2sp.org/tlog-checkpoint",
+            "c2sp.org/signed-note",
+            "c2sp.org/tlog-tiles",
+            "c2sp.org/tlog-proof",
+        ],
+    })
     .into_response())
 }
 
@@ -111,28 +134,54 @@ pub async fn tile(
         .into_response())
 }
 
+/// `/api/v1/log`.
+#[derive(Serialize, ToSchema)]
+pub struct LogState {
+    pub origin: String,
+    pub verifier_key: String,
+    /// Leaves in the log now.
+    pub size: u64,
+    /// Leaves appended for rows stored before the log existed.
+    pub backfilled: u64,
+    pub backfilled_first: Option<u64>,
+    pub backfilled_last: Option<u64>,
+    /// The size the published checkpoint covers.
+    pub checkpoint_size: u64,
+    /// The published checkpoint, a signed note.
+    pub checkpoint: String,
+}
+
 /// `/api/v1/log`: the log's name, key, size and published checkpoint.
+#[utoipa::path(get, path = "/api/v1/log", tag = "log",
+    summary = "The log's name, key, size and published checkpoint",
+    responses((status = 200, body = LogState)))]
 pub async fn log_json(State(s): State<AppState>) -> Result<Response, ApiError> {
     let (origin, key) = key_of(&s)?;
     let ledger = s.service.ledger();
     let stats = ledger.stats().await?;
     let (published, signed) = ledger.latest().await?;
-    Ok(Json(json!({
-        "origin": origin,
-        "verifier_key": key,
-        "size": stats.size,
-        "backfilled": stats.backfilled,
-        "backfilled_first": stats.backfilled_first,
-        "backfilled_last": stats.backfilled_last,
-        "checkpoint_size": published,
-        "checkpoint": signed,
-    }))
+    Ok(Json(LogState {
+        origin,
+        verifier_key: key,
+        size: stats.size,
+        backfilled: stats.backfilled,
+        backfilled_first: stats.backfilled_first,
+        backfilled_last: stats.backfilled_last,
+        checkpoint_size: published,
+        checkpoint: signed,
+    })
     .into_response())
 }
 
 /// `/api/v1/log/inclusion?submission_id=ID|index=N[&size=N]`: an
 /// inclusion proof against the checkpoint of `size` (default: the newest
 /// published one that holds the leaf, else the log as it stands).
+#[utoipa::path(get, path = "/api/v1/log/inclusion", tag = "log",
+    summary = "An inclusion proof for one leaf",
+    description = "Give one of `submission_id` or `index`; `size` defaults to the newest published checkpoint that holds the leaf, else the log as it stands.",
+    params(InclusionParams),
+    responses((status = 200, body = crate::service::ledger::InclusionProof),
+        (status = 404, description = "No such submission or leaf", body = super::error::ErrorBody)))]
 pub async fn inclusion(
     State(s): State<AppState>,
     Query(q): Query<HashMap<String, String>>,
@@ -174,6 +223,11 @@ pub async fn inclusion(
 
 /// `/api/v1/log/consistency?from=M&to=N` (`to` defaults to the newest
 /// published checkpoint's size).
+#[utoipa::path(get, path = "/api/v1/log/consistency", tag = "log",
+    summary = "A consistency proof between two tree sizes",
+    params(ConsistencyParams),
+    responses((status = 200, body = crate::service::ledger::ConsistencyProof),
+        (status = 404, description = "The log is not that large yet", body = super::error::ErrorBody)))]
 pub async fn consistency(
     State(s): State<AppState>,
     Query(q): Query<HashMap<String, String>>,
@@ -188,7 +242,31 @@ pub async fn consistency(
     Ok(Json(ledger.consistency(from, to).await?).into_response())
 }
 
+/// `/api/v1/log/entries`.
+#[derive(Serialize, ToSchema)]
+pub struct LogEntries {
+    pub start: u64,
+    pub end: u64,
+    /// The most leaves one answer holds.
+    pub max: u64,
+    pub entries: Vec<LogEntry>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct LogEntry {
+    pub index: u64,
+    /// The leaf's bytes (RFC 8785 canonical JSON).
+    pub leaf: String,
+    /// RFC 6962 leaf hash, base64.
+    pub leaf_hash: String,
+    pub backfilled: bool,
+}
+
 /// `/api/v1/log/entries?start=M&end=N`: leaves, at most 1,000 at once.
+#[utoipa::path(get, path = "/api/v1/log/entries", tag = "log",
+    summary = "Leaves of the log, at most 1,000 at once",
+    params(EntriesParams),
+    responses((status = 200, body = LogEntries)))]
 pub async fn entries(
     State(s): State<AppState>,
     Query(q): Query<HashMap<String, String>>,
@@ -196,30 +274,47 @@ pub async fn entries(
     let start = number(&q, "start")?.unwrap_or(0);
     let end = number(&q, "end")?.unwrap_or(start.saturating_add(100));
     let leaves = s.service.ledger().entries(start, end).await?;
-    let rows: Vec<_> = leaves
+    let entries = leaves
         .iter()
-        .map(|e| {
-            json!({
-                "index": e.index,
-                "leaf": e.leaf,
-                "leaf_hash": crate::service::ledger::b64(&crate::tlog::leaf_hash(e.leaf.as_bytes())),
-                "backfilled": e.backfilled,
-            })
+        .map(|e| LogEntry {
+            index: e.index,
+            leaf: e.leaf.clone(),
+            leaf_hash: crate::service::ledger::b64(&crate::tlog::leaf_hash(e.leaf.as_bytes())),
+            backfilled: e.backfilled,
         })
         .collect();
-    Ok(
-        Json(json!({ "start": start, "end": end, "max": MAX_ENTRIES, "entries": rows }))
-            .into_response(),
-    )
+    Ok(Json(LogEntries {
+        start,
+        end,
+        max: MAX_ENTRIES,
+        entries,
+    })
+    .into_response())
+}
+
+/// What `POST /api/v1/admin/log/checkpoint` published.
+#[derive(Serialize, ToSchema)]
+pub struct Published {
+    pub size: u64,
+    /// The signed note.
+    pub checkpoint: String,
 }
 
 /// `POST /api/v1/admin/log/checkpoint`: publish a checkpoint now.
+#[utoipa::path(post, path = "/api/v1/admin/log/checkpoint", tag = "maintainers",
+    summary = "Sign and publish a checkpoint of the log as it stands",
+    security(("maintainer" = [])),
+    responses((status = 200, body = Published),
+        (status = 401, description = "No or a wrong maintainer token", body = super::error::ErrorBody)))]
 pub async fn publish(State(s): State<AppState>, m: Maintainer) -> Result<Response, ApiError> {
     let (size, signed) = s.service.ledger().publish().await?;
     tracing::info!(maintainer = %m.name, size, "published a log checkpoint on demand");
     Ok((
         StatusCode::OK,
-        Json(json!({ "size": size, "checkpoint": signed })),
+        Json(Published {
+            size,
+            checkpoint: signed,
+        }),
     )
         .into_response())
 }
@@ -295,4 +390,39 @@ pub async fn log_page(State(s): State<AppState>) -> Result<Response, PageError> 
             version: VERSION,
         },
     ))
+}
+
+/// `/api/v1/log/inclusion`'s query.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+pub struct InclusionParams {
+    /// The submission whose leaf to prove.
+    submission_id: Option<uuid::Uuid>,
+    /// Or a leaf index.
+    index: Option<u64>,
+    /// The tree size to prove against.
+    size: Option<u64>,
+}
+
+/// `/api/v1/log/consistency`'s query.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+pub struct ConsistencyParams {
+    /// The older tree size.
+    from: u64,
+    /// The newer one; the published checkpoint's size when absent.
+    to: Option<u64>,
+}
+
+/// `/api/v1/log/entries`' query.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+pub struct EntriesParams {
+    /// First index, 0 when absent.
+    start: Option<u64>,
+    /// One past the last; `start + 100` when absent.
+    end: Option<u64>,
 }

@@ -7,12 +7,14 @@ pub mod auth;
 pub mod cache;
 pub mod charts;
 pub mod csv_export;
+pub mod download;
 pub mod error;
 pub mod explore;
 pub mod format;
 pub mod guard;
 pub mod log_pages;
 pub mod models_pages;
+pub mod openapi;
 pub mod pages;
 pub mod server;
 pub mod snapshots;
@@ -35,7 +37,6 @@ use anyhow::Context;
 use crate::config::ServeConfig;
 use crate::ingest::IngestConfig;
 use crate::service::Service;
-use crate::store::blobs::BlobStore;
 use crate::store::Store;
 
 #[derive(Clone)]
@@ -75,7 +76,19 @@ impl AppState {
         cfg: &ServeConfig,
         public_url: String,
     ) -> anyhow::Result<AppState> {
-        let blobs = BlobStore::new(cfg.data_dir.join("blobs"))?;
+        let (blobs, library) = crate::config::file_stores(&cfg.data_dir, cfg.blob_url.as_deref())?;
+        Self::with_files(store, cfg, public_url, blobs, library)
+    }
+
+    /// The same with the bundles and snapshots kept where the caller says
+    /// (tests give a bucket of their own test server).
+    pub fn with_files(
+        store: Arc<dyn Store>,
+        cfg: &ServeConfig,
+        public_url: String,
+        blobs: crate::store::blobs::BlobStore,
+        library: crate::snapshot::Library,
+    ) -> anyhow::Result<AppState> {
         let log_key = cfg.log_key(&public_url)?;
         let service = Service::with_limits(
             store,
@@ -94,7 +107,7 @@ impl AppState {
             max_body_bytes: cfg.max_body_bytes,
             maintainers: Arc::new(cfg.maintainers()?),
             cache: Arc::new(cache::ResponseCache::new(!cfg.no_response_cache)),
-            snapshots: Arc::new(snapshots::Shelf::new(cfg.data_dir.join("snapshots"))?),
+            snapshots: Arc::new(snapshots::Shelf::new(library)),
             deadlines: guard::Deadlines {
                 request: std::time::Duration::from_secs(cfg.request_timeout_secs.max(1)),
                 upload: std::time::Duration::from_secs(cfg.upload_timeout_secs.max(1)),
@@ -215,6 +228,8 @@ pub fn app(state: AppState) -> Router {
         .route("/static/favicon.svg", get(pages::favicon))
         .route("/api/v1/leaderboard", get(pages::leaderboard_json))
         .route("/api/v1/leaderboard.csv", get(csv_export::leaderboard_csv))
+        .route("/api/openapi.json", get(openapi::openapi_json))
+        .route("/api", get(openapi::api_page))
         .route("/healthz", get(api::healthz))
         .route("/readyz", get(api::readyz))
         .route(

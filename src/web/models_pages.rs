@@ -4,14 +4,15 @@
 //! footprint), their JSON twins, and `/methodology`, which every verdict
 //! links to.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Json;
-use serde_json::json;
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use super::charts::{self, Dot};
 use super::error::ApiError;
@@ -19,7 +20,7 @@ use super::explore::{entries, only_params, view_params, view_query, View, VIEW_P
 use super::format;
 use super::pages::{model_path, render, PageError, VERSION};
 use super::AppState;
-use crate::compare::{self, ModelListing, ModelScenario, ScenarioKey};
+use crate::compare::{self, BestOf, ModelListing, ModelScenario, ScenarioKey};
 use crate::deadline::{self, Deadline, Meets};
 use crate::domain::{Scenario, TARGET_CONFIDENCE};
 use crate::verdict::{sig, Verdict};
@@ -149,37 +150,61 @@ pub async fn models_page(
     Ok(render(StatusCode::OK, &page))
 }
 
+/// `/api/v1/models`.
+#[derive(Serialize, ToSchema)]
+pub struct ModelIndex {
+    /// The view in words.
+    pub view: String,
+    /// Models in the view before `q` filtered them.
+    pub total: usize,
+    /// The view's scenarios (`batch`, `server@RATE`), the keys of `best`.
+    pub scenarios: Vec<String>,
+    pub models: Vec<ModelEntry>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ModelEntry {
+    pub model: String,
+    pub size_class: Option<crate::leaderboard::SizeClass>,
+    pub params_b: Option<f64>,
+    /// Distinct GPUs that measured it in any scenario.
+    pub gpus_measured: usize,
+    /// Per scenario that measured it: the GPU with the least energy per token.
+    pub best: BTreeMap<String, BestOf>,
+}
+
+#[utoipa::path(get, path = "/api/v1/models", tag = "models",
+    summary = "Every model of the view with its best GPU per scenario",
+    params(super::openapi::ModelSearchParams, super::openapi::ViewParams),
+    responses((status = 200, body = ModelIndex)))]
 pub async fn models_json(
     State(s): State<AppState>,
     Query(params): Query<HashMap<String, String>>,
 ) -> Result<Response, ApiError> {
     let (keys, listings, kept, view) = listing(&s, &params).await?;
     let total = listings.len();
-    let models: Vec<serde_json::Value> = listings
+    let models = listings
         .iter()
         .zip(&kept)
         .filter(|(_, k)| **k)
-        .map(|(m, _)| {
-            let best: serde_json::Map<String, serde_json::Value> = keys
+        .map(|(m, _)| ModelEntry {
+            model: m.model.clone(),
+            size_class: m.size_class,
+            params_b: m.params_b,
+            gpus_measured: m.gpus_measured,
+            best: keys
                 .iter()
                 .zip(&m.best)
-                .filter_map(|(k, b)| Some((k.param(), serde_json::to_value(b.as_ref()?).ok()?)))
-                .collect();
-            json!({
-                "model": m.model,
-                "size_class": m.size_class,
-                "params_b": m.params_b,
-                "gpus_measured": m.gpus_measured,
-                "best": best,
-            })
+                .filter_map(|(k, b)| Some((k.param(), b.clone()?)))
+                .collect(),
         })
         .collect();
-    Ok(Json(json!({
-        "view": view.note,
-        "total": total,
-        "scenarios": keys.iter().map(|k| k.param()).collect::<Vec<_>>(),
-        "models": models,
-    }))
+    Ok(Json(ModelIndex {
+        view: view.note,
+        total,
+        scenarios: keys.iter().map(|k| k.param()).collect(),
+        models,
+    })
     .into_response())
 }
 
@@ -477,6 +502,36 @@ pub async fn model_page(
     ))
 }
 
+/// `/api/v1/models/{id}`.
+#[derive(Serialize, ToSchema)]
+pub struct ModelAnswer {
+    pub model: String,
+    /// The view in words.
+    pub view: String,
+    /// What the gCO₂e figures assume.
+    pub footprint: crate::units::Footprint,
+    /// Per scenario: every GPU's point, the least-energy verdict and the
+    /// deadline choices.
+    pub scenarios: Vec<ModelScenario>,
+    /// Per scenario, in the same order: each point's energy per 1,000
+    /// requests (server scenarios; null in batch).
+    pub per_1000_requests: Vec<Vec<PerThousand>>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct PerThousand {
+    pub gpu_id: String,
+    pub wh_per_1000_requests: Option<crate::verdict::Estimate>,
+    pub g_co2e_per_1000_requests: Option<crate::verdict::Estimate>,
+}
+
+#[utoipa::path(get, path = "/api/v1/models/{id}", tag = "models",
+    summary = "Which GPU uses the least energy for one model, per scenario",
+    description = "`id` is the Hugging Face id and holds a `/` (`meta-llama/Llama-3.1-8B-Instruct`), sent as it is. Deadlines (`ttft_ms`, `itl_ms`, `min_tok_s`) add choices marked `custom`.",
+    params(("id" = String, Path, description = "The model's Hugging Face id"),
+        super::openapi::DeadlineParams, super::openapi::ViewParams),
+    responses((status = 200, body = ModelAnswer),
+        (status = 404, description = "No accepted data for this model in the view", body = super::error::ErrorBody)))]
 pub async fn model_json(
     State(s): State<AppState>,
     Path(id): Path<String>,
@@ -484,27 +539,28 @@ pub async fn model_json(
 ) -> Result<Response, ApiError> {
     let (summary, view) = model_data(&s, &id, &params).await?;
     let footprint = s.footprint;
-    let per_request: Vec<serde_json::Value> = summary
+    let per_1000_requests = summary
         .iter()
         .map(|m| {
-            json!(m
-                .points
+            m.points
                 .iter()
-                .map(|p| json!({
-                    "gpu_id": p.gpu_id,
-                    "wh_per_1000_requests": p.energy_per_request.map(crate::units::wh_per_1000),
-                    "g_co2e_per_1000_requests": p.energy_per_request.map(|e| footprint.g_co2e_per_1000(e)),
-                }))
-                .collect::<Vec<_>>())
+                .map(|p| PerThousand {
+                    gpu_id: p.gpu_id.clone(),
+                    wh_per_1000_requests: p.energy_per_request.map(crate::units::wh_per_1000),
+                    g_co2e_per_1000_requests: p
+                        .energy_per_request
+                        .map(|e| footprint.g_co2e_per_1000(e)),
+                })
+                .collect()
         })
         .collect();
-    Ok(Json(json!({
-        "model": id,
-        "view": view.note,
-        "footprint": footprint,
-        "scenarios": summary,
-        "per_1000_requests": per_request,
-    }))
+    Ok(Json(ModelAnswer {
+        model: id,
+        view: view.note,
+        footprint,
+        scenarios: summary,
+        per_1000_requests,
+    })
     .into_response())
 }
 

@@ -8,7 +8,8 @@ use axum::extract::{Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde_json::json;
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use super::error::ApiError;
 use super::format;
@@ -145,27 +146,47 @@ const FEATURED_MODELS: [&str; 5] = [
     "google/gemma-3-12b-it",
 ];
 
+/// The front page's JSON twin.
+#[derive(Serialize, ToSchema)]
+pub struct Stats {
+    pub counts: crate::store::DatasetCounts,
+    /// The ten latest accepted submissions, newest first.
+    pub latest: Vec<LatestSubmission>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct LatestSubmission {
+    pub submission_id: uuid::Uuid,
+    /// RFC 3339, UTC.
+    pub received_at: String,
+    pub submitter: String,
+    pub gpu: String,
+    pub iterations: u64,
+    pub demo: bool,
+}
+
 /// The front page's JSON twin: dataset counts and the latest accepted
 /// submissions.
+#[utoipa::path(get, path = "/api/v1/stats", tag = "leaderboard",
+    summary = "Dataset counts and the latest accepted submissions",
+    responses((status = 200, body = Stats)))]
 pub async fn stats_json(State(s): State<AppState>) -> Result<Response, ApiError> {
     let counts = s.service.dataset_counts().await?;
-    let latest: Vec<serde_json::Value> = s
+    let latest = s
         .service
         .latest_submissions(10)
         .await?
         .into_iter()
-        .map(|r| {
-            json!({
-                "submission_id": r.id,
-                "received_at": crate::store::ts(&r.received_at),
-                "submitter": r.handle,
-                "gpu": r.gpu_name,
-                "iterations": r.iterations,
-                "demo": r.is_demo,
-            })
+        .map(|r| LatestSubmission {
+            submission_id: r.id,
+            received_at: crate::store::ts(&r.received_at),
+            submitter: r.handle,
+            gpu: r.gpu_name,
+            iterations: r.iterations,
+            demo: r.is_demo,
         })
         .collect();
-    Ok(Json(json!({ "counts": counts, "latest": latest })).into_response())
+    Ok(Json(Stats { counts, latest }).into_response())
 }
 
 pub async fn index(State(s): State<AppState>) -> Result<Response, PageError> {
@@ -293,8 +314,8 @@ pub fn parse_query(params: &HashMap<String, String>) -> Result<leaderboard::Quer
                 q.page = v
                     .parse()
                     .ok()
-                    .filter(|p| *p >= 1)
-                    .ok_or_else(|| bad(k, v, "a page number from 1"))?
+                    .filter(|p| (1..=1_000_000).contains(p))
+                    .ok_or_else(|| bad(k, v, "a page number from 1 to 1000000"))?
             }
             "per_page" => {
                 q.per_page = v
@@ -358,26 +379,50 @@ pub(crate) fn view_note(board: &Board, q: &leaderboard::Query) -> String {
     format!("Showing {origin}{chosen}, {protocol}.")
 }
 
+/// One page of the leaderboard.
+#[derive(Serialize, ToSchema)]
+pub struct LeaderboardAnswer {
+    /// Rows in the view before paging.
+    pub total: u64,
+    pub page: usize,
+    pub per_page: usize,
+    pub sort: &'static str,
+    /// The origin shown (the reader's, or the one chosen for them).
+    pub origin: Origin,
+    /// `reference` or the 12-digit protocol id asked for.
+    pub protocol: String,
+    /// The view in words.
+    pub view: String,
+    /// Every view the data holds (origin × protocol), with group counts.
+    pub views: Vec<crate::store::GroupView>,
+    pub entries: Vec<leaderboard::Entry>,
+}
+
+#[utoipa::path(get, path = "/api/v1/leaderboard", tag = "leaderboard",
+    summary = "Leaderboard rows: one per group (GPU × model × scenario × rate × protocol × origin)",
+    description = "Rows rank GPUs within each model (`rank_in_model`). Unknown parameters and bad values are a 400 naming the parameter.",
+    params(super::openapi::LeaderboardParams),
+    responses((status = 200, body = LeaderboardAnswer)))]
 pub async fn leaderboard_json(
     State(s): State<AppState>,
     Query(params): Query<HashMap<String, String>>,
 ) -> Result<Response, ApiError> {
     let q = parse_query(&params)?;
     let board = load(&s, &q).await?;
-    Ok(Json(json!({
-        "total": board.total,
-        "page": q.page,
-        "per_page": q.per_page,
-        "sort": q.sort.name(),
-        "origin": board.origin,
-        "protocol": match &q.protocol {
-            leaderboard::ProtocolFilter::Id(id) => id.as_str(),
-            _ => "reference",
+    Ok(Json(LeaderboardAnswer {
+        total: board.total,
+        page: q.page,
+        per_page: q.per_page,
+        sort: q.sort.name(),
+        origin: board.origin,
+        protocol: match &q.protocol {
+            leaderboard::ProtocolFilter::Id(id) => id.clone(),
+            _ => "reference".into(),
         },
-        "view": view_note(&board, &q),
-        "views": board.views,
-        "entries": board.entries,
-    }))
+        view: view_note(&board, &q),
+        views: board.views,
+        entries: board.entries,
+    })
     .into_response())
 }
 

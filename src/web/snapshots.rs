@@ -3,17 +3,14 @@
 //! caching), `latest` redirects, and creation by a maintainer.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 
 use askama::Template;
-use axum::body::Body;
 use axum::extract::{Path, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::{Form, Json};
 use serde::{Deserialize, Serialize};
-use tower::ServiceExt;
-use tower_http::services::ServeFile;
+use utoipa::ToSchema;
 
 use super::auth::Maintainer;
 use super::error::ApiError;
@@ -29,11 +26,11 @@ pub struct Shelf {
 }
 
 impl Shelf {
-    pub fn new(root: impl Into<PathBuf>) -> std::io::Result<Self> {
-        Ok(Shelf {
-            library: Library::new(root)?,
+    pub fn new(library: Library) -> Self {
+        Shelf {
+            library,
             creating: tokio::sync::Mutex::new(()),
-        })
+        }
     }
 }
 
@@ -45,7 +42,7 @@ fn io_error(e: impl std::fmt::Display) -> ApiError {
 }
 
 /// One file as the list and page show it.
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 pub struct FileView {
     pub path: String,
     pub url: String,
@@ -57,7 +54,7 @@ pub struct FileView {
     pub rows: Option<u64>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 pub struct SnapshotView {
     pub snapshot_id: String,
     pub url: String,
@@ -129,30 +126,21 @@ impl From<&Published> for SnapshotView {
     }
 }
 
-/// Reads the folder on a blocking thread (a handful of small files).
+/// Every published snapshot, newest first (from the database).
 async fn list(s: &AppState) -> Result<Vec<Published>, ApiError> {
-    let shelf = s.snapshots.clone();
-    tokio::task::spawn_blocking(move || shelf.library.list())
+    s.service
+        .snapshots(&s.snapshots.library)
         .await
-        .map_err(io_error)?
         .map_err(io_error)
 }
 
 /// A snapshot by id, or the newest for `latest`.
 async fn find(s: &AppState, id: &str) -> Result<Published, ApiError> {
-    let shelf = s.snapshots.clone();
-    let id = id.to_string();
-    let found = tokio::task::spawn_blocking(move || {
-        if id == "latest" {
-            shelf.library.latest().map_err(anyhow::Error::from)
-        } else {
-            shelf.library.get(&id)
-        }
-    })
-    .await
-    .map_err(io_error)?
-    .map_err(io_error)?;
-    found.ok_or_else(|| ApiError::not_found("no such snapshot; /api/v1/snapshots lists them"))
+    s.service
+        .snapshot(&s.snapshots.library, id)
+        .await
+        .map_err(io_error)?
+        .ok_or_else(|| ApiError::not_found("no such snapshot; /api/v1/snapshots lists them"))
 }
 
 /// Answers that name `latest` must not be kept: it moves.
@@ -182,11 +170,23 @@ pub async fn list_page(State(s): State<AppState>) -> Result<Response, PageError>
     )))
 }
 
+/// `/api/v1/snapshots`.
+#[derive(Serialize, ToSchema)]
+pub struct SnapshotList {
+    /// The newest snapshot's id (what `/snapshots/latest` redirects to).
+    pub latest: Option<String>,
+    /// Newest first.
+    pub snapshots: Vec<SnapshotView>,
+}
+
+#[utoipa::path(get, path = "/api/v1/snapshots", tag = "snapshots",
+    summary = "Every published snapshot, newest first",
+    responses((status = 200, body = SnapshotList)))]
 pub async fn list_json(State(s): State<AppState>) -> Result<Response, ApiError> {
     let snapshots: Vec<SnapshotView> = list(&s).await?.iter().map(SnapshotView::from).collect();
     let latest = snapshots.first().map(|v| v.snapshot_id.clone());
     Ok(no_store(
-        Json(serde_json::json!({ "latest": latest, "snapshots": snapshots })).into_response(),
+        Json(SnapshotList { latest, snapshots }).into_response(),
     ))
 }
 
@@ -211,12 +211,18 @@ pub async fn snapshot_page(
             Redirect::to(&format!("/snapshots/{}", p.manifest.snapshot_id)).into_response(),
         ));
     }
-    let card = s
-        .snapshots
-        .library
-        .file(&p, "README.md")
-        .and_then(|path| std::fs::read_to_string(path).ok())
-        .unwrap_or_default();
+    let card = match s.snapshots.library.file(&p, "README.md") {
+        Some(name) => s
+            .snapshots
+            .library
+            .objects()
+            .read(&name)
+            .await
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok())
+            .unwrap_or_default(),
+        None => String::new(),
+    };
     let view = SnapshotView::from(&p);
     Ok(render(
         StatusCode::OK,
@@ -230,6 +236,11 @@ pub async fn snapshot_page(
     ))
 }
 
+#[utoipa::path(get, path = "/api/v1/snapshots/{id}", tag = "snapshots",
+    summary = "One snapshot: its files, digests and coverage",
+    params(("id" = String, Path, description = "A snapshot id, or `latest`")),
+    responses((status = 200, body = SnapshotView),
+        (status = 404, description = "No such snapshot", body = super::error::ErrorBody)))]
 pub async fn snapshot_json(
     State(s): State<AppState>,
     Path(id): Path<String>,
@@ -245,7 +256,7 @@ pub async fn snapshot_json(
 pub async fn download(
     State(s): State<AppState>,
     Path((id, name)): Path<(String, String)>,
-    mut req: Request,
+    req: Request,
 ) -> Result<Response, ApiError> {
     let p = find(&s, &id).await?;
     if id == "latest" {
@@ -253,7 +264,7 @@ pub async fn download(
             Redirect::to(&format!("/snapshots/{}/{name}", p.manifest.snapshot_id)).into_response(),
         ));
     }
-    let path = s.snapshots.library.file(&p, &name).ok_or_else(|| {
+    let stored = s.snapshots.library.file(&p, &name).ok_or_else(|| {
         ApiError::not_found(format!(
             "snapshot {id} has no file '{name}'; its manifest.json lists the files"
         ))
@@ -266,64 +277,31 @@ pub async fn download(
             .map(|f| f.sha256.clone())
             .unwrap_or_default()
     };
-    let etag = format!("\"{sha256}\"");
-    // Decided before the request is changed or sent on.
-    let (unchanged, stale_range) = {
-        let h = req.headers();
-        let matches = |key| {
-            h.get(key)
-                .and_then(|v| v.to_str().ok())
-                .is_some_and(|v| v.split(',').any(|t| t.trim() == etag || t.trim() == "*"))
-        };
-        (
-            matches(header::IF_NONE_MATCH),
-            // If-Range with another validator: send the whole file, not a
-            // range of something the client no longer has.
-            h.contains_key(header::IF_RANGE) && !matches(header::IF_RANGE),
-        )
-    };
-    if unchanged {
-        let mut r = StatusCode::NOT_MODIFIED.into_response();
-        set_file_headers(r.headers_mut(), &etag, &name);
-        return Ok(r);
-    }
-    if stale_range {
-        req.headers_mut().remove(header::RANGE);
-    }
-    req.headers_mut().remove(header::IF_RANGE);
-    let media_type = snapshot::manifest::media_type(&name);
-    let mime: mime::Mime = media_type.parse().unwrap_or(mime::APPLICATION_OCTET_STREAM);
-    let served = ServeFile::new_with_mime(path, &mime)
-        .oneshot(req)
-        .await
-        .map_err(io_error)?;
-    let mut r = served.map(Body::new);
-    if r.status().is_success() || r.status() == StatusCode::RANGE_NOT_SATISFIABLE {
-        set_file_headers(r.headers_mut(), &etag, &name);
-    }
-    Ok(r)
-}
-
-fn set_file_headers(h: &mut HeaderMap, etag: &str, name: &str) {
-    if let Ok(v) = HeaderValue::from_str(etag) {
-        h.insert(header::ETAG, v);
-    }
-    h.insert(
+    let mut extra = vec![(
         header::CACHE_CONTROL,
-        HeaderValue::from_static("public, max-age=31536000, immutable"),
-    );
-    h.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+        "public, max-age=31536000, immutable".to_string(),
+    )];
     // Data files download; the card and manifest open in the browser.
     if name.ends_with(".parquet") || name.ends_with(".csv") {
-        if let Ok(v) = HeaderValue::from_str(&format!("attachment; filename=\"{name}\"")) {
-            h.insert(header::CONTENT_DISPOSITION, v);
-        }
+        extra.push((
+            header::CONTENT_DISPOSITION,
+            format!("attachment; filename=\"{name}\""),
+        ));
     }
+    super::download::Download {
+        objects: s.snapshots.library.objects(),
+        name: &stored,
+        sha256: &sha256,
+        media_type: snapshot::manifest::media_type(&name),
+    }
+    .answer(req, &extra)
+    .await
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateRequest {
+    /// Also export every power trace (a larger snapshot).
     #[serde(default)]
     pub traces: bool,
 }
@@ -356,6 +334,14 @@ async fn create_as(s: &AppState, who: &str, traces: bool) -> Result<Published, A
 }
 
 /// `POST /api/v1/admin/snapshots` with `{"traces": true}` or no body.
+#[utoipa::path(post, path = "/api/v1/admin/snapshots", tag = "maintainers",
+    summary = "Publish a snapshot of the accepted data now",
+    description = "The body is optional (`{}` or none: no power traces). One creation runs at a time on an instance.",
+    request_body(content = Option<CreateRequest>, content_type = "application/json"),
+    security(("maintainer" = [])),
+    responses((status = 201, description = "Published; Location names its page", body = SnapshotView,
+            headers(("Location" = String, description = "The snapshot's page"))),
+        (status = 401, description = "No or a wrong maintainer token", body = super::error::ErrorBody)))]
 pub async fn create_api(
     State(s): State<AppState>,
     who: Maintainer,

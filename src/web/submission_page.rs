@@ -275,10 +275,12 @@ pub async fn submission_page(
     Ok(render(StatusCode::OK, &page))
 }
 
-/// The original bundle, byte for byte (its sha256 is the receipt's).
+/// The original bundle, byte for byte (its sha256 is the receipt's and
+/// the ETag), from whichever instance answers; Range resumes it.
 pub async fn bundle_download(
     State(s): State<AppState>,
     Path(id): Path<String>,
+    req: axum::extract::Request,
 ) -> Result<Response, ApiError> {
     let id = parse_id(&id)?;
     let rec = s
@@ -286,27 +288,26 @@ pub async fn bundle_download(
         .submission(id)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("no submission {id}")))?;
-    let blobs = s.service.blobs().clone();
-    let path = rec.blob_path.clone();
-    let bytes = tokio::task::spawn_blocking(move || blobs.read(&path))
-        .await
-        .map_err(|e| ApiError::from(crate::store::StoreError::Other(e.into())))?
-        .map_err(|e| {
-            tracing::error!(error = %e, %id, "bundle blob unreadable");
-            ApiError::from(crate::store::StoreError::Other(e.into()))
-        })?;
-    Ok((
-        [
-            (header::CONTENT_TYPE, "application/gzip".to_string()),
+    super::download::Download {
+        objects: s.service.blobs().objects(),
+        name: &rec.blob_path,
+        sha256: &rec.bundle_sha256,
+        media_type: "application/gzip",
+    }
+    .answer(
+        req,
+        &[
             (
                 header::CONTENT_DISPOSITION,
                 format!("attachment; filename=\"{id}.tar.gz\""),
             ),
-            (header::ETAG, format!("\"{}\"", rec.bundle_sha256)),
+            (
+                header::CACHE_CONTROL,
+                "public, max-age=31536000, immutable".to_string(),
+            ),
         ],
-        bytes,
     )
-        .into_response())
+    .await
 }
 
 /// The signature the bundle was uploaded with (sshsig, armoured).

@@ -67,23 +67,24 @@ struct ChecksPage {
     version: &'static str,
 }
 
+/// `/api/v1/checks`.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct ChecksAnswer {
+    /// Every rule a bundle is checked against.
+    pub checks: Vec<checks::Rule>,
+    /// This service's thresholds (configuration `[checks]`).
+    pub thresholds: crate::checks::Thresholds,
+}
+
 /// `/checks` as JSON: every rule and this service's thresholds.
+#[utoipa::path(get, path = "/api/v1/checks", tag = "submissions",
+    summary = "Every check a bundle goes through, and this service's thresholds",
+    responses((status = 200, body = ChecksAnswer)))]
 pub async fn checks_json(State(s): State<AppState>) -> Response {
-    let rules: Vec<serde_json::Value> = checks::rules()
-        .into_iter()
-        .map(|r| {
-            serde_json::json!({
-                "id": r.id,
-                "severity": r.severity,
-                "rule": r.rule,
-                "unit": r.unit,
-            })
-        })
-        .collect();
-    axum::Json(serde_json::json!({
-        "checks": rules,
-        "thresholds": s.service.config().thresholds,
-    }))
+    axum::Json(ChecksAnswer {
+        checks: checks::rules(),
+        thresholds: s.service.config().thresholds.clone(),
+    })
     .into_response()
 }
 

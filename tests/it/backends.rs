@@ -1,6 +1,8 @@
 //! The behaviour suite both backends must pass: every case runs on SQLite,
 //! and on PostgreSQL when WATTCOUNTS_TEST_PG_URL is set (each case in a
-//! schema of its own). Together the cases touch every `Store` method.
+//! schema of its own), once with one instance and once with two instances
+//! on PostgreSQL and S3 that share no directory (each request to the other
+//! in turn). Together the cases touch every `Store` method.
 
 use std::sync::Arc;
 
@@ -25,6 +27,17 @@ macro_rules! on_both_backends {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
                 async fn $case() {
                     if let Some(app) = super::TestApp::postgres().await {
+                        super::$case(app).await
+                    }
+                }
+            )*
+        }
+        /// Two instances on PostgreSQL and S3, no directory shared.
+        mod postgres_s3_two_instances {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $case() {
+                    if let Some(app) = super::TestApp::postgres_s3_pair().await {
                         super::$case(app).await
                     }
                 }

@@ -18,6 +18,7 @@ mod instances;
 mod intake;
 mod log;
 mod moderation;
+mod openapi;
 mod operations;
 mod outage;
 mod pages;

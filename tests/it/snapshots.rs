@@ -264,7 +264,8 @@ async fn snapshot_holds_exactly_the_accepted_data() {
     let card = std::fs::read_to_string(dir.join("README.md")).unwrap();
     let manifest = Library::new(app.dir.path().join("snapshots"))
         .unwrap()
-        .get(view["snapshot_id"].as_str().unwrap())
+        .get(app.store.as_ref(), view["snapshot_id"].as_str().unwrap())
+        .await
         .unwrap()
         .unwrap()
         .manifest;
@@ -616,7 +617,8 @@ async fn a_crash_mid_creation_leaves_no_partial_snapshot() {
         assert!(!out.status.success(), "the process was to die at {point}");
         assert!(String::from_utf8_lossy(&out.stderr).contains(point));
         // Nothing is published: not on disk under an id, not listed, not served.
-        assert!(Library::new(&root).unwrap().list().unwrap().is_empty());
+        let library = Library::new(&root).unwrap();
+        assert!(library.list(app.store.as_ref()).await.unwrap().is_empty());
         let (_, list) = app.get("/api/v1/snapshots").await;
         assert_eq!(list["snapshots"], json!([]), "after a crash at {point}");
         let (status, _) = app.get("/api/v1/snapshots/latest").await;
@@ -637,7 +639,11 @@ async fn a_crash_mid_creation_leaves_no_partial_snapshot() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let list = Library::new(&root).unwrap().list().unwrap();
+    let list = Library::new(&root)
+        .unwrap()
+        .list(app.store.as_ref())
+        .await
+        .unwrap();
     assert_eq!(list.len(), 1);
     let report = verify::verify(
         &Location::Dir(root.join(&list[0].manifest.snapshot_id)),

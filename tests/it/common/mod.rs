@@ -23,6 +23,8 @@ use wattcounts::store::{Store, TableCounts};
 use wattcounts::synth::{self, RunFolder, SynthOptions};
 use wattcounts::web::{self, AppState};
 
+pub mod s3;
+
 pub const AUDIENCE: &str = "https://wattcounts.test";
 /// WATTCOUNTS_TEST_PG_URL, or None after saying why the test is skipped.
 pub fn pg_url() -> Option<String> {
@@ -65,6 +67,21 @@ pub fn share_log_key(data_dir: &std::path::Path) {
     }
 }
 
+/// `--admin-token` for a spawned `serve` that accepts [`ADMIN_TOKEN`].
+pub fn admin_token_flag() -> String {
+    format!("maintainer:{}", hex::encode(sha2::Sha256::digest(ADMIN_TOKEN)))
+}
+
+/// The configuration every test instance starts from: defaults for the
+/// data dir, the shared log key, the test maintainer token.
+pub fn test_config(dir: &std::path::Path, tweak: impl FnOnce(&mut ServeConfig)) -> ServeConfig {
+    let mut cfg = ServeConfig::defaults(dir);
+    tweak(&mut cfg);
+    share_log_key(dir);
+    cfg.admin_tokens = vec![admin_token_flag()];
+    cfg
+}
+
 /// A fresh schema name, so every PostgreSQL test has its own tables.
 pub fn pg_schema() -> String {
     format!("t_{}", uuid::Uuid::new_v4().simple())
@@ -81,6 +98,8 @@ pub struct TestApp {
     /// The database itself, for tests that set up what no API call can
     /// (a deployment from before a migration).
     pub raw: Option<RawDb>,
+    /// Data dirs of further instances behind `router`.
+    pub others: Vec<tempfile::TempDir>,
 }
 
 pub enum RawDb {
@@ -158,13 +177,7 @@ impl TestApp {
         dir: tempfile::TempDir,
         tweak: impl FnOnce(&mut ServeConfig),
     ) -> Self {
-        let mut cfg = ServeConfig::defaults(dir.path());
-        tweak(&mut cfg);
-        share_log_key(dir.path());
-        cfg.admin_tokens = vec![format!(
-            "maintainer:{}",
-            hex::encode(sha2::Sha256::digest(ADMIN_TOKEN))
-        )];
+        let cfg = test_config(dir.path(), tweak);
         let state = AppState::with_store(store.clone(), &cfg, AUDIENCE.into()).unwrap();
         TestApp {
             service: state.service.clone(),
@@ -172,7 +185,72 @@ impl TestApp {
             store,
             dir,
             raw: None,
+            others: Vec::new(),
         }
+    }
+
+    /// Two instances on one PostgreSQL schema and one prefix of the test
+    /// S3 server, with no directory in common (each has only its own
+    /// scratch folder); the router sends each request to the other
+    /// instance in turn, so a case's upload, replay and read-back cross
+    /// instances. Their response caches are off: an instance sees another's
+    /// writes within 2 s, and the suite reads right after writing. None
+    /// (with the reason printed) without WATTCOUNTS_TEST_PG_URL.
+    pub async fn postgres_s3_pair() -> Option<Self> {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let url = pg_url()?;
+        let schema = pg_schema();
+        let s3 = s3::shared();
+        let bucket_url = s3.fresh_url();
+        let bucket = s3.objects(&bucket_url);
+        let mut states = Vec::new();
+        let mut dirs = Vec::new();
+        let mut raw = None;
+        for _ in 0..2 {
+            let pg = wattcounts::store::postgres::PgStore::open(&url, Some(&schema))
+                .await
+                .unwrap_or_else(|e| panic!("PostgreSQL at {url}: {e:#}"));
+            raw.get_or_insert_with(|| RawDb::Pg(pg.pool().clone()));
+            let store: Arc<dyn Store> = Arc::new(pg);
+            let dir = tempfile::tempdir().unwrap();
+            let cfg = test_config(dir.path(), |c| c.no_response_cache = true);
+            let scratch = dir.path().join("scratch");
+            let blobs = wattcounts::store::blobs::BlobStore::with_objects(
+                bucket.child("blobs").unwrap(),
+                scratch.join("blobs"),
+            )
+            .unwrap();
+            let library = wattcounts::snapshot::Library::with_objects(
+                bucket.child("snapshots").unwrap(),
+                scratch.join("snapshots"),
+            )
+            .unwrap();
+            let state =
+                AppState::with_files(store.clone(), &cfg, AUDIENCE.into(), blobs, library).unwrap();
+            states.push((store, state));
+            dirs.push(dir);
+        }
+        let (store, first) = states[0].clone();
+        let service = first.service.clone();
+        let routers: Arc<Vec<Router>> =
+            Arc::new(states.into_iter().map(|(_, s)| web::app(s)).collect());
+        let turn = Arc::new(AtomicUsize::new(0));
+        let router = Router::new().fallback(move |req: axum::extract::Request| {
+            let (routers, turn) = (routers.clone(), turn.clone());
+            async move {
+                let i = turn.fetch_add(1, Ordering::SeqCst) % routers.len();
+                routers[i].clone().oneshot(req).await.unwrap()
+            }
+        });
+        let dir = dirs.remove(0);
+        Some(TestApp {
+            router,
+            service,
+            store,
+            dir,
+            raw,
+            others: dirs,
+        })
     }
 
     /// A real `serve` process over this app's SQLite file and data dir,

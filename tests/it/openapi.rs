@@ -1,0 +1,259 @@
+//! The OpenAPI document: pinned by a snapshot, complete (every JSON route
+//! of the router is in it, with the error answers it can give), rendered
+//! as the `/api` page, and checked against a live server by schemathesis.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use serde_json::Value;
+
+use crate::common::*;
+
+const PINNED: &str = "docs/openapi.json";
+
+async fn document(app: &TestApp) -> Value {
+    let (status, headers, body) = app
+        .raw(Request::get("/api/openapi.json").body(Body::empty()).unwrap())
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(headers["content-type"], "application/json");
+    serde_json::from_slice(&body).unwrap()
+}
+
+/// `UPDATE_OPENAPI=1 cargo test openapi` rewrites the pinned copy after a
+/// deliberate change; review its diff like code.
+#[tokio::test]
+async fn the_document_is_pinned() {
+    let app = TestApp::new().await;
+    let served = document(&app).await;
+    assert_eq!(served["openapi"], "3.1.0");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(PINNED);
+    let text = format!("{}\n", serde_json::to_string_pretty(&served).unwrap());
+    if std::env::var("UPDATE_OPENAPI").is_ok_and(|v| v == "1") {
+        std::fs::write(&path, &text).unwrap();
+    }
+    let pinned = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        pinned == text,
+        "the served OpenAPI document differs from {PINNED}; if the change is meant, run \
+         UPDATE_OPENAPI=1 cargo test openapi and commit the file"
+    );
+}
+
+/// The router's routes under /api/, /healthz, /readyz and /.well-known/,
+/// read from the source that registers them (axum cannot list its routes).
+fn json_routes() -> BTreeSet<(String, String)> {
+    let src = include_str!("../../src/web/mod.rs");
+    let mut out = BTreeSet::new();
+    let mut rest = src;
+    while let Some(i) = rest.find(".route(") {
+        rest = &rest[i + ".route(".len()..];
+        let path = rest.trim_start().trim_start_matches('"');
+        let path = &path[..path.find('"').unwrap()];
+        let after = &rest[rest.find(',').unwrap() + 1..];
+        let method = after.trim_start();
+        let method = &method[..method.find('(').unwrap()];
+        let json = path.starts_with("/api/")
+            || ["/healthz", "/readyz", "/.well-known/wattcounts-log"].contains(&path);
+        if json && path != "/api/openapi.json" {
+            out.insert((method.to_string(), path.replace("{*", "{")));
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn every_json_route_is_in_it_with_its_errors() {
+    let app = TestApp::new().await;
+    let doc = document(&app).await;
+    let paths = doc["paths"].as_object().unwrap();
+    let routes = json_routes();
+    assert!(routes.len() >= 27, "the route scan found {routes:?}");
+    let mut documented = BTreeSet::new();
+    for (path, item) in paths {
+        for method in ["get", "post"] {
+            if item.get(method).is_some() {
+                documented.insert((method.to_string(), path.clone()));
+            }
+        }
+    }
+    assert_eq!(routes, documented, "router (left) and document (right) differ");
+
+    let mut codes = BTreeSet::new();
+    for (path, item) in paths {
+        for (method, op) in item.as_object().unwrap() {
+            let responses = op["responses"].as_object().unwrap();
+            // What the layers in front of every handler can answer.
+            for code in ["400", "408", "500", "503"] {
+                assert!(responses.contains_key(code), "{method} {path} lacks {code}");
+            }
+            for (code, r) in responses {
+                codes.insert(code.clone());
+                if code.starts_with('4') || code.starts_with('5') {
+                    assert_eq!(
+                        r["content"]["application/json"]["schema"]["$ref"],
+                        "#/components/schemas/ErrorBody",
+                        "{method} {path} {code}"
+                    );
+                }
+            }
+            let auth = op.get("security").is_some();
+            assert_eq!(
+                auth,
+                path.contains("/admin/"),
+                "{method} {path}: maintainer routes, and only they, need the token"
+            );
+            if auth {
+                assert!(responses.contains_key("401"), "{method} {path}");
+            }
+        }
+    }
+    for code in ["401", "404", "409", "413", "422", "429", "503"] {
+        assert!(codes.contains(code), "no operation documents {code}");
+    }
+    // A path parameter named in the path is declared, and only those.
+    for (path, item) in paths {
+        for op in item.as_object().unwrap().values() {
+            let declared: BTreeSet<&str> = op["parameters"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|p| p["in"] == "path")
+                .map(|p| p["name"].as_str().unwrap())
+                .collect();
+            let named: BTreeSet<&str> = path
+                .split('{')
+                .skip(1)
+                .map(|s| &s[..s.find('}').unwrap()])
+                .collect();
+            assert_eq!(declared, named, "{path}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_api_page_lists_every_operation() {
+    let app = TestApp::new().await;
+    let doc = document(&app).await;
+    let (status, headers, body) = app
+        .raw(Request::get("/api").body(Body::empty()).unwrap())
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(headers["content-type"].to_str().unwrap().starts_with("text/html"));
+    let html = scraper::Html::parse_document(std::str::from_utf8(&body).unwrap());
+    let heading = scraper::Selector::parse("article h3 code").unwrap();
+    let shown: BTreeSet<String> = html.select(&heading).map(|e| e.text().collect()).collect();
+    let mut want = BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for method in item.as_object().unwrap().keys() {
+            want.insert(format!("{} {path}", method.to_uppercase()));
+        }
+    }
+    assert_eq!(shown, want);
+    // Each operation's table names every status it documents.
+    let article = scraper::Selector::parse("article#post--api-v1-submissions td").unwrap();
+    let cells: Vec<String> = html.select(&article).map(|e| e.text().collect()).collect();
+    for code in ["201", "200", "403", "409", "413", "422", "429"] {
+        assert!(cells.contains(&code.to_string()), "{code} in {cells:?}");
+    }
+    let link = scraper::Selector::parse("nav a[href='/api']").unwrap();
+    assert!(html.select(&link).next().is_some(), "every page links to /api");
+}
+
+/// schemathesis (its own venv: `.ci/run` makes target/stenv), or
+/// WATTCOUNTS_SCHEMATHESIS, or `st` on the PATH.
+fn schemathesis() -> Option<PathBuf> {
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/stenv/bin/st");
+    [
+        std::env::var_os("WATTCOUNTS_SCHEMATHESIS").map(PathBuf::from),
+        Some(venv),
+        Some(PathBuf::from("st")),
+    ]
+    .into_iter()
+    .flatten()
+    .find(|p| {
+        std::process::Command::new(p)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
+}
+
+/// Fixture data behind a live server: submissions accepted, one held for
+/// review, a snapshot; schemathesis then sends generated requests (valid
+/// and invalid) to every operation, with the maintainer token, and checks
+/// every answer against the document.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn schemathesis_finds_no_server_error_and_no_answer_off_the_document() {
+    let Some(st) = schemathesis() else {
+        let msg = "schemathesis is not installed (.ci/run installs it: python3 -m venv target/stenv && \
+                   target/stenv/bin/pip install -r scripts/api/requirements.txt)";
+        if std::env::var("WATTCOUNTS_SCHEMATHESIS_TEST").is_ok_and(|v| v == "required") {
+            panic!("{msg}");
+        }
+        eprintln!("skipping schemathesis: {msg}");
+        return;
+    };
+    let app = TestApp::new().await;
+    let key = app.register("alice").await;
+    for i in 0..3 {
+        let gz = distinct_bundle("alice", &key, i + 1);
+        let (status, body) = app.submit(&gz, &sign(&key, &gz)).await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
+    let (status, body) = app
+        .admin_post("/api/v1/admin/snapshots", serde_json::json!({}))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let token = format!("Authorization: Bearer {ADMIN_TOKEN}");
+    let server = app.spawn_serve(&["--admin-token", &admin_token_flag()]);
+    let report = tempfile::tempdir().unwrap();
+    let out = tokio::task::spawn_blocking({
+        let url = server.url.clone();
+        let report = report.path().to_path_buf();
+        move || {
+            std::process::Command::new(st)
+                .args(["run", &format!("{url}/api/openapi.json")])
+                .args([
+                    "--checks",
+                    "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance",
+                    "--max-examples",
+                    "25",
+                    "--seed",
+                    "20261202",
+                    "--workers",
+                    "2",
+                    "--request-timeout",
+                    "30",
+                    "--suppress-health-check",
+                    "all",
+                    "--report",
+                    "junit",
+                    "--report-dir",
+                ])
+                .arg(&report)
+                .args(["-H", &token])
+                .env("NO_COLOR", "1")
+                .env("SCHEMATHESIS_TELEMETRY", "false")
+                .output()
+                .unwrap()
+        }
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!("{stdout}");
+    assert!(
+        out.status.success(),
+        "schemathesis found problems (exit {:?}):\n{stdout}\n{stderr}",
+        out.status.code()
+    );
+    // It ran: every operation was exercised, none errored or was skipped.
+    let junit = std::fs::read_to_string(report.path().join("junit.xml")).unwrap();
+    let cases = junit.matches("<testcase").count();
+    assert!(cases >= 27, "schemathesis ran {cases} operations:\n{junit}");
+    assert!(!junit.contains("<failure") && !junit.contains("<error"), "{junit}");
+}
