@@ -34,7 +34,9 @@ pub struct Member {
 /// order-statistic interval as [`Entry::energy_per_token_interval`]; None
 /// where the figure is absent (or was stored before intervals were kept,
 /// until `db rebuild`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
 pub struct FigureIntervals {
     pub energy_per_request_j: Option<Interval>,
     pub throughput_tok_s: Option<Interval>,

@@ -129,6 +129,13 @@ pub async fn run(cmd: SnapshotCommand) -> anyhow::Result<()> {
             Ok(())
         }
         SnapshotCommand::List(a) => {
+            if a.database_url.is_none() && !crate::config::sqlite_path(&a.data_dir).exists() {
+                println!(
+                    "no snapshots in {} (no database yet)",
+                    a.data_dir.join("snapshots").display()
+                );
+                return Ok(());
+            }
             let (store, _, library) = a.open().await?;
             let list = library.list(store.as_ref()).await?;
             if list.is_empty() {

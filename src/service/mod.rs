@@ -444,7 +444,10 @@ impl Service {
 
     /// Start-up: lists snapshot folders published before the database
     /// listed them, and clears what crashed creations left.
-    pub async fn tidy_snapshots(&self, library: &crate::snapshot::Library) -> anyhow::Result<(usize, usize)> {
+    pub async fn tidy_snapshots(
+        &self,
+        library: &crate::snapshot::Library,
+    ) -> anyhow::Result<(usize, usize)> {
         let imported = library.import_folders(self.store.as_ref()).await?;
         let removed = library.remove_stale(self.store.as_ref()).await?;
         Ok((imported, removed))

@@ -96,7 +96,16 @@ pub async fn create(
         let (blobs, options, id, tmp) = (blobs.clone(), options.clone(), id.clone(), tmp.clone());
         tokio::task::spawn_blocking(move || {
             let mut progress = progress;
-            let done = write_into(rx, &blobs, &options, previous, now, &id, &tmp, &mut progress);
+            let done = write_into(
+                rx,
+                &blobs,
+                &options,
+                previous,
+                now,
+                &id,
+                &tmp,
+                &mut progress,
+            );
             (done, progress)
         })
     };
@@ -127,7 +136,10 @@ pub async fn create(
             return Err(e);
         }
     };
-    progress(&format!("published {id} in {}", library.objects().describe()));
+    progress(&format!(
+        "published {id} in {}",
+        library.objects().describe()
+    ));
     Ok(Created {
         published,
         read_time,

@@ -185,10 +185,7 @@ impl BlobStore {
         grace: std::time::Duration,
     ) -> std::io::Result<(u64, u64)> {
         let now = std::time::SystemTime::now();
-        let old = |t: std::time::SystemTime| {
-            now.duration_since(t)
-                .is_ok_and(|age| age >= grace)
-        };
+        let old = |t: std::time::SystemTime| now.duration_since(t).is_ok_and(|age| age >= grace);
         let mut removed = (0u64, 0u64);
         if let Ok(rd) = std::fs::read_dir(&self.scratch) {
             for e in rd.flatten() {

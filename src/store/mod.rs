@@ -245,7 +245,11 @@ pub trait Store: log::LogStore + Send + Sync {
     /// written by this or another instance).
     async fn reserve_snapshot(&self, id: &str, at: &DateTime<Utc>) -> Result<bool, StoreError>;
     /// Marks a reserved snapshot published, once its manifest is written.
-    async fn publish_snapshot(&self, row: &SnapshotRow, at: &DateTime<Utc>) -> Result<(), StoreError>;
+    async fn publish_snapshot(
+        &self,
+        row: &SnapshotRow,
+        at: &DateTime<Utc>,
+    ) -> Result<(), StoreError>;
     /// Forgets a reservation that was never published.
     async fn drop_snapshot_reservation(&self, id: &str) -> Result<(), StoreError>;
     /// Reservations made before `before` and never published: creations

@@ -148,7 +148,10 @@ impl Objects {
         match &*self.at {
             Place::Local(root) => {
                 let dest = root.join(name);
-                let dir = dest.parent().expect("a stored name has a folder").to_owned();
+                let dir = dest
+                    .parent()
+                    .expect("a stored name has a folder")
+                    .to_owned();
                 let file = file.to_owned();
                 tokio::task::spawn_blocking(move || {
                     std::fs::create_dir_all(&dir)?;
@@ -163,10 +166,7 @@ impl Objects {
                 let len = tokio::fs::metadata(file).await?.len();
                 if len <= PART_BYTES as u64 {
                     let bytes = tokio::fs::read(file).await?;
-                    store
-                        .put(&key, PutPayload::from(bytes))
-                        .await
-                        .map_err(io)?;
+                    store.put(&key, PutPayload::from(bytes)).await.map_err(io)?;
                 } else {
                     let mut up = object_store::WriteMultipart::new_with_chunk_size(
                         store.put_multipart(&key).await.map_err(io)?,
@@ -370,7 +370,13 @@ impl Objects {
                     .put(&key, PutPayload::from_static(b"ready"))
                     .await
                     .map_err(io)?;
-                let back = store.get(&key).await.map_err(io)?.bytes().await.map_err(io)?;
+                let back = store
+                    .get(&key)
+                    .await
+                    .map_err(io)?
+                    .bytes()
+                    .await
+                    .map_err(io)?;
                 store.delete(&key).await.map_err(io)?;
                 if back.as_ref() == b"ready" {
                     Ok(())
@@ -431,7 +437,14 @@ fn list_local(root: &Path, dir: &str) -> std::io::Result<Vec<Listed>> {
 fn block_on<T>(f: impl std::future::Future<Output = std::io::Result<T>>) -> std::io::Result<T> {
     let handle = tokio::runtime::Handle::try_current()
         .map_err(|_| std::io::Error::other("object store used outside the runtime"))?;
-    handle.block_on(f)
+    match handle.runtime_flavor() {
+        // On a worker thread (or a blocking one) of the multi-threaded
+        // runtime: let the worker go while this waits.
+        tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(|| handle.block_on(f))
+        }
+        _ => handle.block_on(f),
+    }
 }
 
 pub(crate) fn sync_dir(dir: &Path) {

@@ -14,9 +14,9 @@ use sqlx::Row;
 use uuid::Uuid;
 
 use super::sql::{
-    bind_all, db_err, group_query, intervals_of, json_err, model_rank_column, opt_ts, sql_store,
-    snapshot_row, status_of, unique_violation, EventRow, Param, COUNTER_ADD, GROUP_COLUMNS, GROUP_INSERT,
-    GROUP_KEY_INSERT, KEY_SELECT, MEMBER_SELECT, RUN_COLUMNS, SUBMISSION_SELECT,
+    bind_all, db_err, group_query, intervals_of, json_err, model_rank_column, opt_ts, snapshot_row,
+    sql_store, status_of, unique_violation, EventRow, Param, COUNTER_ADD, GROUP_COLUMNS,
+    GROUP_INSERT, GROUP_KEY_INSERT, KEY_SELECT, MEMBER_SELECT, RUN_COLUMNS, SUBMISSION_SELECT,
 };
 use super::{
     parse_ts, ts, Actor, DatasetCounts, Decided, InsertOutcome, KeyRecord, ModerationEvent,

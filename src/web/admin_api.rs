@@ -1,12 +1,12 @@
 //! Maintainer API: the review queue and decisions. Every call needs a
 //! bearer token (see `auth`).
 
+use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
-use axum::extract::rejection::JsonRejection;
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -157,13 +157,11 @@ pub async fn suspend(
     let Json(body) = body.map_err(ApiError::bad_json)?;
     let by = moderation::actor(&m.name, &body.reason)?;
     s.service.suspend(&handle, &by).await?;
-    Ok(
-        Json(Suspended {
-            submitter: handle,
-            suspended_at: crate::store::ts(&by.at),
-        })
-        .into_response(),
-    )
+    Ok(Json(Suspended {
+        submitter: handle,
+        suspended_at: crate::store::ts(&by.at),
+    })
+    .into_response())
 }
 
 #[derive(Deserialize, ToSchema)]

@@ -31,7 +31,11 @@ fn failed(e: impl std::fmt::Display, name: &str) -> ApiError {
 
 impl Download<'_> {
     /// The answer to `req`, with `extra` headers on every success, 304 and 416.
-    pub async fn answer(self, mut req: Request, extra: &[(header::HeaderName, String)]) -> Result<Response, ApiError> {
+    pub async fn answer(
+        self,
+        mut req: Request,
+        extra: &[(header::HeaderName, String)],
+    ) -> Result<Response, ApiError> {
         let etag = format!("\"{}\"", self.sha256);
         let (unchanged, stale_range) = {
             let h = req.headers();
@@ -60,7 +64,8 @@ impl Download<'_> {
             }
         };
         let s = resp.status();
-        if s.is_success() || s == StatusCode::NOT_MODIFIED || s == StatusCode::RANGE_NOT_SATISFIABLE {
+        if s.is_success() || s == StatusCode::NOT_MODIFIED || s == StatusCode::RANGE_NOT_SATISFIABLE
+        {
             let h = resp.headers_mut();
             if let Ok(v) = HeaderValue::from_str(&etag) {
                 h.insert(header::ETAG, v);
@@ -75,7 +80,11 @@ impl Download<'_> {
         Ok(resp)
     }
 
-    async fn from_disk(&self, path: std::path::PathBuf, req: Request) -> Result<Response, ApiError> {
+    async fn from_disk(
+        &self,
+        path: std::path::PathBuf,
+        req: Request,
+    ) -> Result<Response, ApiError> {
         let mime: mime::Mime = self
             .media_type
             .parse()
@@ -175,11 +184,22 @@ mod tests {
 
     #[test]
     fn ranges_parse_as_rfc_9110_reads_them() {
-        assert_eq!(parse_range("bytes=0-99"), Some(ByteRange::From(0, Some(99))));
+        assert_eq!(
+            parse_range("bytes=0-99"),
+            Some(ByteRange::From(0, Some(99)))
+        );
         assert_eq!(parse_range("bytes=100-"), Some(ByteRange::From(100, None)));
         assert_eq!(parse_range("bytes=-5"), Some(ByteRange::Suffix(5)));
-        assert_eq!(parse_range("bytes=5-1"), None, "a backwards range is ignored");
-        assert_eq!(parse_range("bytes=0-1,5-9"), None, "several: the whole file");
+        assert_eq!(
+            parse_range("bytes=5-1"),
+            None,
+            "a backwards range is ignored"
+        );
+        assert_eq!(
+            parse_range("bytes=0-1,5-9"),
+            None,
+            "several: the whole file"
+        );
         assert_eq!(parse_range("items=0-1"), None);
         assert_eq!(parse_range("bytes=-0"), None);
         assert_eq!(ByteRange::From(0, Some(99)).bounds(1000), 0..100);

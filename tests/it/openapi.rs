@@ -15,7 +15,11 @@ const PINNED: &str = "docs/openapi.json";
 
 async fn document(app: &TestApp) -> Value {
     let (status, headers, body) = app
-        .raw(Request::get("/api/openapi.json").body(Body::empty()).unwrap())
+        .raw(
+            Request::get("/api/openapi.json")
+                .body(Body::empty())
+                .unwrap(),
+        )
         .await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(headers["content-type"], "application/json");
@@ -79,7 +83,10 @@ async fn every_json_route_is_in_it_with_its_errors() {
             }
         }
     }
-    assert_eq!(routes, documented, "router (left) and document (right) differ");
+    assert_eq!(
+        routes, documented,
+        "router (left) and document (right) differ"
+    );
 
     let mut codes = BTreeSet::new();
     for (path, item) in paths {
@@ -141,7 +148,10 @@ async fn the_api_page_lists_every_operation() {
         .raw(Request::get("/api").body(Body::empty()).unwrap())
         .await;
     assert_eq!(status, StatusCode::OK);
-    assert!(headers["content-type"].to_str().unwrap().starts_with("text/html"));
+    assert!(headers["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/html"));
     let html = scraper::Html::parse_document(std::str::from_utf8(&body).unwrap());
     let heading = scraper::Selector::parse("article h3 code").unwrap();
     let shown: BTreeSet<String> = html.select(&heading).map(|e| e.text().collect()).collect();
@@ -159,7 +169,10 @@ async fn the_api_page_lists_every_operation() {
         assert!(cells.contains(&code.to_string()), "{code} in {cells:?}");
     }
     let link = scraper::Selector::parse("nav a[href='/api']").unwrap();
-    assert!(html.select(&link).next().is_some(), "every page links to /api");
+    assert!(
+        html.select(&link).next().is_some(),
+        "every page links to /api"
+    );
 }
 
 /// schemathesis (its own venv: `.ci/run` makes target/stenv), or
@@ -188,7 +201,8 @@ fn schemathesis() -> Option<PathBuf> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn schemathesis_finds_no_server_error_and_no_answer_off_the_document() {
     let Some(st) = schemathesis() else {
-        let msg = "schemathesis is not installed (.ci/run installs it: python3 -m venv target/stenv && \
+        let msg =
+            "schemathesis is not installed (.ci/run installs it: python3 -m venv target/stenv && \
                    target/stenv/bin/pip install -r scripts/api/requirements.txt)";
         if std::env::var("WATTCOUNTS_SCHEMATHESIS_TEST").is_ok_and(|v| v == "required") {
             panic!("{msg}");
@@ -255,5 +269,8 @@ async fn schemathesis_finds_no_server_error_and_no_answer_off_the_document() {
     let junit = std::fs::read_to_string(report.path().join("junit.xml")).unwrap();
     let cases = junit.matches("<testcase").count();
     assert!(cases >= 27, "schemathesis ran {cases} operations:\n{junit}");
-    assert!(!junit.contains("<failure") && !junit.contains("<error"), "{junit}");
+    assert!(
+        !junit.contains("<failure") && !junit.contains("<error"),
+        "{junit}"
+    );
 }

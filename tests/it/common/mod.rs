@@ -69,7 +69,10 @@ pub fn share_log_key(data_dir: &std::path::Path) {
 
 /// `--admin-token` for a spawned `serve` that accepts [`ADMIN_TOKEN`].
 pub fn admin_token_flag() -> String {
-    format!("maintainer:{}", hex::encode(sha2::Sha256::digest(ADMIN_TOKEN)))
+    format!(
+        "maintainer:{}",
+        hex::encode(sha2::Sha256::digest(ADMIN_TOKEN))
+    )
 }
 
 /// The configuration every test instance starts from: defaults for the
