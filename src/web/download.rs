@@ -59,8 +59,8 @@ impl Download<'_> {
             }
             req.headers_mut().remove(header::IF_RANGE);
             match self.objects.local_path(self.name) {
-                Some(path) => self.from_disk(path, req).await?,
-                None => self.from_bucket(req.headers()).await?,
+                Some(path) => self.serve_disk(path, req).await?,
+                None => self.serve_bucket(req.headers()).await?,
             }
         };
         let s = resp.status();
@@ -80,7 +80,7 @@ impl Download<'_> {
         Ok(resp)
     }
 
-    async fn from_disk(
+    async fn serve_disk(
         &self,
         path: std::path::PathBuf,
         req: Request,
@@ -96,7 +96,7 @@ impl Download<'_> {
         Ok(served.map(Body::new))
     }
 
-    async fn from_bucket(&self, headers: &HeaderMap) -> Result<Response, ApiError> {
+    async fn serve_bucket(&self, headers: &HeaderMap) -> Result<Response, ApiError> {
         let wanted = headers
             .get(header::RANGE)
             .and_then(|v| v.to_str().ok())
