@@ -101,6 +101,7 @@ pub fn lines(
             v => format!("{key} = {}  # {source}", toml_of(&v)),
         });
     }
+    out.extend(aws_lines(std::env::vars_os(), cfg.blob_url.is_some()));
     let thresholds = cfg.check_thresholds()?;
     let source = if layered.from_file.contains("checks") {
         "file [checks]".to_string()
@@ -113,4 +114,85 @@ pub fn lines(
     out.push(format!("[checks]  # {source}"));
     out.extend(toml::to_string(&thresholds)?.lines().map(String::from));
     Ok(out)
+}
+
+/// The `AWS_*` variables `--blob-url` reads (object_store's
+/// `AmazonS3Builder::from_env`), as comments: they come from the
+/// environment alone, so they are no setting of the file. Credentials show
+/// as `<redacted>`; region, endpoint and the like as they are.
+fn aws_lines(
+    env: impl Iterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+    blob_url: bool,
+) -> Vec<String> {
+    let mut vars: Vec<(String, String)> = env
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.to_string_lossy().into_owned())))
+        .filter(|(k, _)| k.starts_with("AWS_"))
+        .collect();
+    if vars.is_empty() && !blob_url {
+        return Vec::new();
+    }
+    vars.sort();
+    let used = if blob_url {
+        "read by --blob-url"
+    } else {
+        "unused: --blob-url is unset"
+    };
+    let mut out = vec![
+        String::new(),
+        format!("# AWS_* environment ({used}; never from the file)"),
+    ];
+    if vars.is_empty() {
+        out.push("# (none set)".into());
+    }
+    for (k, v) in vars {
+        let secret = ["KEY", "SECRET", "TOKEN", "PASSWORD"]
+            .iter()
+            .any(|w| k.contains(w));
+        let shown = if secret { "<redacted>".into() } else { v };
+        out.push(format!("# {k} = {shown}"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::aws_lines;
+    use std::ffi::OsString;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Iterator<Item = (OsString, OsString)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+            .collect::<Vec<_>>()
+            .into_iter()
+    }
+
+    #[test]
+    fn aws_credentials_are_named_never_shown() {
+        let lines = aws_lines(
+            env(&[
+                ("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI"),
+                ("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE"),
+                ("AWS_SESSION_TOKEN", "FwoGZXIvYXdzE"),
+                ("AWS_REGION", "eu-west-1"),
+                ("HOME", "/root"),
+            ]),
+            true,
+        );
+        let text = lines.join("\n");
+        for secret in ["wJalrXUtnFEMI", "AKIAEXAMPLE", "FwoGZXIvYXdzE"] {
+            assert!(!text.contains(secret), "{text}");
+        }
+        assert!(text.contains("# AWS_ACCESS_KEY_ID = <redacted>"), "{text}");
+        assert!(text.contains("# AWS_REGION = eu-west-1"), "{text}");
+        assert!(!text.contains("HOME"), "{text}");
+        assert!(text.contains("read by --blob-url"), "{text}");
+    }
+
+    #[test]
+    fn no_aws_block_without_a_bucket_or_a_variable() {
+        assert!(aws_lines(env(&[("HOME", "/root")]), false).is_empty());
+        let lines = aws_lines(env(&[]), true);
+        assert!(lines.iter().any(|l| l == "# (none set)"), "{lines:?}");
+    }
 }

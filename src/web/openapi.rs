@@ -37,7 +37,9 @@ use super::{csv_export, AppState};
         log_pages::consistency, log_pages::entries, log_pages::publish,
         admin_api::queue, admin_api::decide, admin_api::suspend, admin_api::revoke,
     ),
-    components(schemas(super::error::ErrorBody)),
+    // Types named only by a parameter's `#[param(value_type)]` are not
+    // collected from the handlers: list them, or their `$ref` dangles.
+    components(schemas(super::error::ErrorBody, crate::leaderboard::SortKey)),
     modifiers(&Maintainers, &CommonErrors),
     tags(
         (name = "submissions", description = "Upload bundles, read receipts and the checks"),
@@ -53,7 +55,7 @@ use super::{csv_export, AppState};
 )]
 pub struct ApiDoc;
 
-/// The maintainer bearer token (`--maintainer-token-sha256` holds its hash).
+/// The maintainer bearer token (`--admin-token NAME:SHA256` holds its hash).
 struct Maintainers;
 
 impl Modify for Maintainers {

@@ -5,6 +5,7 @@
 //! WATTCOUNTS_TEST_PG_URL.
 
 use crate::common::*;
+use sha2::Digest;
 use wattcounts::store::{postgres::PgStore, Store};
 
 fn start(database_url: &str, data: &std::path::Path) -> Server {
@@ -18,15 +19,25 @@ fn start(database_url: &str, data: &std::path::Path) -> Server {
     ])
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn two_instances_one_database() {
-    let Some(base) = pg_url() else { return };
+/// A fresh schema of the test PostgreSQL with alice registered: its store,
+/// alice's key, and the database URL that puts a `serve` in that schema.
+/// None (the reason printed) without WATTCOUNTS_TEST_PG_URL.
+async fn alice_in_a_fresh_schema() -> Option<(PgStore, ssh_key::PrivateKey, String)> {
+    let base = pg_url()?;
     let schema = pg_schema();
     let store = PgStore::open(&base, Some(&schema)).await.unwrap();
     let key = new_key();
     add_submitter(&store, "alice", &key).await;
     let sep = if base.contains('?') { '&' } else { '?' };
     let url = format!("{base}{sep}options=-c%20search_path%3D{schema}");
+    Some((store, key, url))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_instances_one_database() {
+    let Some((store, key, url)) = alice_in_a_fresh_schema().await else {
+        return;
+    };
     let data = tempfile::tempdir().unwrap();
     let a = start(&url, data.path());
     let b = start(&url, data.path());
@@ -74,14 +85,11 @@ async fn two_instances_one_database() {
     // Both instances wrote to the same groups at once, each holding the
     // group's row lock: no submission is lost from any group, and the
     // counters agree.
-    let board: serde_json::Value = client
-        .get(format!("{}/api/v1/leaderboard?per_page=1000", a.url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let board = get_json(
+        &client,
+        format!("{}/api/v1/leaderboard?per_page=1000", a.url),
+    )
+    .await;
     let entries = board["entries"].as_array().unwrap();
     assert_eq!(entries.len(), 6, "2 models × 3 scenarios: {board}");
     assert!(
@@ -90,17 +98,179 @@ async fn two_instances_one_database() {
             .all(|e| e["submissions"] == 65 && e["iterations"] == 65 * 3),
         "{board}"
     );
-    let stats: serde_json::Value = client
-        .get(format!("{}/api/v1/stats", b.url))
+    let stats = get_json(&client, format!("{}/api/v1/stats", b.url)).await;
+    assert_eq!(stats["counts"]["submissions"], 65);
+    assert_eq!(stats["counts"]["iterations"], 65 * 18);
+    // Every receipt is readable from either instance.
+    let (_, r) = submit_over_http(&client, &b.url, gz, sig).await;
+    assert_eq!(r, ra.1);
+}
+
+/// Two `serve` processes on PostgreSQL and one S3 bucket, each with its own
+/// data dir (scratch only) and the same log key file: a bundle sent to one
+/// and a snapshot published by one download from the other, proxied from
+/// the bucket with the SHA-256 as ETag, a 304 for it, one byte range, a
+/// whole file for a stale If-Range and a 416 past the end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_instances_on_postgres_and_s3_serve_each_others_files() {
+    let Some((store, key, url)) = alice_in_a_fresh_schema().await else {
+        return;
+    };
+    let s3 = s3::shared();
+    let bucket = s3.fresh_url();
+    let keys = tempfile::tempdir().unwrap();
+    let key_file = keys.path().join("log.key");
+    std::fs::write(&key_file, test_log_secret()).unwrap();
+    let token = admin_token_flag();
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let start = |dir: &std::path::Path| {
+        spawn_server_with_env(
+            &[
+                "--public-url",
+                AUDIENCE,
+                "--database-url",
+                &url,
+                "--data-dir",
+                dir.to_str().unwrap(),
+                "--blob-url",
+                &bucket,
+                "--log-key-file",
+                key_file.to_str().unwrap(),
+                "--admin-token",
+                &token,
+            ],
+            &s3.env(),
+        )
+    };
+    let (a, b) = (start(dir_a.path()), start(dir_b.path()));
+    let client = reqwest::Client::new();
+
+    let gz = bundle("alice", &key);
+    let (status, receipt) = submit_over_http(&client, &a.url, gz.clone(), sign(&key, &gz)).await;
+    assert_eq!(status, 201, "{receipt}");
+    assert_eq!(store.counts().await.unwrap().submissions, 1);
+    let id = receipt["submission_id"].as_str().unwrap();
+    let sha = receipt["bundle_sha256"].as_str().unwrap();
+    assert_eq!(sha, hex::encode(sha2::Sha256::digest(&gz)));
+    // The bytes are in the bucket and in neither data dir.
+    let on_disk = |dir: &std::path::Path| {
+        walk_files(dir)
+            .into_iter()
+            .any(|p| std::fs::read(&p).is_ok_and(|d| d == gz))
+    };
+    assert!(walk_files(s3.root.path())
+        .iter()
+        .any(|p| std::fs::read(p).is_ok_and(|d| d == gz)));
+    assert!(!on_disk(dir_a.path()) && !on_disk(dir_b.path()));
+    check_download(
+        &client,
+        &format!("{}/submissions/{id}/bundle.tar.gz", b.url),
+        &gz,
+        sha,
+    )
+    .await;
+
+    let created: serde_json::Value = client
+        .post(format!("{}/api/v1/admin/snapshots", a.url))
+        .bearer_auth(ADMIN_TOKEN)
+        .json(&serde_json::json!({}))
         .send()
         .await
         .unwrap()
         .json()
         .await
         .unwrap();
-    assert_eq!(stats["counts"]["submissions"], 65);
-    assert_eq!(stats["counts"]["iterations"], 65 * 18);
-    // Every receipt is readable from either instance.
-    let (_, r) = submit_over_http(&client, &b.url, gz, sig).await;
-    assert_eq!(r, ra.1);
+    let snap = created["snapshot_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{created}"));
+    let listed = get_json(&client, format!("{}/api/v1/snapshots/latest", b.url)).await;
+    assert_eq!(listed["snapshot_id"], snap, "{listed}");
+    let csv = listed["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == "submissions.csv")
+        .unwrap_or_else(|| panic!("{listed}"));
+    let file_url = format!("{}/snapshots/{snap}/submissions.csv", b.url);
+    let whole = client
+        .get(&file_url)
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    assert!(std::str::from_utf8(&whole).unwrap().contains(id));
+    check_download(&client, &file_url, &whole, csv["sha256"].as_str().unwrap()).await;
+}
+
+/// `url` answers `want` with the ETag "`sha`", 304 for that ETag, one byte
+/// range, the whole file under a stale If-Range, and 416 past the end.
+async fn check_download(client: &reqwest::Client, url: &str, want: &[u8], sha: &str) {
+    assert_eq!(hex::encode(sha2::Sha256::digest(want)), sha);
+    assert!(want.len() > 40, "{} bytes", want.len());
+    let etag = format!("\"{sha}\"");
+    let r = client.get(url).send().await.unwrap();
+    assert_eq!(r.status(), 200, "{url}");
+    assert_eq!(r.headers()["etag"], etag.as_str());
+    assert_eq!(r.headers()["accept-ranges"], "bytes");
+    assert_eq!(r.bytes().await.unwrap(), want);
+
+    let r = client
+        .get(url)
+        .header("if-none-match", &etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 304, "{url}");
+    assert!(r.bytes().await.unwrap().is_empty());
+
+    let r = client
+        .get(url)
+        .header("range", "bytes=10-39")
+        .header("if-range", &etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 206, "{url}");
+    assert_eq!(
+        r.headers()["content-range"],
+        format!("bytes 10-39/{}", want.len()).as_str()
+    );
+    assert_eq!(r.bytes().await.unwrap(), &want[10..40]);
+
+    let r = client
+        .get(url)
+        .header("range", "bytes=-7")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 206, "{url}");
+    assert_eq!(r.bytes().await.unwrap(), &want[want.len() - 7..]);
+
+    let r = client
+        .get(url)
+        .header("range", "bytes=10-39")
+        .header("if-range", "\"an-older-version\"")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.status(),
+        200,
+        "a stale If-Range gets the whole file: {url}"
+    );
+    assert_eq!(r.bytes().await.unwrap(), want);
+
+    let past = format!("bytes={}-", want.len() + 5);
+    let r = client.get(url).header("range", past).send().await.unwrap();
+    assert_eq!(r.status(), 416, "{url}");
+}
+
+/// GET `url` and read its JSON answer.
+async fn get_json(client: &reqwest::Client, url: String) -> serde_json::Value {
+    let resp = client.get(&url).send().await.unwrap();
+    resp.json()
+        .await
+        .unwrap_or_else(|e| panic!("{url}: not JSON: {e}"))
 }

@@ -466,7 +466,8 @@ impl TestApp {
     }
 }
 
-fn walk_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+/// Every file below `dir`.
+pub fn walk_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
     if let Ok(rd) = std::fs::read_dir(dir) {
         for e in rd.flatten() {
@@ -721,11 +722,21 @@ impl Drop for Server {
 /// Starts `wattcounts serve --bind 127.0.0.1:0 ARGS…` (ignoring any
 /// WATTCOUNTS_* settings of the caller) and waits until it listens.
 pub fn spawn_server<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Server {
+    spawn_server_with_env(args, &[])
+}
+
+/// `spawn_server` with further environment variables (the `AWS_*` ones,
+/// which only the environment sets).
+pub fn spawn_server_with_env<S: AsRef<std::ffi::OsStr>>(
+    args: &[S],
+    env: &[(&str, String)],
+) -> Server {
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
     let mut child = Command::new(env!("CARGO_BIN_EXE_wattcounts"))
         .args(["serve", "--bind", "127.0.0.1:0"])
         .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .env_remove("WATTCOUNTS_PUBLIC_URL")
         .env_remove("WATTCOUNTS_DATABASE_URL")
         // Tests send many requests from one address and key: no rate
