@@ -135,6 +135,8 @@ async fn every_page_in_headless_chromium() {
         {"path": "/snapshots", "expect": "table tbody tr code.digest"},
         {"path": format!("/snapshots/{snapshot_id}"), "expect": "pre.card", "name": "snapshot"},
         {"path": "/log", "expect": "table tbody tr code.wrap", "name": "log", "text": "verify log --server", "within": "main"},
+        {"path": "/api", "expect": "article#post--api-v1-submissions table tbody tr", "name": "api",
+         "text": "POST /api/v1/submissions", "within": "main"},
     ]);
     let count = pages.as_array().unwrap().len();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
