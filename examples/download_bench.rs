@@ -53,6 +53,53 @@ fn ms(d: Duration) -> String {
     format!("{:.2} ms", d.as_secs_f64() * 1e3)
 }
 
+/// The bytes of the whole object, or of its last MiB, read from the bucket.
+async fn drain(bucket: &Objects, last_mib: bool) -> anyhow::Result<usize> {
+    use futures_util::StreamExt;
+    let mut f = bucket
+        .fetch(NAME, |total| last_mib.then(|| total - (1 << 20)..total))
+        .await?;
+    let mut got = 0;
+    while let Some(chunk) = f.body.next().await {
+        got += chunk?.len();
+    }
+    Ok(got)
+}
+
+/// GET `url` with one header, expecting `status`: how long the whole
+/// answer took, and its body's length.
+async fn timed_get(
+    client: &reqwest::Client,
+    url: &str,
+    (name, value): (&str, &str),
+    status: u16,
+) -> anyhow::Result<(Duration, usize)> {
+    let t = Instant::now();
+    let resp = client.get(url).header(name, value).send().await?;
+    anyhow::ensure!(resp.status() == status, "{url} {name}: {}", resp.status());
+    let body = resp.bytes().await?;
+    Ok((t.elapsed(), body.len()))
+}
+
+/// One table row: medians, throughput, and peak memory before → after.
+fn row(
+    place: &str,
+    bytes: usize,
+    whole: Vec<Duration>,
+    ranges: Vec<Duration>,
+    not_modified: Option<Vec<Duration>>,
+    (before, after): (f64, f64),
+) {
+    let whole = median(whole);
+    println!(
+        "| {place} | {:.0} MB/s ({}) | {} | {} | {before:.0} → {after:.0} MB |",
+        bytes as f64 / 1e6 / whole.as_secs_f64(),
+        ms(whole),
+        ms(median(ranges)),
+        not_modified.map_or("–".to_string(), |v| ms(median(v))),
+    );
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
@@ -116,39 +163,29 @@ async fn main() -> anyhow::Result<()> {
     {
         // The bucket read in-process, no HTTP in front: what the proxy adds
         // is the difference to the s3 row.
-        use futures_util::StreamExt;
         let (_, hwm_before) = support::memory_mb(pid);
         let mut whole = Vec::new();
         for _ in 0..rounds {
             let t = Instant::now();
-            let mut f = bucket.fetch(NAME, |_| None).await?;
-            let mut got = 0usize;
-            while let Some(chunk) = f.body.next().await {
-                got += chunk?.len();
-            }
+            let got = drain(&bucket, false).await?;
             anyhow::ensure!(got == bytes, "bucket: {got} of {bytes} bytes");
             whole.push(t.elapsed());
         }
         let mut ranges = Vec::new();
         for _ in 0..rounds.max(10) {
             let t = Instant::now();
-            let mut f = bucket
-                .fetch(NAME, |total| Some(total - (1 << 20)..total))
-                .await?;
-            let mut got = 0usize;
-            while let Some(chunk) = f.body.next().await {
-                got += chunk?.len();
-            }
+            let got = drain(&bucket, true).await?;
             anyhow::ensure!(got == 1 << 20, "bucket: range of {got}");
             ranges.push(t.elapsed());
         }
-        let (_, hwm_after) = support::memory_mb(pid);
-        let whole = median(whole);
-        println!(
-            "| bucket, read in-process (no proxy) | {:.0} MB/s ({}) | {} | – | {hwm_before:.0} → {hwm_after:.0} MB |",
-            bytes as f64 / 1e6 / whole.as_secs_f64(),
-            ms(whole),
-            ms(median(ranges)),
+        let hwm = (hwm_before, support::memory_mb(pid).1);
+        row(
+            "bucket, read in-process (no proxy)",
+            bytes,
+            whole,
+            ranges,
+            None,
+            hwm,
         );
     }
     for place in ["disk", "s3"] {
@@ -166,40 +203,18 @@ async fn main() -> anyhow::Result<()> {
             anyhow::ensure!(got == bytes, "{place}: {got} of {bytes} bytes");
             whole.push(t.elapsed());
         }
-        let mut ranges = Vec::new();
-        let start = bytes - (1 << 20);
+        let (mut ranges, mut not_modified) = (Vec::new(), Vec::new());
+        let last_mib = format!("bytes={}-", bytes - (1 << 20));
+        let etag = format!("\"{sha256}\"");
         for _ in 0..rounds.max(10) {
-            let t = Instant::now();
-            let resp = client
-                .get(&url)
-                .header("range", format!("bytes={start}-"))
-                .send()
-                .await?;
-            anyhow::ensure!(resp.status() == 206, "{place}: {}", resp.status());
-            let body = resp.bytes().await?;
-            anyhow::ensure!(body.len() == 1 << 20, "{place}: range of {}", body.len());
-            ranges.push(t.elapsed());
+            let (took, body) = timed_get(&client, &url, ("range", &last_mib), 206).await?;
+            anyhow::ensure!(body == 1 << 20, "{place}: range of {body}");
+            ranges.push(took);
+            let (took, _) = timed_get(&client, &url, ("if-none-match", &etag), 304).await?;
+            not_modified.push(took);
         }
-        let mut not_modified = Vec::new();
-        for _ in 0..rounds.max(10) {
-            let t = Instant::now();
-            let resp = client
-                .get(&url)
-                .header("if-none-match", format!("\"{sha256}\""))
-                .send()
-                .await?;
-            anyhow::ensure!(resp.status() == 304, "{place}: {}", resp.status());
-            not_modified.push(t.elapsed());
-        }
-        let (_, hwm_after) = support::memory_mb(pid);
-        let whole = median(whole);
-        println!(
-            "| {place} | {:.0} MB/s ({}) | {} | {} | {hwm_before:.0} → {hwm_after:.0} MB |",
-            bytes as f64 / 1e6 / whole.as_secs_f64(),
-            ms(whole),
-            ms(median(ranges)),
-            ms(median(not_modified)),
-        );
+        let hwm = (hwm_before, support::memory_mb(pid).1);
+        row(place, bytes, whole, ranges, Some(not_modified), hwm);
     }
     Ok(())
 }
