@@ -61,6 +61,16 @@ pub struct Fetched {
     pub body: BoxStream<'static, std::io::Result<Bytes>>,
 }
 
+/// Moves a finished file to `dest` in a local folder, by rename (same
+/// disk), and makes the new name durable.
+fn move_into(dest: &Path, file: &Path) -> std::io::Result<()> {
+    let dir = dest.parent().expect("a stored name has a folder");
+    std::fs::create_dir_all(dir)?;
+    std::fs::rename(file, dest)?;
+    sync_dir(dir);
+    Ok(())
+}
+
 fn io(e: object_store::Error) -> std::io::Error {
     std::io::Error::from(e)
 }
@@ -147,19 +157,8 @@ impl Objects {
     pub async fn put_file(&self, name: &str, file: &Path) -> std::io::Result<()> {
         match &*self.at {
             Place::Local(root) => {
-                let dest = root.join(name);
-                let dir = dest
-                    .parent()
-                    .expect("a stored name has a folder")
-                    .to_owned();
-                let file = file.to_owned();
-                tokio::task::spawn_blocking(move || {
-                    std::fs::create_dir_all(&dir)?;
-                    std::fs::rename(&file, &dest)?;
-                    sync_dir(&dir);
-                    Ok(())
-                })
-                .await?
+                let (dest, file) = (root.join(name), file.to_owned());
+                tokio::task::spawn_blocking(move || move_into(&dest, &file)).await?
             }
             Place::Remote { store, prefix, .. } => {
                 let key = Self::key(prefix, name);
@@ -191,14 +190,7 @@ impl Objects {
 
     pub fn put_file_blocking(&self, name: &str, file: &Path) -> std::io::Result<()> {
         match &*self.at {
-            Place::Local(root) => {
-                let dest = root.join(name);
-                let dir = dest.parent().expect("a stored name has a folder");
-                std::fs::create_dir_all(dir)?;
-                std::fs::rename(file, &dest)?;
-                sync_dir(dir);
-                Ok(())
-            }
+            Place::Local(root) => move_into(&root.join(name), file),
             Place::Remote { .. } => block_on(self.put_file(name, file)),
         }
     }
