@@ -158,6 +158,14 @@ impl Ingestor {
         })))
     }
 
+    /// The stored receipt of these bytes, if they were stored already.
+    pub async fn known(&self, sha256_hex: &str) -> Result<Option<(Outcome, Receipt)>, IngestError> {
+        match self.store.submission_by_digest(sha256_hex).await? {
+            Some(id) => self.existing(id).await.map(Some),
+            None => Ok(None),
+        }
+    }
+
     async fn existing(&self, id: uuid::Uuid) -> Result<(Outcome, Receipt), IngestError> {
         let r = self
             .receipt(id)

@@ -20,6 +20,12 @@ pub struct Detail {
     /// CSV column name.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub column: Option<String>,
+    /// Byte offset in `file` (for problems in the bundle's bytes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u64>,
+    /// Query parameter name (for a refused request line).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parameter: Option<String>,
     pub message: String,
 }
 
@@ -44,6 +50,14 @@ impl Detail {
     }
     pub fn column(mut self, column: impl Into<String>) -> Self {
         self.column = Some(column.into());
+        self
+    }
+    pub fn offset(mut self, offset: u64) -> Self {
+        self.offset = Some(offset);
+        self
+    }
+    pub fn parameter(mut self, name: impl Into<String>) -> Self {
+        self.parameter = Some(name.into());
         self
     }
 }
@@ -139,6 +153,9 @@ impl std::fmt::Display for Rejection {
                 if let Some(p) = &d.pointer {
                     write!(f, " {p}")?;
                 }
+                if let Some(o) = d.offset {
+                    write!(f, " @{o}")?;
+                }
                 write!(f, ": ")?;
             } else if let Some(p) = &d.pointer {
                 write!(f, "{p}: ")?;
@@ -164,8 +181,14 @@ impl std::fmt::Display for Detail {
         if let Some(x) = self.row {
             place.push(format!("row {x}"));
         }
+        if let Some(x) = self.offset {
+            place.push(format!("byte {x}"));
+        }
         if let Some(x) = &self.column {
             place.push(format!("column '{x}'"));
+        }
+        if let Some(x) = &self.parameter {
+            place.push(format!("query parameter '{x}'"));
         }
         if place.is_empty() {
             f.write_str(&self.message)

@@ -12,6 +12,7 @@
 use std::collections::HashSet;
 use std::io::{self, BufRead, Read};
 
+use flate2::bufread::GzDecoder;
 use sha2::{Digest, Sha256};
 
 use crate::rejection::{Detail, RejectKind, Rejection};
@@ -24,6 +25,17 @@ pub struct UnpackLimits {
     pub max_unpacked_bytes: u64,
     /// Unpacked bytes per compressed byte.
     pub max_ratio: f64,
+}
+
+impl UnpackLimits {
+    /// For bundles the service already stored: they were accepted under
+    /// the service's limits, so these only guard against a damaged blob.
+    pub const STORED: UnpackLimits = UnpackLimits {
+        max_entries: 1_000_000,
+        max_entry_bytes: 1 << 40,
+        max_unpacked_bytes: 1 << 40,
+        max_ratio: 1e6,
+    };
 }
 
 impl Default for UnpackLimits {
@@ -113,12 +125,16 @@ pub fn unpack_stream(
     let cap = limits.max_unpacked_bytes.min(ratio_cap.max(1 << 20));
     let ratio_binds = ratio_cap < limits.max_unpacked_bytes;
     let mut reader = Bounded {
-        inner: flate2::bufread::GzDecoder::new(source),
+        inner: flate2::bufread::GzDecoder::new(Counted {
+            inner: source,
+            consumed: 0,
+        }),
         read: 0,
         cap,
         tripped: false,
     };
-    let result = read_entries(&mut reader, limits, &keep, &mut on_entry);
+    let result = read_entries(&mut reader, limits, &keep, &mut on_entry)
+        .and_then(|files| after_the_archive(&mut reader).map(|()| files));
     if reader.tripped {
         return Err(if ratio_binds {
             Rejection::new(
@@ -151,9 +167,104 @@ pub fn unpack_stream(
     Ok(())
 }
 
+/// A `BufRead` that counts what its reader consumed: where the gzip
+/// stream ended in the bundle file.
+struct Counted<R> {
+    inner: R,
+    consumed: u64,
+}
+
+impl<R: BufRead> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.consumed += n as u64;
+        Ok(n)
+    }
+}
+
+impl<R: BufRead> BufRead for Counted<R> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        self.inner.fill_buf()
+    }
+    fn consume(&mut self, amt: usize) {
+        self.consumed += amt as u64;
+        self.inner.consume(amt);
+    }
+}
+
+/// The file name trailing-data details are reported under.
+const BUNDLE_FILE: &str = "bundle.tar.gz";
+/// The code of the one-gzip-member, nothing-after-the-tar rule.
+pub const TRAILING_DATA: &str = "bundle_trailing_data";
+
+/// What follows the tar's end-of-archive marker must be its zero padding,
+/// the gzip stream must end there, and the file with it: `tar xzf` reads
+/// every gzip member and Python's `tarfile` reads past a lone zero block,
+/// so anything after would be a file that no check saw but that readers of
+/// the stored bundle would still find.
+fn after_the_archive<R: BufRead>(
+    reader: &mut Bounded<GzDecoder<Counted<R>>>,
+) -> Result<(), Rejection> {
+    let trailing = |message: String, offset: u64| {
+        Rejection::invalid(
+            TRAILING_DATA,
+            format!("{message}; a bundle is one gzip stream holding one tar archive, with nothing after it (pack it again with `wattcounts pack`)"),
+        )
+        .with(Detail::new(message).file(BUNDLE_FILE).offset(offset))
+    };
+    // The tar reader stops at the first zero block, so `read` is where the
+    // archive's marker ended (or where the stream ended, for a tar without one).
+    let mut buf = [0u8; 64 * 1024];
+    loop {
+        let at = reader.read;
+        let n = reader.read(&mut buf).map_err(corrupt)?;
+        if n == 0 {
+            break;
+        }
+        if let Some(i) = buf[..n].iter().position(|b| *b != 0) {
+            return Err(trailing(
+                format!(
+                    "the unpacked tar holds the byte 0x{:02x} at offset {} after its end-of-archive marker",
+                    buf[i],
+                    at + i as u64
+                ),
+                at + i as u64,
+            ));
+        }
+    }
+    // The decoder has checked the member's CRC and length and consumed
+    // exactly its trailer: whatever the file still holds came after it.
+    let rest = reader.inner.get_mut();
+    let offset = rest.consumed;
+    let next = rest.fill_buf().map_err(corrupt)?;
+    if next.is_empty() {
+        return Ok(());
+    }
+    let what = if is_gzip(next) {
+        "a second gzip member".to_string()
+    } else {
+        let shown: Vec<String> = next.iter().take(8).map(|b| format!("{b:02x}")).collect();
+        format!("data that is not gzip (bytes {})", shown.join(" "))
+    };
+    Err(trailing(
+        format!("{what} starts at byte {offset} of the bundle, after the end of its gzip stream"),
+        offset,
+    ))
+}
+
+/// What to add to the error of a stored bundle that breaks the layout
+/// rule: it was stored before the rule, and the audit lists all such.
+pub fn audit_hint(r: &Rejection) -> &'static str {
+    if r.code == TRAILING_DATA {
+        " (stored before this rule; `wattcounts db audit-bundles` lists every such bundle)"
+    } else {
+        ""
+    }
+}
+
 /// Returns the number of files handed out.
 fn read_entries<R: Read>(
-    reader: R,
+    reader: &mut R,
     limits: &UnpackLimits,
     keep: &impl Fn(&str) -> bool,
     on_entry: &mut impl FnMut(Entry),
@@ -372,5 +483,101 @@ mod tests {
         let err = unpack(&gz, &one_file).unwrap_err();
         assert_eq!(err.code, "entry_too_large", "{err}");
         assert_eq!(err.details[0].file.as_deref(), Some("zeros.bin"));
+    }
+
+    /// A tar of `files` with its end-of-archive marker (or without).
+    fn tar_of(files: &[(&str, &[u8])], finish: bool) -> Vec<u8> {
+        let mut tar = tar::Builder::new(Vec::new());
+        for (name, data) in files {
+            let mut header = tar::Header::new_gnu();
+            header.set_size(data.len() as u64);
+            header.set_mode(0o644);
+            header.set_cksum();
+            tar.append_data(&mut header, name, *data).unwrap();
+        }
+        // `into_inner` writes the two zero blocks of the marker.
+        let mut bytes = tar.into_inner().unwrap();
+        if !finish {
+            bytes.truncate(bytes.len() - 1024);
+        }
+        bytes
+    }
+
+    fn gzip(bytes: &[u8]) -> Vec<u8> {
+        use std::io::Write;
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        enc.write_all(bytes).unwrap();
+        enc.finish().unwrap()
+    }
+
+    fn names(gz: &[u8]) -> Vec<String> {
+        let entries = unpack(gz, &UnpackLimits::default()).unwrap();
+        entries.into_iter().map(|e| e.path).collect()
+    }
+
+    #[test]
+    fn a_plain_bundle_and_its_padding_pass() {
+        let tar = tar_of(&[("a.csv", b"x,y\n")], true);
+        assert_eq!(names(&gzip(&tar)), ["a.csv"]);
+        // GNU tar pads to a 10 KiB record with zeros: still one archive.
+        let mut padded = tar.clone();
+        padded.resize(10240, 0);
+        assert_eq!(names(&gzip(&padded)), ["a.csv"]);
+        // A tar with no marker at all ends with the stream: nothing hidden.
+        assert_eq!(names(&gzip(&tar_of(&[("a.csv", b"1")], false))), ["a.csv"]);
+    }
+
+    #[test]
+    fn a_second_gzip_member_is_refused_with_its_offset() {
+        let first = gzip(&tar_of(&[("a.csv", b"x")], false));
+        let second = gzip(&tar_of(&[("system_info.txt.sh", b"echo hi")], true));
+        let mut both = first.clone();
+        both.extend_from_slice(&second);
+        let err = unpack(&both, &UnpackLimits::default()).unwrap_err();
+        assert_eq!(err.code, "bundle_trailing_data", "{err}");
+        assert_eq!(err.kind, RejectKind::Invalid);
+        let detail = &err.details[0];
+        assert_eq!(detail.file.as_deref(), Some("bundle.tar.gz"));
+        assert_eq!(detail.offset, Some(first.len() as u64));
+        assert!(detail.message.contains("a second gzip member"), "{detail}");
+    }
+
+    #[test]
+    fn bytes_after_the_gzip_stream_are_refused() {
+        let gz = gzip(&tar_of(&[("a.csv", b"x")], true));
+        let mut tail = gz.clone();
+        tail.extend((0..4096u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8 | 1));
+        let err = unpack(&tail, &UnpackLimits::default()).unwrap_err();
+        assert_eq!(err.code, "bundle_trailing_data", "{err}");
+        assert_eq!(err.details[0].offset, Some(gz.len() as u64));
+        assert!(
+            err.details[0].message.contains("not gzip"),
+            "{}",
+            err.details[0]
+        );
+        // Even trailing zeros are bytes no reader of the file should meet.
+        let mut zeros = gz.clone();
+        zeros.extend_from_slice(&[0; 16]);
+        let err = unpack(&zeros, &UnpackLimits::default()).unwrap_err();
+        assert_eq!(err.details[0].offset, Some(gz.len() as u64));
+    }
+
+    #[test]
+    fn data_after_the_end_of_archive_marker_is_refused() {
+        let tar = tar_of(&[("a.csv", b"x")], true);
+        let marker_end = tar.len() as u64 - 512;
+        let mut hidden = tar.clone();
+        hidden.truncate(tar.len() - 512);
+        hidden.extend_from_slice(&tar_of(&[("system_info.txt.sh", b"echo hi")], true));
+        let err = unpack(&gzip(&hidden), &UnpackLimits::default()).unwrap_err();
+        assert_eq!(err.code, "bundle_trailing_data", "{err}");
+        // The first zero block ends the archive; the hidden header is the
+        // first non-zero byte after it.
+        assert_eq!(err.details[0].offset, Some(marker_end));
+        assert!(
+            err.details[0].message.contains("0x73"),
+            "{}",
+            err.details[0]
+        );
     }
 }

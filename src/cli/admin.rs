@@ -15,6 +15,11 @@ pub enum AdminCommand {
     /// with the submissions signed by each; --suspend suspends their
     /// submitters so nothing more is accepted from them.
     WeakKeys(WeakKeysArgs),
+    /// List registered handles a reader could take for one another under
+    /// today's rule (same confusable skeleton: I, l and 1 are one letter,
+    /// O and 0 another, plus Unicode's confusables), oldest first in each
+    /// group. Nothing is renamed; exit 1 when any group is found.
+    HandleCollisions(HandleCollisionsArgs),
     /// Write a new transparency-log signing key for instances that share a
     /// database (give each `serve --log-key-file FILE`); prints the
     /// verifier key readers check checkpoints with. A single instance makes
@@ -49,15 +54,26 @@ pub struct WeakKeysArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct HandleCollisionsArgs {
+    /// sqlite:PATH or postgres://...; defaults to sqlite:<data-dir>/wattcounts.db.
+    #[arg(long, env = "WATTCOUNTS_DATABASE_URL")]
+    pub database_url: Option<String>,
+    #[arg(long, env = "WATTCOUNTS_DATA_DIR", default_value = "data")]
+    pub data_dir: std::path::PathBuf,
+}
+
+#[derive(Debug, Args)]
 pub struct TokenArgs {
     /// Who the token is for; shown with every decision they make.
     #[arg(long)]
     pub name: String,
 }
 
-pub async fn run(cmd: AdminCommand) -> anyhow::Result<()> {
+pub async fn run(cmd: AdminCommand) -> anyhow::Result<std::process::ExitCode> {
+    let ok = std::process::ExitCode::SUCCESS;
     match cmd {
-        AdminCommand::WeakKeys(a) => weak_keys(&a).await,
+        AdminCommand::WeakKeys(a) => weak_keys(&a).await.map(|()| ok),
+        AdminCommand::HandleCollisions(a) => handle_collisions(&a).await,
         AdminCommand::LogKeygen(a) => {
             let origin = a.origin.trim();
             if origin.is_empty() || origin.contains(['+', ' ', '\n']) {
@@ -73,7 +89,7 @@ pub async fn run(cmd: AdminCommand) -> anyhow::Result<()> {
             );
             println!("verifier key (publish it; readers check checkpoints with it):");
             println!("  {}", key.verifier_key());
-            Ok(())
+            Ok(ok)
         }
         AdminCommand::Token(a) => {
             let name = a.name.trim();
@@ -86,9 +102,30 @@ pub async fn run(cmd: AdminCommand) -> anyhow::Result<()> {
             println!("configure the service with:");
             println!("  --admin-token {name}:{hash}");
             println!("  or WATTCOUNTS_ADMIN_TOKENS={name}:{hash} (comma separated for several)");
-            Ok(())
+            Ok(ok)
         }
     }
+}
+
+/// Prints one line per group of lookalike handles.
+async fn handle_collisions(a: &HandleCollisionsArgs) -> anyhow::Result<std::process::ExitCode> {
+    let url = crate::config::existing_database_url(&a.data_dir, a.database_url.as_deref())?;
+    let store = crate::store::open(&url).await?;
+    let handles = store.handles().await?;
+    let groups = crate::handles::collisions(handles.iter().map(String::as_str));
+    for g in &groups {
+        println!("lookalikes: {} (registered first: {})", g.join(", "), g[0]);
+    }
+    println!(
+        "{} group(s) of lookalike handles among {} registered; nothing was renamed",
+        groups.len(),
+        handles.len()
+    );
+    Ok(if groups.is_empty() {
+        std::process::ExitCode::SUCCESS
+    } else {
+        std::process::ExitCode::from(super::EXIT_REJECTED)
+    })
 }
 
 /// Prints one block per refused key; returns how many there were.

@@ -1,5 +1,6 @@
-//! `db copy` (a SQLite deployment's data into PostgreSQL) and `db rebuild`
-//! (every derived table from the stored submissions).
+//! `db copy` (a SQLite deployment's data into PostgreSQL), `db rebuild`
+//! (every derived table from the stored submissions) and `db audit-bundles`
+//! (stored bundles the unpacker refuses today).
 
 use clap::{Args, Subcommand};
 
@@ -19,11 +20,18 @@ pub enum DbCommand {
     /// are derived from the stored bundles (each checked against its
     /// sha256). Reports submissions whose run content an older one holds;
     /// those join no group. `serve` runs this by itself after an upgrade.
-    Rebuild(RebuildArgs),
+    Rebuild(StoreArgs),
+    /// Read every stored bundle again under today's unpacking rules (one
+    /// gzip member, nothing after the tar's end-of-archive marker, clean
+    /// entry paths) and list those that break one, with the submission,
+    /// the byte offset and what is there. Changes nothing. Exit 1 when
+    /// any is found.
+    AuditBundles(StoreArgs),
 }
 
+/// Where a deployment keeps its data (as `serve` is given it).
 #[derive(Debug, Args)]
-pub struct RebuildArgs {
+pub struct StoreArgs {
     /// The service's data dir (the bundles are under <data-dir>/blobs).
     #[arg(long, env = "WATTCOUNTS_DATA_DIR", default_value = "data")]
     pub data_dir: std::path::PathBuf,
@@ -45,9 +53,10 @@ pub struct CopyArgs {
     pub to: String,
 }
 
-pub async fn run(cmd: DbCommand) -> anyhow::Result<()> {
+pub async fn run(cmd: DbCommand) -> anyhow::Result<std::process::ExitCode> {
     match cmd {
-        DbCommand::Rebuild(a) => rebuild(&a).await,
+        DbCommand::Rebuild(a) => rebuild(&a).await.map(|()| std::process::ExitCode::SUCCESS),
+        DbCommand::AuditBundles(a) => audit_bundles(&a).await,
         DbCommand::Copy(a) => {
             if !a.from.starts_with("sqlite:") {
                 anyhow::bail!("--from must be a sqlite: URL");
@@ -69,25 +78,57 @@ pub async fn run(cmd: DbCommand) -> anyhow::Result<()> {
                 start.elapsed().as_secs_f64(),
                 a.to
             );
-            Ok(())
+            Ok(std::process::ExitCode::SUCCESS)
         }
     }
 }
 
-async fn rebuild(a: &RebuildArgs) -> anyhow::Result<()> {
+/// A service over a deployment's data for maintenance: it checks no
+/// audience and runs no rule again.
+async fn maintenance_service(a: &StoreArgs) -> anyhow::Result<crate::service::Service> {
     let url = crate::config::existing_database_url(&a.data_dir, a.database_url.as_deref())?;
     let store = crate::store::open(&url).await?;
     let (blobs, _) = crate::config::file_stores(&a.data_dir, a.blob_url.as_deref())?;
-    let service = crate::service::Service::new(
+    Ok(crate::service::Service::new(
         store,
         blobs,
         crate::ingest::IngestConfig {
-            // Rebuilding checks no audience and runs no rule again.
             public_url: String::new(),
             unpack: Default::default(),
             thresholds: Default::default(),
         },
+    ))
+}
+
+async fn audit_bundles(a: &StoreArgs) -> anyhow::Result<std::process::ExitCode> {
+    let service = maintenance_service(a).await?;
+    let start = std::time::Instant::now();
+    let audit = service
+        .audit_bundles(|line| eprintln!("[{:>6.1} s] {line}", start.elapsed().as_secs_f64()))
+        .await?;
+    for f in &audit.findings {
+        let who = f.submission.map_or_else(
+            || "no submission".to_string(),
+            |id| format!("submission {id}"),
+        );
+        println!("refused: {who}, {}: {} {}", f.blob_path, f.code, f.message);
+    }
+    println!(
+        "audited {} stored bundles ({:.1} MB) in {:.1} s: {} break a rule of today's unpacker; nothing was changed",
+        audit.checked,
+        audit.bytes as f64 / 1e6,
+        start.elapsed().as_secs_f64(),
+        audit.findings.len()
     );
+    Ok(if audit.findings.is_empty() {
+        std::process::ExitCode::SUCCESS
+    } else {
+        std::process::ExitCode::from(super::EXIT_REJECTED)
+    })
+}
+
+async fn rebuild(a: &StoreArgs) -> anyhow::Result<()> {
+    let service = maintenance_service(a).await?;
     let start = std::time::Instant::now();
     let report = service
         .rebuild(|line| eprintln!("[{:>6.1} s] {line}", start.elapsed().as_secs_f64()))

@@ -65,7 +65,7 @@ pub enum Command {
     Admin(admin::AdminCommand),
     /// List the checks every bundle goes through, with their thresholds.
     Checks(admin::ChecksArgs),
-    /// Database tools (moving from SQLite to PostgreSQL).
+    /// Database tools: copy SQLite to PostgreSQL, rebuild the read model, audit stored bundles.
     #[command(subcommand)]
     Db(db::DbCommand),
     /// Dataset snapshots: publish (maintainers) and list.
@@ -114,9 +114,9 @@ pub fn main() -> ExitCode {
             Command::Register(a) => client::register(&a).await.map(|_| ExitCode::SUCCESS),
             Command::Submit(a) => client::submit(&a).await,
             Command::Demo(d) => demo::run(d).await.map(|_| ExitCode::SUCCESS),
-            Command::Admin(c) => admin::run(c).await.map(|_| ExitCode::SUCCESS),
+            Command::Admin(c) => admin::run(c).await,
             Command::Checks(a) => admin::list(&a).map(|_| ExitCode::SUCCESS),
-            Command::Db(c) => db::run(c).await.map(|_| ExitCode::SUCCESS),
+            Command::Db(c) => db::run(c).await,
             Command::Snapshot(c) => snapshot::run(c).await.map(|_| ExitCode::SUCCESS),
             Command::Verify(c) => verify::run(c).await,
             Command::Config(config_cmd::ConfigCommand::Print(cfg)) => {

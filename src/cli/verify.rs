@@ -109,9 +109,23 @@ fn receipt(a: ReceiptArgs) -> anyhow::Result<ExitCode> {
     let r: crate::receipt::Receipt = serde_json::from_slice(&text)
         .map_err(|e| anyhow::anyhow!("{} is not a receipt: {e}", a.receipt.display()))?;
     let bundle = match &a.bundle {
-        Some(p) => Some(crate::ingest::sha256_hex(
-            &std::fs::read(p).map_err(|e| anyhow::anyhow!("reading {}: {e}", p.display()))?,
-        )),
+        Some(p) => {
+            let bytes =
+                std::fs::read(p).map_err(|e| anyhow::anyhow!("reading {}: {e}", p.display()))?;
+            // A bundle the service would refuse today (bytes after its tar)
+            // is not vouched for, whatever the log says of its digest.
+            if let Err(r) = crate::bundle::unpack::unpack_stream(
+                bytes.as_slice(),
+                bytes.len() as u64,
+                &crate::bundle::unpack::UnpackLimits::STORED,
+                |_| false,
+                |_| {},
+            ) {
+                println!("NOT VERIFIED  {}: {r}", p.display());
+                return Ok(ExitCode::from(super::EXIT_REJECTED));
+            }
+            Some(crate::ingest::sha256_hex(&bytes))
+        }
         None => None,
     };
     match audit::verify_receipt(&r, &key, bundle.as_deref()) {

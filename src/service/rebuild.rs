@@ -43,8 +43,13 @@ impl Service {
                     got == want,
                     "the stored bundle of {id} has sha256 {got}, the database says {want}"
                 );
-                crate::ingest::derive_stored(&bytes, &schema, &limits)
-                    .map_err(|r| anyhow::anyhow!("bundle of {id}: {}", r.message))
+                crate::ingest::derive_stored(&bytes, &schema, &limits).map_err(|r| {
+                    anyhow::anyhow!(
+                        "bundle of {id}: {}{}",
+                        r.message,
+                        crate::bundle::unpack::audit_hint(&r)
+                    )
+                })
             })
             .await??;
             derived.insert(id, (protocol, content));

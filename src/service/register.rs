@@ -4,6 +4,7 @@
 use serde::Deserialize;
 
 use super::Service;
+use crate::handles;
 use crate::ingest::DEMO_HANDLE;
 use crate::rejection::{RejectKind, Rejection};
 use crate::signing;
@@ -43,25 +44,19 @@ impl From<Rejection> for RegisterError {
     }
 }
 
-pub fn valid_handle(h: &str) -> bool {
-    (3..=39).contains(&h.len()) && h.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-}
-
 pub const RESERVED_HANDLES: &[&str] = &[DEMO_HANDLE, "admin", "wattcounts", "maintainers"];
 
 impl Service {
     pub async fn register(&self, req: &Registration) -> Result<Registered, RegisterError> {
-        if !valid_handle(&req.handle) {
-            return Err(Rejection::invalid(
-                "bad_handle",
-                format!(
-                    "handle '{}' must be 3 to 39 characters of ASCII letters, digits and '-'",
-                    req.handle
-                ),
-            )
-            .into());
+        if let Some(why) = handles::handle_fault(&req.handle) {
+            return Err(Rejection::invalid("bad_handle", why).into());
         }
-        if RESERVED_HANDLES.contains(&req.handle.to_ascii_lowercase().as_str()) {
+        let skeleton = handles::skeleton(&req.handle);
+        // `admln` is as misleading as `admin`.
+        if RESERVED_HANDLES
+            .iter()
+            .any(|r| handles::skeleton(r) == skeleton)
+        {
             return Err(Rejection::new(
                 RejectKind::Conflict,
                 "handle_taken",
@@ -79,6 +74,9 @@ impl Service {
                 "display name: at most 100 characters, no control characters",
             )
             .into());
+        }
+        if let Some(existing) = self.store.handle_by_skeleton(&skeleton).await? {
+            return Err(lookalike(&req.handle, &existing).into());
         }
         let key = signing::parse_public_key(&req.public_key)?;
         let fingerprint = signing::fingerprint(&key);
@@ -119,12 +117,19 @@ impl Service {
                 display_name,
                 key_fingerprint: fingerprint,
             }),
-            Err(StoreError::Conflict("handle")) => Err(Rejection::new(
-                RejectKind::Conflict,
-                "handle_taken",
-                format!("handle '{}' is already registered", req.handle),
-            )
-            .into()),
+            // Registered meanwhile: by the same handle in another case, or
+            // by a lookalike (the skeleton's unique index).
+            Err(StoreError::Conflict("handle")) => {
+                match self.store.handle_by_skeleton(&skeleton).await? {
+                    Some(existing) => Err(lookalike(&req.handle, &existing).into()),
+                    None => Err(Rejection::new(
+                        RejectKind::Conflict,
+                        "handle_taken",
+                        format!("handle '{}' is already registered", req.handle),
+                    )
+                    .into()),
+                }
+            }
             Err(StoreError::Conflict(_)) => Err(Rejection::new(
                 RejectKind::Conflict,
                 "key_taken",
@@ -134,4 +139,16 @@ impl Service {
             Err(e) => Err(e.into()),
         }
     }
+}
+
+/// 409 for a handle that is, or looks like, a registered one.
+fn lookalike(wanted: &str, existing: &str) -> Rejection {
+    let message = if wanted.eq_ignore_ascii_case(existing) {
+        format!("handle '{wanted}' is already registered (as '{existing}'; handles ignore case)")
+    } else {
+        format!(
+            "handle '{wanted}' looks like the registered handle '{existing}' (I, l and 1 count as one letter, as do O and 0, and Unicode's confusables); choose one a reader cannot mistake for it"
+        )
+    };
+    Rejection::new(RejectKind::Conflict, "handle_taken", message)
 }

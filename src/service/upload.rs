@@ -23,6 +23,10 @@ pub struct StagedUpload {
 }
 
 impl StagedUpload {
+    /// The SHA-256 (hex) of the bytes received.
+    pub fn sha256_hex(&self) -> &str {
+        &self.bundle.sha256_hex
+    }
     pub fn into_parts(self) -> (StagedBundle, StagingClaim) {
         (self.bundle, self.claim)
     }

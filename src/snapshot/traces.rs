@@ -15,15 +15,6 @@ use crate::ingest::sha256_hex;
 use crate::store::blobs::BlobStore;
 use crate::store::SubmissionRecord;
 
-/// The stored bundles were accepted under the service's limits; these only
-/// guard against a damaged blob.
-const STORED_LIMITS: UnpackLimits = UnpackLimits {
-    max_entries: 1_000_000,
-    max_entry_bytes: 1 << 40,
-    max_unpacked_bytes: 1 << 40,
-    max_ratio: 1e6,
-};
-
 /// One submission's traces: (scenario, trace) in harness file order.
 fn read_traces(
     blobs: &BlobStore,
@@ -40,7 +31,7 @@ fn read_traces(
         s.bundle_sha256
     );
     let mut files = Vec::new();
-    unpack::unpack_each(&bytes, &STORED_LIMITS, |e| {
+    unpack::unpack_each(&bytes, &UnpackLimits::STORED, |e| {
         let name = e.path.rsplit('/').next().unwrap_or(&e.path);
         if let Some(FileKind::Results(scenario)) = harness::classify(name) {
             if e.path.matches('/').count() == 1 {
@@ -48,7 +39,14 @@ fn read_traces(
             }
         }
     })
-    .map_err(|r| anyhow::anyhow!("unpacking the bundle of submission {}: {}", s.id, r.message))?;
+    .map_err(|r| {
+        anyhow::anyhow!(
+            "unpacking the bundle of submission {}: {}{}",
+            s.id,
+            r.message,
+            unpack::audit_hint(&r)
+        )
+    })?;
     // Model folders in path order, as the harness laid them out.
     files.sort_by(|a, b| a.1.path.cmp(&b.1.path));
     let parsed = files

@@ -2,6 +2,7 @@
 //! bundles. Nothing here knows HTTP.
 
 pub mod blobs;
+pub mod bounded;
 pub mod copy;
 pub mod log;
 pub mod objects;
@@ -135,8 +136,30 @@ pub trait Store: log::LogStore + Send + Sync {
     async fn count_hit(&self, bucket: &str, window_start: i64) -> Result<i64, StoreError>;
     /// Drops counters of windows that started before `before`.
     async fn forget_hits(&self, before: i64) -> Result<u64, StoreError>;
+    async fn create_admin_session(&self, row: &AdminSessionRow) -> Result<(), StoreError>;
+    /// The session with this id hash, if it has not expired at `now` nor
+    /// been idle since `idle_before`; its last use becomes `now`.
+    async fn use_admin_session(
+        &self,
+        id_sha256: &str,
+        now: &DateTime<Utc>,
+        idle_before: &DateTime<Utc>,
+    ) -> Result<Option<AdminSessionRow>, StoreError>;
+    /// Ends one session; false if there was none.
+    async fn end_admin_session(&self, id_sha256: &str) -> Result<bool, StoreError>;
+    /// Drops sessions expired at `now` or idle since `idle_before`.
+    async fn forget_admin_sessions(
+        &self,
+        now: &DateTime<Utc>,
+        idle_before: &DateTime<Utc>,
+    ) -> Result<u64, StoreError>;
     async fn create_submitter(&self, s: &NewSubmitter) -> Result<i64, StoreError>;
     async fn key_by_fingerprint(&self, fingerprint: &str) -> Result<Option<KeyRecord>, StoreError>;
+    /// The registered handle with this confusable skeleton
+    /// ([`crate::handles::skeleton`]), if any.
+    async fn handle_by_skeleton(&self, skeleton: &str) -> Result<Option<String>, StoreError>;
+    /// Every registered handle, oldest first (maintainer audits; small table).
+    async fn handles(&self) -> Result<Vec<String>, StoreError>;
     /// Every blob path a submission references (start-up recovery).
     async fn blob_paths(&self) -> Result<Vec<String>, StoreError>;
     /// Every registered key, oldest first (maintainer audits; small table).
@@ -262,6 +285,18 @@ pub trait Store: log::LogStore + Send + Sync {
     async fn snapshots(&self) -> Result<Vec<SnapshotRow>, StoreError>;
     /// One published snapshot, or the newest for `None`.
     async fn snapshot(&self, id: Option<&str>) -> Result<Option<SnapshotRow>, StoreError>;
+}
+
+/// A signed-in maintainer of the admin pages, as the database keeps it
+/// (the session id itself is never stored, only its SHA-256).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AdminSessionRow {
+    pub id_sha256: String,
+    pub maintainer: String,
+    pub token_sha256: String,
+    pub created_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+    pub last_used_at: DateTime<Utc>,
 }
 
 /// A published snapshot as the database lists it.
@@ -400,9 +435,12 @@ pub async fn open(url: &str) -> anyhow::Result<std::sync::Arc<dyn Store>> {
     if url.starts_with("sqlite:") {
         Ok(std::sync::Arc::new(sqlite::SqliteStore::open(url).await?))
     } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
-        Ok(std::sync::Arc::new(
-            postgres::PgStore::open(url, None).await?,
-        ))
+        // Over the network, every call is bounded: a silent cut answers
+        // 503 in seconds instead of holding requests.
+        Ok(std::sync::Arc::new(bounded::Bounded::new(
+            std::sync::Arc::new(postgres::PgStore::open(url, None).await?),
+            bounded::CallBounds::default(),
+        )))
     } else {
         anyhow::bail!(
             "unsupported database URL '{url}': expected sqlite:PATH or postgres://USER@HOST/DB"

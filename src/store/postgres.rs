@@ -36,7 +36,17 @@ impl PgStore {
     pub async fn open(url: &str, schema: Option<&str>) -> anyhow::Result<Self> {
         let mut opts = PgConnectOptions::from_str(url)?
             // Nothing waits on a dead or stuck database for long.
-            .options([("statement_timeout", "15s"), ("lock_timeout", "5s")]);
+            .options([("statement_timeout", "15s"), ("lock_timeout", "5s")])
+            // The server's side of a silent cut: it probes an idle client
+            // socket after 10 s and drops the session (and the row locks
+            // its open transaction holds, which other instances wait on)
+            // after 3 unanswered probes 5 s apart. The client's side is
+            // the per-call bound of `bounded` (sqlx sets no keepalive).
+            .options([
+                ("tcp_keepalives_idle", "10"),
+                ("tcp_keepalives_interval", "5"),
+                ("tcp_keepalives_count", "3"),
+            ]);
         if let Some(s) = schema {
             let admin = PgPoolOptions::new()
                 .max_connections(1)
@@ -61,7 +71,9 @@ impl PgStore {
         // Instances starting together take turns: sqlx holds an advisory
         // lock while it migrates.
         sqlx::migrate!("./migrations/postgres").run(&pool).await?;
-        Ok(PgStore { pool })
+        let store = PgStore { pool };
+        store.fill_handle_skeletons().await?;
+        Ok(store)
     }
 
     pub fn pool(&self) -> &PgPool {

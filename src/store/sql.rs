@@ -592,6 +592,38 @@ macro_rules! sql_store {
         }
 
         impl $store {
+            /// Gives handles registered before skeletons were kept theirs,
+            /// oldest first; a handle whose skeleton an older one holds
+            /// keeps none (the collision listing names it). A no-op once
+            /// every row has one: one indexed read.
+            async fn fill_handle_skeletons(&self) -> Result<u64, StoreError> {
+                let rows: Vec<(i64, String)> = sqlx::query_as(
+                    "SELECT id, handle FROM submitters WHERE handle_skeleton IS NULL ORDER BY id",
+                )
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db_err)?;
+                let mut filled = 0;
+                for (id, handle) in rows {
+                    let skeleton = $crate::handles::skeleton(&handle);
+                    let res = sqlx::query(
+                        "UPDATE submitters SET handle_skeleton = $1 WHERE id = $2
+                           AND NOT EXISTS (SELECT 1 FROM submitters WHERE handle_skeleton = $1)",
+                    )
+                    .bind(&skeleton)
+                    .bind(id)
+                    .execute(&self.pool)
+                    .await;
+                    match res {
+                        Ok(r) => filled += r.rows_affected(),
+                        // Another instance filled the same skeleton first.
+                        Err(e) if unique_violation(&e).is_some() => {}
+                        Err(e) => return Err(db_err(e)),
+                    }
+                }
+                Ok(filled)
+            }
+
             /// One JSON column of a submission's child rows, decoded.
             async fn json_rows<T: serde::de::DeserializeOwned>(
                 &self,
@@ -655,13 +687,84 @@ macro_rules! sql_store {
                     .map_err(db_err)
             }
 
+            async fn create_admin_session(&self, row: &$crate::store::AdminSessionRow) -> Result<(), StoreError> {
+                sqlx::query(
+                    "INSERT INTO admin_sessions (id_sha256, maintainer, token_sha256, created_at, expires_at, last_used_at)
+                     VALUES ($1, $2, $3, $4, $5, $6)",
+                )
+                .bind(&row.id_sha256)
+                .bind(&row.maintainer)
+                .bind(&row.token_sha256)
+                .bind(ts(&row.created_at))
+                .bind(ts(&row.expires_at))
+                .bind(ts(&row.last_used_at))
+                .execute(&self.pool)
+                .await
+                .map(|_| ())
+                .map_err(db_err)
+            }
+
+            async fn use_admin_session(
+                &self,
+                id_sha256: &str,
+                now: &DateTime<Utc>,
+                idle_before: &DateTime<Utc>,
+            ) -> Result<Option<$crate::store::AdminSessionRow>, StoreError> {
+                let row: Option<(String, String, String, String, String)> = sqlx::query_as(
+                    "UPDATE admin_sessions SET last_used_at = $2
+                     WHERE id_sha256 = $1 AND expires_at > $2 AND last_used_at > $3
+                     RETURNING maintainer, token_sha256, created_at, expires_at, last_used_at",
+                )
+                .bind(id_sha256)
+                .bind(ts(now))
+                .bind(ts(idle_before))
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db_err)?;
+                row.map(|(maintainer, token_sha256, created, expires, used)| {
+                    Ok($crate::store::AdminSessionRow {
+                        id_sha256: id_sha256.to_string(),
+                        maintainer,
+                        token_sha256,
+                        created_at: parse_ts(&created)?,
+                        expires_at: parse_ts(&expires)?,
+                        last_used_at: parse_ts(&used)?,
+                    })
+                })
+                .transpose()
+            }
+
+            async fn end_admin_session(&self, id_sha256: &str) -> Result<bool, StoreError> {
+                sqlx::query("DELETE FROM admin_sessions WHERE id_sha256 = $1")
+                    .bind(id_sha256)
+                    .execute(&self.pool)
+                    .await
+                    .map(|r| r.rows_affected() > 0)
+                    .map_err(db_err)
+            }
+
+            async fn forget_admin_sessions(
+                &self,
+                now: &DateTime<Utc>,
+                idle_before: &DateTime<Utc>,
+            ) -> Result<u64, StoreError> {
+                sqlx::query("DELETE FROM admin_sessions WHERE expires_at <= $1 OR last_used_at <= $2")
+                    .bind(ts(now))
+                    .bind(ts(idle_before))
+                    .execute(&self.pool)
+                    .await
+                    .map(|r| r.rows_affected())
+                    .map_err(db_err)
+            }
+
             async fn create_submitter(&self, s: &NewSubmitter) -> Result<i64, StoreError> {
                 let _w = self.write_lock().await;
                 let mut tx = self.pool.begin_with(<$store>::BEGIN_WRITE).await.map_err(db_err)?;
                 let now = ts(&chrono::Utc::now());
-                let res = sqlx::query_scalar::<_, i64>("INSERT INTO submitters (handle, handle_lower, display_name, created_at) VALUES ($1, $2, $3, $4) RETURNING id")
+                let res = sqlx::query_scalar::<_, i64>("INSERT INTO submitters (handle, handle_lower, handle_skeleton, display_name, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING id")
                     .bind(&s.handle)
                     .bind(s.handle.to_ascii_lowercase())
+                    .bind($crate::handles::skeleton(&s.handle))
                     .bind(&s.display_name)
                     .bind(&now)
                     .fetch_one(&mut *tx)
@@ -686,6 +789,21 @@ macro_rules! sql_store {
                 }
                 tx.commit().await.map_err(db_err)?;
                 Ok(submitter_id)
+            }
+
+            async fn handle_by_skeleton(&self, skeleton: &str) -> Result<Option<String>, StoreError> {
+                sqlx::query_scalar("SELECT handle FROM submitters WHERE handle_skeleton = $1")
+                    .bind(skeleton)
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(db_err)
+            }
+
+            async fn handles(&self) -> Result<Vec<String>, StoreError> {
+                sqlx::query_scalar("SELECT handle FROM submitters ORDER BY id")
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(db_err)
             }
 
             async fn key_by_fingerprint(&self, fingerprint: &str) -> Result<Option<KeyRecord>, StoreError> {

@@ -45,10 +45,12 @@ impl SqliteStore {
             .connect_with(opts)
             .await?;
         sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
-        Ok(SqliteStore {
+        let store = SqliteStore {
             pool,
             writer: tokio::sync::Mutex::new(()),
-        })
+        };
+        store.fill_handle_skeletons().await?;
+        Ok(store)
     }
 
     pub fn pool(&self) -> &SqlitePool {

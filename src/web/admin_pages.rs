@@ -74,7 +74,7 @@ pub async fn admin_home(
     headers: HeaderMap,
     axum::extract::Query(q): axum::extract::Query<HashMap<String, String>>,
 ) -> Result<Response, PageError> {
-    let Some(session) = AdminSession::from_headers(&headers, &s) else {
+    let Some(session) = AdminSession::from_headers(&headers, &s).await? else {
         return Ok(login_page(StatusCode::OK, ""));
     };
     let items = review_queue(&s)
@@ -127,37 +127,54 @@ pub async fn login(
             "Moderation is closed: this service has no maintainer tokens configured (--admin-token).",
         );
     }
-    if s.maintainers.who(token).is_none() {
+    let Some(name) = s.maintainers.who(token) else {
         return login_page(
             StatusCode::UNAUTHORIZED,
             "That token is not a maintainer token of this service.",
         );
-    }
-    let secure = s.service.config().public_url.starts_with("https://");
+    };
+    let session_id = match s
+        .service
+        .open_admin_session(name, &auth::token_sha256(token))
+        .await
+    {
+        Ok(id) => id,
+        Err(e) => return PageError(e.into()).into_response(),
+    };
     (
         StatusCode::SEE_OTHER,
         [
-            (header::SET_COOKIE, auth::session_cookie(token, secure)),
+            (
+                header::SET_COOKIE,
+                auth::session_cookie(&session_id, secure_cookies(&s)),
+            ),
             (header::LOCATION, "/admin".to_string()),
         ],
     )
         .into_response()
 }
 
+/// Cookies are `Secure` when the service is served over https.
+fn secure_cookies(s: &AppState) -> bool {
+    s.service.config().public_url.starts_with("https://")
+}
+
 /// The session behind a form post, with its origin and CSRF token checked.
-pub(crate) fn form_session(
+pub(crate) async fn form_session(
     headers: &HeaderMap,
     s: &AppState,
     form: &HashMap<String, String>,
 ) -> Result<AdminSession, PageError> {
     auth::same_origin(headers, &s.service.config().public_url)?;
-    let session = AdminSession::from_headers(headers, s).ok_or_else(|| {
-        ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "auth_required",
-            "sign in at /admin first",
-        )
-    })?;
+    let session = AdminSession::from_headers(headers, s)
+        .await?
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "auth_required",
+                "sign in at /admin first",
+            )
+        })?;
     let presented = form.get("csrf").map(String::as_str).unwrap_or_default();
     if !session.csrf_ok(presented) {
         return Err(ApiError::new(
@@ -195,11 +212,17 @@ pub async fn logout(
     headers: HeaderMap,
     Form(f): Form<HashMap<String, String>>,
 ) -> Result<Response, PageError> {
-    form_session(&headers, &s, &f)?;
+    let session = form_session(&headers, &s, &f).await?;
+    // The session ends here, not only in this browser: a copy of the
+    // cookie signs no one in afterwards.
+    s.service
+        .close_admin_session(&session.id)
+        .await
+        .map_err(ApiError::from)?;
     Ok((
         StatusCode::SEE_OTHER,
         [
-            (header::SET_COOKIE, auth::clear_cookie()),
+            (header::SET_COOKIE, auth::clear_cookie(secure_cookies(&s))),
             (header::LOCATION, "/admin".to_string()),
         ],
     )
@@ -212,7 +235,7 @@ pub async fn decide(
     Path(id): Path<String>,
     Form(f): Form<HashMap<String, String>>,
 ) -> Result<Response, PageError> {
-    let session = form_session(&headers, &s, &f)?;
+    let session = form_session(&headers, &s, &f).await?;
     let id = parse_id(&id)?;
     let decision = Decision::parse(field(&f, "decision")).ok_or_else(|| {
         ApiError::bad_request("bad_decision", "decision must be approve or reject")
@@ -228,7 +251,7 @@ pub async fn suspend(
     headers: HeaderMap,
     Form(f): Form<HashMap<String, String>>,
 ) -> Result<Response, PageError> {
-    let session = form_session(&headers, &s, &f)?;
+    let session = form_session(&headers, &s, &f).await?;
     let handle = field(&f, "handle").trim();
     let by = moderation::actor(&session.name, field(&f, "reason"))?;
     s.service.suspend(handle, &by).await?;
@@ -240,7 +263,7 @@ pub async fn revoke(
     headers: HeaderMap,
     Form(f): Form<HashMap<String, String>>,
 ) -> Result<Response, PageError> {
-    let session = form_session(&headers, &s, &f)?;
+    let session = form_session(&headers, &s, &f).await?;
     let fingerprint = field(&f, "fingerprint").trim();
     let by = moderation::actor(&session.name, field(&f, "reason"))?;
     let at = moderation::parse_time(field(&f, "effective_at"))?;

@@ -1,8 +1,10 @@
 //! Maintainer authentication. Tokens are random secrets; the service only
 //! ever holds their sha256 (configured as NAME:HEX). The API takes
-//! `Authorization: Bearer <token>`; the admin pages keep the token in an
-//! HttpOnly, SameSite=Strict cookie and every form carries a CSRF token
-//! derived from it, so another site can neither read nor forge a form post.
+//! `Authorization: Bearer <token>`. The admin pages trade the token for a
+//! session (`service::admin_sessions`): the HttpOnly, SameSite=Strict
+//! cookie carries the session id, never the token, and every form carries
+//! a CSRF token derived from the id, so another site can neither read nor
+//! forge a form post, and signing out or rotating the token ends it.
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
@@ -59,6 +61,14 @@ impl Maintainers {
             .iter()
             .find(|(_, known)| *known == h)
             .map(|(n, _)| n.as_str())
+    }
+
+    /// Whether `name`'s token with this SHA-256 (hex) is still configured:
+    /// a session opened with a token that was rotated out has ended.
+    pub fn holds(&self, name: &str, token_sha256: &str) -> bool {
+        self.tokens
+            .iter()
+            .any(|(n, h)| n == name && hex::encode(h) == token_sha256)
     }
 }
 
@@ -138,39 +148,59 @@ impl FromRequestParts<AppState> for Maintainer {
     }
 }
 
-/// A maintainer proven by the admin cookie (HTML), with the session's
-/// CSRF token for forms. Absent when not logged in.
+/// A maintainer proven by the admin session cookie (HTML), with the
+/// session's CSRF token for forms. Absent when not signed in.
 pub struct AdminSession {
     pub name: String,
     pub csrf: String,
-    token: String,
+    /// The session id the cookie carries (to end it on sign-out).
+    pub id: String,
 }
 
 impl AdminSession {
-    pub fn from_headers(headers: &HeaderMap, s: &AppState) -> Option<Self> {
-        let token = cookie_value(headers, COOKIE)?;
-        let name = s.maintainers.who(token)?;
-        Some(AdminSession {
-            name: name.to_string(),
-            csrf: csrf_token(token),
-            token: token.to_string(),
-        })
+    /// The live session the cookie names; None when there is no cookie or
+    /// its session has ended (expired, idle, signed out, token rotated).
+    pub async fn from_headers(headers: &HeaderMap, s: &AppState) -> Result<Option<Self>, ApiError> {
+        let Some(id) = cookie_value(headers, COOKIE) else {
+            return Ok(None);
+        };
+        let Some(open) = s.service.admin_session(id).await? else {
+            return Ok(None);
+        };
+        if !s.maintainers.holds(&open.maintainer, &open.token_sha256) {
+            s.service.close_admin_session(id).await?;
+            return Ok(None);
+        }
+        Ok(Some(AdminSession {
+            name: open.maintainer,
+            csrf: csrf_token(id),
+            id: id.to_string(),
+        }))
     }
     pub fn csrf_ok(&self, presented: &str) -> bool {
-        csrf_ok(&self.token, presented)
+        csrf_ok(&self.id, presented)
     }
 }
 
-/// Set-Cookie for a session; `Secure` when the service is served over https.
-pub fn session_cookie(token: &str, secure: bool) -> String {
+/// Set-Cookie for a session id; `Secure` when the service is served over https.
+pub fn session_cookie(session_id: &str, secure: bool) -> String {
     format!(
-        "{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict; Max-Age=43200{}",
+        "{COOKIE}={session_id}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}{}",
+        crate::service::admin_sessions::SESSION_LIFETIME.num_seconds(),
         if secure { "; Secure" } else { "" }
     )
 }
 
-pub fn clear_cookie() -> String {
-    format!("{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0")
+pub fn clear_cookie(secure: bool) -> String {
+    format!(
+        "{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0{}",
+        if secure { "; Secure" } else { "" }
+    )
+}
+
+/// The SHA-256 (hex) of a token, as the configuration names it.
+pub fn token_sha256(token: &str) -> String {
+    hex::encode(Sha256::digest(token.as_bytes()))
 }
 
 #[cfg(test)]
@@ -185,6 +215,12 @@ mod tests {
         assert_eq!(m.who("wct_other"), None);
         assert!(Maintainers::parse(&["alice".into()]).is_err());
         assert!(Maintainers::parse(&["alice:abcd".into()]).is_err());
+        assert!(m.holds("alice", &token_sha256(&token)));
+        assert!(!m.holds("bob", &token_sha256(&token)), "another name");
+        assert!(
+            !m.holds("alice", &token_sha256("wct_old")),
+            "a rotated token"
+        );
     }
 
     #[test]

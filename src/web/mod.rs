@@ -12,6 +12,7 @@ pub mod error;
 pub mod explore;
 pub mod format;
 pub mod guard;
+pub mod input_guard;
 pub mod log_pages;
 pub mod models_pages;
 pub mod openapi;
@@ -123,51 +124,6 @@ impl AppState {
 /// No inline script or style exists on any page, so the policy allows
 /// none: a name that slipped through escaping could not run.
 const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
-
-/// A path whose percent-decoding holds control bytes or is not UTF-8 names
-/// no page: 400 here, before a handler could put it in a header or a file
-/// name.
-async fn path_guard(
-    req: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    use axum::response::IntoResponse;
-    let raw = req.uri().path().as_bytes();
-    let mut decoded = Vec::with_capacity(raw.len());
-    let mut i = 0;
-    while i < raw.len() {
-        let hex = |b: u8| (b as char).to_digit(16);
-        match (
-            raw[i],
-            raw.get(i + 1).and_then(|b| hex(*b)),
-            raw.get(i + 2).and_then(|b| hex(*b)),
-        ) {
-            (b'%', Some(h), Some(l)) => {
-                decoded.push((h * 16 + l) as u8);
-                i += 3;
-            }
-            (b, _, _) => {
-                decoded.push(b);
-                i += 1;
-            }
-        }
-    }
-    let bad = match std::str::from_utf8(&decoded) {
-        Ok(text) => text
-            .chars()
-            .find(|c| c.is_control())
-            .map(|c| format!("the control character U+{:04X}", c as u32)),
-        Err(_) => Some("bytes that are not UTF-8".to_string()),
-    };
-    match bad {
-        Some(what) => error::ApiError::bad_request(
-            "bad_path",
-            format!("the path holds {what}; no page has such a name"),
-        )
-        .into_response(),
-        None => next.run(req).await,
-    }
-}
 
 /// Headers every answer carries, error pages and cached answers included.
 async fn security_headers(
@@ -318,7 +274,7 @@ pub fn app(state: AppState) -> Router {
                     }),
             ),
         )
-        .layer(axum::middleware::from_fn(path_guard))
+        .layer(axum::middleware::from_fn(input_guard::request_guard))
         .layer(axum::middleware::from_fn(telemetry::track))
         .layer(TraceLayer::new_for_http())
         .layer(axum::middleware::from_fn_with_state(

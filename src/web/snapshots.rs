@@ -373,7 +373,7 @@ pub async fn create_form(
     headers: HeaderMap,
     Form(f): Form<HashMap<String, String>>,
 ) -> Result<Response, PageError> {
-    let session = super::admin_pages::form_session(&headers, &s, &f)?;
+    let session = super::admin_pages::form_session(&headers, &s, &f).await?;
     let traces = f.get("traces").is_some_and(|v| v == "on" || v == "true");
     let p = create_as(&s, &session.name, traces).await?;
     Ok(Redirect::to(&format!("/snapshots/{}", p.manifest.snapshot_id)).into_response())

@@ -164,6 +164,19 @@ async fn receipts_carry_a_proof_that_verifies_offline() {
     let bad = cli(other.verifier_key());
     assert_eq!(bad.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&bad.stdout).contains("NOT VERIFIED"));
+    // Bytes after the gzip stream: refused by the unpacker's rule before
+    // any digest is compared, with the offset.
+    let mut tailed = gz.clone();
+    tailed.extend_from_slice(b"hidden");
+    std::fs::write(&bundle_path, &tailed).unwrap();
+    let tail = cli(key_path.to_str().unwrap());
+    let out = String::from_utf8_lossy(&tail.stdout);
+    assert_eq!(tail.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("NOT VERIFIED") && out.contains("bundle_trailing_data"),
+        "{out}"
+    );
+    assert!(out.contains(&format!("@{}", gz.len())), "{out}");
 
     // The submission page shows its leaf and a proof link that answers.
     let (status, page) = html_page(

@@ -6,6 +6,7 @@ mod common;
 mod admission;
 mod backends;
 mod browser;
+mod bytes;
 mod cache;
 mod checks;
 mod cli;

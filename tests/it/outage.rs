@@ -44,10 +44,8 @@ async fn relay(target: String, down: Arc<AtomicBool>, cut: watch::Receiver<u64>)
     addr
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn database_outage_is_a_quick_503_and_heals() {
-    let Some(url) = pg_url() else { return };
-    // host:port of the real server, from the URL.
+/// The URL's authority as written, and the real server's host:port.
+fn server_of(url: &str) -> (String, String) {
     let authority = url
         .split("://")
         .nth(1)
@@ -59,6 +57,13 @@ async fn database_outage_is_a_quick_503_and_heals() {
     } else {
         format!("{authority}:5432")
     };
+    (authority, target)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn database_outage_is_a_quick_503_and_heals() {
+    let Some(url) = pg_url() else { return };
+    let (authority, target) = server_of(&url);
     let down = Arc::new(AtomicBool::new(false));
     let (cut_tx, cut_rx) = watch::channel(0u64);
     let relay_addr = relay(target, down.clone(), cut_rx).await;
@@ -66,7 +71,7 @@ async fn database_outage_is_a_quick_503_and_heals() {
     let store = wattcounts::store::postgres::PgStore::open(&via_relay, Some(&pg_schema()))
         .await
         .unwrap();
-    let app = TestApp::with_store(Arc::new(store), tempfile::tempdir().unwrap(), 256 << 20);
+    let app = TestApp::with_store(bounded(store), tempfile::tempdir().unwrap(), 256 << 20);
     let key = app.register("alice").await;
     let first = bundle("alice", &key);
     assert_eq!(
@@ -114,5 +119,188 @@ async fn database_outage_is_a_quick_503_and_heals() {
     let (status, again) = app.submit(&retried, &sig).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(again, receipt);
+    assert_eq!(app.counts().await.submissions, 2);
+}
+
+/// What a silent relay does to its connections: forward, or hold every
+/// byte in both directions without closing anything (packets dropped on a
+/// cut link, no reset), from a trigger on or for all.
+#[derive(Clone, Copy, Default)]
+struct Silence {
+    /// A connection goes silent from the first client bytes holding the
+    /// trigger on (they reach the server; its answer does not come back).
+    on_trigger: bool,
+    /// Every connection, new ones included, is silent.
+    all: bool,
+    /// Bumped by a heal: connections silenced before it speak again.
+    epoch: u64,
+}
+
+/// A TCP relay to PostgreSQL that the test can silence and heal.
+struct SilentRelay {
+    addr: String,
+    control: watch::Sender<Silence>,
+    silenced: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl SilentRelay {
+    async fn start(target: String, trigger: &'static [u8]) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let (control, rx) = watch::channel(Silence::default());
+        let silenced = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = silenced.clone();
+        tokio::spawn(async move {
+            while let Ok((inbound, _)) = listener.accept().await {
+                let Ok(outbound) = TcpStream::connect(&target).await else {
+                    continue;
+                };
+                // 0: speaking; e + 1: silenced in epoch e.
+                let conn = Arc::new(std::sync::atomic::AtomicU64::new(0));
+                let (cr, cw) = inbound.into_split();
+                let (sr, sw) = outbound.into_split();
+                let up = (rx.clone(), conn.clone(), counter.clone(), Some(trigger));
+                tokio::spawn(pump(cr, sw, up));
+                tokio::spawn(pump(sr, cw, (rx.clone(), conn, counter.clone(), None)));
+            }
+        });
+        SilentRelay {
+            addr,
+            control,
+            silenced,
+        }
+    }
+    fn silence_on_trigger(&self) {
+        self.control.send_modify(|s| s.on_trigger = true);
+    }
+    fn silence_all(&self) {
+        self.control.send_modify(|s| s.all = true);
+    }
+    fn heal(&self) {
+        self.control.send_modify(|s| {
+            s.on_trigger = false;
+            s.all = false;
+            s.epoch += 1;
+        });
+    }
+    /// Connections the trigger silenced.
+    fn silenced(&self) -> usize {
+        self.silenced.load(Ordering::SeqCst)
+    }
+}
+
+type PumpState = (
+    watch::Receiver<Silence>,
+    Arc<std::sync::atomic::AtomicU64>,
+    Arc<std::sync::atomic::AtomicUsize>,
+    Option<&'static [u8]>,
+);
+
+/// Copies one direction, holding bytes while the connection is silent.
+async fn pump(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    (mut control, conn, counter, trigger): PumpState,
+) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = match from.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        let now = *control.borrow();
+        let hit = trigger.is_some_and(|t| buf[..n].windows(t.len()).any(|w| w == t));
+        if now.on_trigger && hit && conn.load(Ordering::SeqCst) == 0 {
+            // This query reaches the server; nothing comes back.
+            conn.store(now.epoch + 1, Ordering::SeqCst);
+            counter.fetch_add(1, Ordering::SeqCst);
+            if to.write_all(&buf[..n]).await.is_err() {
+                return;
+            }
+            continue;
+        }
+        // Held while silent: the sender sees no error, only no answer.
+        loop {
+            let s = *control.borrow_and_update();
+            let mine = conn.load(Ordering::SeqCst);
+            let silenced_now = mine != 0 && mine - 1 == s.epoch;
+            if !(s.all || silenced_now) {
+                break;
+            }
+            if control.changed().await.is_err() {
+                return;
+            }
+        }
+        if to.write_all(&buf[..n]).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// A cut that drops packets instead of resetting (issue #29, item 5): a
+/// request whose query is on the wire when the link goes silent, and new
+/// requests while it stays silent, answer 503 within 3 s (not the 30 s
+/// request deadline); after the link heals the next request is 200 and a
+/// bundle retried across the cut is stored once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_silent_cut_is_a_503_within_3_s_and_heals() {
+    let Some(url) = pg_url() else { return };
+    let (authority, target) = server_of(&url);
+    let relay = SilentRelay::start(target, b" FROM leaderboard_groups ").await;
+    let via_relay = url.replacen(&authority, &relay.addr, 1);
+    let pg = wattcounts::store::postgres::PgStore::open(&via_relay, Some(&pg_schema()))
+        .await
+        .unwrap();
+    let app = TestApp::with_store(bounded(pg), tempfile::tempdir().unwrap(), 256 << 20);
+    let key = app.register("alice").await;
+    let first = bundle("alice", &key);
+    assert_eq!(
+        app.submit(&first, &sign(&key, &first)).await.0,
+        StatusCode::CREATED
+    );
+    let quick = Duration::from_millis(3000);
+
+    // The leaderboard's query goes out on a pooled connection; the link
+    // goes silent before its answer comes back.
+    relay.silence_on_trigger();
+    let t = Instant::now();
+    let (status, body) = app.get("/api/v1/leaderboard").await;
+    let waited = t.elapsed();
+    assert_eq!(
+        relay.silenced(),
+        1,
+        "the query was on the wire when the link went silent"
+    );
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(body["error"]["code"], "unavailable", "{body}");
+    assert!(waited < quick, "answered after {waited:?}");
+    eprintln!("silent cut, query on the wire: 503 after {waited:?}");
+
+    // Then everything is silent, new connections too.
+    relay.silence_all();
+    let t = Instant::now();
+    let (status, body) = app.get("/api/v1/leaderboard?scenario=batch").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert!(t.elapsed() < quick, "answered after {:?}", t.elapsed());
+    eprintln!("silent cut, new request: 503 after {:?}", t.elapsed());
+    let retried = distinct_bundle("alice", &key, 1);
+    let sig = sign(&key, &retried);
+    let t = Instant::now();
+    let (status, body) = app.submit(&retried, &sig).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert!(t.elapsed() < quick, "answered after {:?}", t.elapsed());
+    eprintln!("silent cut, upload: 503 after {:?}", t.elapsed());
+
+    // The link heals: the next request is served, and the bundle retried
+    // across the cut is stored once.
+    relay.heal();
+    let (status, body) = app.get("/api/v1/leaderboard").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, receipt) = app.submit(&retried, &sig).await;
+    assert_eq!(status, StatusCode::CREATED, "{receipt}");
+    let (status, again) = app.submit(&retried, &sig).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(again["submission_id"], receipt["submission_id"]);
     assert_eq!(app.counts().await.submissions, 2);
 }

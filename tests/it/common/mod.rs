@@ -85,6 +85,32 @@ pub fn test_config(dir: &std::path::Path, tweak: impl FnOnce(&mut ServeConfig)) 
     cfg
 }
 
+/// Every (method, path) the router registers, read from the source that
+/// registers them (axum cannot list its routes); `{*rest}` reads `{rest}`.
+pub fn router_routes() -> Vec<(String, String)> {
+    let src = include_str!("../../../src/web/mod.rs");
+    let mut out = Vec::new();
+    let mut rest = src;
+    while let Some(i) = rest.find(".route(") {
+        rest = &rest[i + ".route(".len()..];
+        let path = rest.trim_start().trim_start_matches('"');
+        let path = &path[..path.find('"').unwrap()];
+        let after = &rest[rest.find(',').unwrap() + 1..];
+        let method = after.trim_start();
+        let method = &method[..method.find('(').unwrap()];
+        out.push((method.to_string(), path.replace("{*", "{")));
+    }
+    out
+}
+
+/// A PostgreSQL store as `store::open` gives it to `serve`: every call bounded.
+pub fn bounded(pg: wattcounts::store::postgres::PgStore) -> Arc<dyn Store> {
+    Arc::new(wattcounts::store::bounded::Bounded::new(
+        Arc::new(pg),
+        Default::default(),
+    ))
+}
+
 /// A fresh schema name, so every PostgreSQL test has its own tables.
 pub fn pg_schema() -> String {
     format!("t_{}", uuid::Uuid::new_v4().simple())
@@ -139,7 +165,7 @@ impl TestApp {
             .unwrap_or_else(|e| panic!("PostgreSQL at {url}: {e:#}"));
         let dir = tempfile::tempdir().unwrap();
         let raw = RawDb::Pg(store.pool().clone());
-        let mut app = Self::with_store(Arc::new(store), dir, 256 << 20);
+        let mut app = Self::with_store(bounded(store), dir, 256 << 20);
         app.raw = Some(raw);
         Some(app)
     }
@@ -165,7 +191,7 @@ impl TestApp {
             .await
             .unwrap_or_else(|e| panic!("PostgreSQL at {url}: {e:#}"));
         let raw = RawDb::Pg(store.pool().clone());
-        let mut app = Self::with_store_config(Arc::new(store), tempfile::tempdir().unwrap(), tweak);
+        let mut app = Self::with_store_config(bounded(store), tempfile::tempdir().unwrap(), tweak);
         app.raw = Some(raw);
         Some(app)
     }
@@ -214,7 +240,7 @@ impl TestApp {
                 .await
                 .unwrap_or_else(|e| panic!("PostgreSQL at {url}: {e:#}"));
             raw.get_or_insert_with(|| RawDb::Pg(pg.pool().clone()));
-            let store: Arc<dyn Store> = Arc::new(pg);
+            let store = bounded(pg);
             let dir = tempfile::tempdir().unwrap();
             let cfg = test_config(dir.path(), |c| c.no_response_cache = true);
             let scratch = dir.path().join("scratch");
@@ -316,6 +342,22 @@ impl TestApp {
         key
     }
 
+    /// Tries to register `handle` with a fresh key: the answer as it is.
+    pub async fn try_register(&self, handle: &str) -> (StatusCode, Value) {
+        self.register_with(handle, &new_key(), AUDIENCE).await
+    }
+
+    /// A second instance on this app's store whose configuration holds
+    /// another maintainer token: the test token rotated out.
+    pub fn rotated_instance(&self) -> Router {
+        let mut cfg = test_config(self.dir.path(), |_| {});
+        cfg.admin_tokens = vec![format!(
+            "maintainer:{}",
+            hex::encode(sha2::Sha256::digest("wct_the-next-token"))
+        )];
+        web::app(AppState::with_store(self.store.clone(), &cfg, AUDIENCE.into()).unwrap())
+    }
+
     pub async fn register_with(
         &self,
         handle: &str,
@@ -362,6 +404,27 @@ impl TestApp {
     ) -> uuid::Uuid {
         let mut new = self.new_submission(bundle, key, status).await;
         new.content_sha256 = content.into();
+        self.insert(&new).await;
+        new.id
+    }
+
+    /// A bundle an older deployment accepted before a rule of today's
+    /// unpacker: the rows of `analysed`, stored with the bytes `stored`.
+    pub async fn insert_stored_as_of_old(
+        &self,
+        analysed: &[u8],
+        stored: &[u8],
+        key: &PrivateKey,
+    ) -> uuid::Uuid {
+        use wattcounts::ingest::sha256_hex;
+        let mut new = self
+            .new_submission(analysed, key, wattcounts::domain::Status::Accepted)
+            .await;
+        let blobs = self.service.blobs();
+        new.blob_path = blobs.commit(blobs.stage(stored).unwrap()).unwrap();
+        new.bundle_sha256 = sha256_hex(stored);
+        new.bundle_bytes = stored.len() as u64;
+        new.signature = String::from_utf8(sign(key, stored)).unwrap();
         self.insert(&new).await;
         new.id
     }
