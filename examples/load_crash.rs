@@ -226,12 +226,23 @@ async fn main() -> anyhow::Result<()> {
 
     // The database: how many stored, integrity, and the blobs it names.
     let store_url = format!("sqlite:{}", data.path().join("wattcounts.db").display());
-    let (stored, integrity, referenced) = {
-        let store: Arc<dyn wattcounts::store::Store> = match (&pg, &schema) {
+    // A run stored twice is two rows with one run-content digest.
+    const DUPLICATES: &str =
+        "SELECT CAST(COUNT(*) - COUNT(DISTINCT content_sha256) AS BIGINT) FROM submissions";
+    let (stored, integrity, referenced, duplicates) = {
+        let (store, duplicates): (Arc<dyn wattcounts::store::Store>, i64) = match (&pg, &schema) {
             (Some(base), Some(schema)) => {
-                Arc::new(wattcounts::store::postgres::PgStore::open(base, Some(schema)).await?)
+                let pg = wattcounts::store::postgres::PgStore::open(base, Some(schema)).await?;
+                let d = sqlx::query_scalar(DUPLICATES).fetch_one(pg.pool()).await?;
+                (Arc::new(pg), d)
             }
-            _ => wattcounts::store::open(&store_url).await?,
+            _ => {
+                let sqlite = wattcounts::store::sqlite::SqliteStore::open(&store_url).await?;
+                let d = sqlx::query_scalar(DUPLICATES)
+                    .fetch_one(sqlite.pool())
+                    .await?;
+                (Arc::new(sqlite), d)
+            }
         };
         let stored = store.counts().await?.submissions;
         let referenced: HashSet<String> = store.blob_paths().await?.into_iter().collect();
@@ -244,7 +255,7 @@ async fn main() -> anyhow::Result<()> {
         } else {
             "n/a (PostgreSQL)".to_string()
         };
-        (stored, integrity, referenced)
+        (stored, integrity, referenced, duplicates)
     };
     // A restart with no grace sweeps what the crash left; then count what
     // is on disk that no row names.
@@ -256,7 +267,11 @@ async fn main() -> anyhow::Result<()> {
     )?;
     sweep.stop();
     let blobs = data.path().join("blobs");
-    let staging_left = std::fs::read_dir(blobs.join("tmp")).map_or(0, |d| d.count());
+    // The staging folder exists once anything was uploaded: a missing one
+    // means this looks in the wrong place, not that nothing was left.
+    let staging_left = std::fs::read_dir(blobs.join("tmp"))
+        .map_err(|e| anyhow::anyhow!("{}: {e}", blobs.join("tmp").display()))?
+        .count();
     let mut orphan_blobs = 0;
     for shard in std::fs::read_dir(blobs.join("sha256"))?.flatten() {
         for f in std::fs::read_dir(shard.path())?.flatten() {
@@ -287,10 +302,13 @@ async fn main() -> anyhow::Result<()> {
         .filter(|(k, _)| *k == "submit 201" || *k == "submit 200")
         .map(|(_, v)| v)
         .sum::<u64>();
+    // Every 5xx but 503 is a fault; 503s (admission full, database away)
+    // are the service saying "later", counted apart and bounded below.
+    let status_of = |k: &str| k.rsplit(' ').next().and_then(|c| c.parse::<u16>().ok());
     let unexpected_5xx: u64 = t
         .statuses
         .iter()
-        .filter(|(k, _)| k.ends_with(" 500") || k.ends_with(" 502") || k.ends_with(" 504"))
+        .filter(|(k, _)| status_of(k).is_some_and(|c| c >= 500 && c != 503))
         .map(|(_, v)| v)
         .sum();
     let admission_503: u64 = t
@@ -329,10 +347,20 @@ async fn main() -> anyhow::Result<()> {
         recovery_healthy.as_secs_f64() * 1000.0
     );
     println!("lost acknowledged         {lost}");
-    println!("stored vs acknowledged    {stored} stored, {} acknowledged ({} stored but never acknowledged, 0 duplicates possible: each run once by its content digest)", t.acknowledged.len(), stored as i64 - t.acknowledged.len() as i64);
+    println!("stored vs acknowledged    {stored} stored, {} acknowledged ({} stored but never acknowledged)", t.acknowledged.len(), stored as i64 - t.acknowledged.len() as i64);
+    println!("duplicates                {duplicates} (rows sharing a run-content digest)");
     println!("integrity_check           {integrity}");
     println!("orphans after restart     {staging_left} staging file(s), {orphan_blobs} blob(s) no row names");
+    // At most 1 in 20 submissions may be told to come back later.
+    let sent_total = sent.load(Ordering::SeqCst);
+    let busy_ok = admission_503 * 20 <= sent_total.max(1) as u64;
+    println!(
+        "503 bound                 {admission_503} of {sent_total} sent (at most 5 %): {}",
+        if busy_ok { "ok" } else { "over" }
+    );
     let ok = lost == 0
+        && duplicates == 0
+        && busy_ok
         && unexpected_5xx == 0
         && staging_left == 0
         && orphan_blobs == 0

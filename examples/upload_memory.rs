@@ -88,6 +88,19 @@ async fn main() -> anyhow::Result<()> {
     );
     println!("server RSS idle        {idle_rss:.0} MB (peak so far {idle_hwm:.0} MB)");
     println!("server RSS after       {rss:.0} MB, peak during the uploads {hwm:.0} MB");
+    // What this example exists to catch: an upload not stored, or memory
+    // that grows with what is uploaded (--max-rss-mb, well under one bundle).
+    let max_rss: f64 = arg(&args, "--max-rss-mb").map_or(Ok(128.0), |s| s.parse())?;
+    let mut failures = Vec::new();
+    let stored = answers.iter().filter(|a| a.1 == 201).count();
+    if stored != parallel {
+        failures.push(format!("{stored} of {parallel} uploads answered 201"));
+    }
+    if hwm > max_rss {
+        failures.push(format!(
+            "peak RSS {hwm:.0} MB over the bound of {max_rss:.0} MB"
+        ));
+    }
 
     // A bomb: a signed bundle whose extra file is GiBs of zeros, a few MB
     // of gzip. Refused while it streams past (the ratio cap), in constant
@@ -114,6 +127,20 @@ async fn main() -> anyhow::Result<()> {
             body["error"]["code"].as_str().unwrap_or(""),
             start.elapsed().as_secs_f64()
         );
+        if status != 413 {
+            failures.push(format!("the bomb answered {status}, not 413"));
+        }
+        if hwm > max_rss {
+            failures.push(format!(
+                "peak RSS {hwm:.0} MB with the bomb, over {max_rss:.0} MB"
+            ));
+        }
     }
-    Ok(())
+    if failures.is_empty() {
+        println!("PASS");
+        Ok(())
+    } else {
+        println!("FAIL: {}", failures.join("; "));
+        std::process::exit(1);
+    }
 }

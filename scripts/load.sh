@@ -34,7 +34,11 @@ for path in /leaderboard /api/v1/leaderboard; do
     p50=$(awk '$1=="50%" {print $2}' <<<"$out")
     p99=$(awk '$1=="99%" {print $2}' <<<"$out")
     errors=$(awk '/Non-2xx/ {print $NF}' <<<"$out")
-    printf '%-24s %-5s %10s req/s  p50 %-8s p99 %-8s%s\n' "$path" "${enc:-plain}" "$rps" "$p50" "$p99" \
-      "${errors:+  non-2xx: $errors}"
+    sockets=$(awk '/Socket errors/' <<<"$out")
+    printf '%-24s %-5s %10s req/s  p50 %-8s p99 %-8s%s%s\n' "$path" "${enc:-plain}" "$rps" "$p50" "$p99" \
+      "${errors:+  non-2xx: $errors}" "${sockets:+  $sockets}"
+    # A figure over failed answers measures nothing: say so in the exit code.
+    if [ -n "$errors" ] || [ -n "$sockets" ] || [ -z "$rps" ]; then failed=1; fi
   done
 done
+exit "${failed:-0}"

@@ -18,5 +18,8 @@ fuzz_target!(|data: &[u8]| {
     use std::io::Write;
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     gz.write_all(data).unwrap();
-    let _ = unpack(&gz.finish().unwrap(), &limits);
+    // Refused or not, never a panic, and a refusal always says which rule.
+    if let Err(r) = unpack(&gz.finish().unwrap(), &limits) {
+        assert!(!r.code.is_empty() && !r.message.is_empty());
+    }
 });

@@ -632,7 +632,13 @@ mod tests {
         assert!(parse_list(b"[1.0, abc]", |_| {})
             .unwrap_err()
             .contains("element 2"));
-        assert!(parse_list(b"[1.0, nan]", |_| {}).is_err());
-        assert!(parse_list(b"[1.0,, 2]", |_| {}).is_err());
+        assert_eq!(
+            parse_list(b"[1.0, nan]", |_| {}).unwrap_err(),
+            "list element 2 ('nan') is not a finite number"
+        );
+        assert_eq!(
+            parse_list(b"[1.0,, 2]", |_| {}).unwrap_err(),
+            "list element 2 ('') is not a finite number"
+        );
     }
 }

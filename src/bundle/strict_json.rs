@@ -172,6 +172,7 @@ mod tests {
 
     #[test]
     fn refuses_trailing_garbage() {
-        assert!(parse(b"{} {}").is_err());
+        let e = parse(b"{} {}").unwrap_err();
+        assert!(e.message.contains("trailing characters"), "{}", e.message);
     }
 }

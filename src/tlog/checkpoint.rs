@@ -241,8 +241,14 @@ mod tests {
             Err(ProofError::BadSignature(_))
         ));
         let edited = text.replacen("\n10\n", "\n11\n", 1).into_bytes();
-        assert!(open_checkpoint(&edited, key.verifier_key()).is_err());
-        assert!(LogKey::from_secret("PRIVATE+KEY+x+00000000+AAAA").is_err());
+        assert!(matches!(
+            open_checkpoint(&edited, key.verifier_key()),
+            Err(ProofError::BadSignature(_))
+        ));
+        assert!(matches!(
+            LogKey::from_secret("PRIVATE+KEY+x+00000000+AAAA"),
+            Err(ProofError::Malformed(_))
+        ));
     }
 
     #[test]
@@ -265,7 +271,12 @@ mod tests {
             );
             let text = String::from_utf8(proof.clone()).unwrap();
             let moved = text.replacen(&format!("index {index}\n"), "index 7\n", 1);
-            assert!(verify_proof(moved.as_bytes(), leaf, key.verifier_key()).is_err());
+            if index != 7 {
+                assert_eq!(
+                    verify_proof(moved.as_bytes(), leaf, key.verifier_key()),
+                    Err(ProofError::NotIncluded { index: 7, size: 37 })
+                );
+            }
             // A proof hash with one character changed.
             let line = text.lines().nth(2).unwrap();
             let flipped = if line.starts_with('A') {
@@ -274,7 +285,10 @@ mod tests {
                 format!("A{}", &line[1..])
             };
             let tampered = text.replacen(line, &flipped, 1);
-            assert!(verify_proof(tampered.as_bytes(), leaf, key.verifier_key()).is_err());
+            assert_eq!(
+                verify_proof(tampered.as_bytes(), leaf, key.verifier_key()),
+                Err(ProofError::NotIncluded { index, size: 37 })
+            );
         }
         assert!(matches!(
             verify_proof(b"hello\n\nthere", leaf_hash(b"x"), key.verifier_key()),

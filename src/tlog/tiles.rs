@@ -233,7 +233,15 @@ mod tests {
         let leaves: Vec<&[u8]> = vec![b"{}", b"", b"{\"a\":1}"];
         let b = entry_bundle(leaves.clone()).unwrap();
         assert_eq!(read_bundle(&b).unwrap(), leaves);
-        assert!(read_bundle(&b[..b.len() - 1]).is_err());
-        assert!(entry_bundle([vec![0u8; 70_000].as_slice()]).is_err());
+        assert_eq!(
+            read_bundle(&b[..b.len() - 1]),
+            Err("a bundle ends inside an entry".to_string())
+        );
+        assert_eq!(
+            read_bundle(&b[..1]),
+            Err("a bundle ends inside a length prefix".to_string())
+        );
+        let err = entry_bundle([vec![0u8; 70_000].as_slice()]).unwrap_err();
+        assert!(err.contains("70000 bytes does not fit"), "{err}");
     }
 }

@@ -213,8 +213,10 @@ mod tests {
         let m = Maintainers::parse(&[format!("alice:{hash}")]).unwrap();
         assert_eq!(m.who(&token), Some("alice"));
         assert_eq!(m.who("wct_other"), None);
-        assert!(Maintainers::parse(&["alice".into()]).is_err());
-        assert!(Maintainers::parse(&["alice:abcd".into()]).is_err());
+        let e = Maintainers::parse(&["alice".into()]).unwrap_err();
+        assert!(e.to_string().contains("must be NAME:SHA256"), "{e}");
+        let e = Maintainers::parse(&["alice:abcd".into()]).unwrap_err();
+        assert!(e.to_string().contains("is not a sha256 in hex"), "{e}");
         assert!(m.holds("alice", &token_sha256(&token)));
         assert!(!m.holds("bob", &token_sha256(&token)), "another name");
         assert!(
@@ -299,6 +301,8 @@ mod origin_tests {
             let e = same_origin(&with(h, v), ours).unwrap_err();
             assert_eq!(e.code, "foreign_origin", "{h}: {v}");
         }
-        assert!(same_origin(&HeaderMap::new(), ours).is_err());
+        let e = same_origin(&HeaderMap::new(), ours).unwrap_err();
+        assert_eq!(e.code, "foreign_origin");
+        assert!(e.message.contains("names no origin"), "{}", e.message);
     }
 }

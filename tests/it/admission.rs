@@ -8,10 +8,10 @@ use axum::http::StatusCode;
 
 use crate::common::*;
 
+/// Files in the staging folder, which an upload has made: a test that
+/// looked elsewhere would find nothing and pass.
 fn staging_files(app: &TestApp) -> usize {
-    std::fs::read_dir(app.dir.path().join("blobs/tmp"))
-        .map(|d| d.count())
-        .unwrap_or(0)
+    walk_files(&app.dir.path().join("blobs/tmp")).len()
 }
 
 /// The largest file of the fixture is over the per-file cap: 413 naming

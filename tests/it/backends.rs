@@ -2,7 +2,7 @@
 //! and on PostgreSQL when WATTCOUNTS_TEST_PG_URL is set (each case in a
 //! schema of its own), once with one instance and once with two instances
 //! on PostgreSQL and S3 that share no directory (each request to the other
-//! in turn). Together the cases touch every `Store` method.
+//! in turn), and on SQLite with its files in S3. Together the cases touch every `Store` method.
 
 use std::sync::Arc;
 
@@ -29,6 +29,16 @@ macro_rules! on_both_backends {
                     if let Some(app) = super::TestApp::postgres().await {
                         super::$case(app).await
                     }
+                }
+            )*
+        }
+        /// One instance on SQLite with its files in S3: the bucket's
+        /// paths run without PostgreSQL too.
+        mod sqlite_s3 {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $case() {
+                    super::$case(super::TestApp::sqlite_s3().await).await
                 }
             )*
         }
@@ -529,10 +539,13 @@ async fn sqlite_data_copies_to_postgres() {
     assert_eq!(report[0], ("submitters", 1));
     assert_eq!(report[2], ("submissions", 3));
     // Copying again into a database with data is refused.
+    let refused = wattcounts::store::copy::sqlite_to_postgres(sqlite.pool(), pg.pool(), |_, _| {})
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(
-        wattcounts::store::copy::sqlite_to_postgres(sqlite.pool(), pg.pool(), |_, _| {})
-            .await
-            .is_err()
+        refused.contains("already holds 1 submitter(s); copy into an empty one"),
+        "{refused}"
     );
 
     let new = TestApp::with_store(Arc::new(pg), tempfile::tempdir().unwrap(), 256 << 20);

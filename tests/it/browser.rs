@@ -4,7 +4,7 @@
 //! present, no horizontal overflow of the key columns on the phone, no
 //! overlapping chart labels and no chart text under 11 px, a tie shown
 //! where intervals overlap and a verdict where they separate; screenshots
-//! land in target/browser-screenshots. The hostile model name must show as
+//! land in target/browser-screenshots (emptied each run). The hostile model name must show as
 //! text. Skipped, with the reason, when
 //! Chromium or the script's node_modules are missing, unless
 //! WATTCOUNTS_BROWSER_TEST=required (as in CI).
@@ -38,10 +38,7 @@ fn missing_tools() -> Option<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_page_in_headless_chromium() {
     if let Some(why) = missing_tools() {
-        if std::env::var("WATTCOUNTS_BROWSER_TEST").as_deref() == Ok("required") {
-            panic!("browser test required but {why}");
-        }
-        eprintln!("skipped: {why}");
+        skip(Need::Browser, &why);
         return;
     }
     // A data dir filled through the real pipeline, then a real server on it.
@@ -141,6 +138,11 @@ async fn every_page_in_headless_chromium() {
     let count = pages.as_array().unwrap().len();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out = root.join("target/browser-screenshots");
+    // Emptied first: the count below is this run's, not an earlier one's.
+    if out.exists() {
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+    std::fs::create_dir_all(&out).unwrap();
     let status = std::process::Command::new("node")
         .arg(root.join("scripts/browser/check.mjs"))
         .arg(&server.url)
@@ -152,10 +154,7 @@ async fn every_page_in_headless_chromium() {
         status.success(),
         "the browser check failed (see its output above)"
     );
+    // One screenshot per page at each of the two widths, no name taken twice.
     let shots = std::fs::read_dir(&out).unwrap().count();
-    assert!(
-        shots >= 2 * count,
-        "{shots} screenshots in {}",
-        out.display()
-    );
+    assert_eq!(shots, 2 * count, "screenshots in {}", out.display());
 }

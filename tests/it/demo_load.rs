@@ -53,15 +53,26 @@ async fn loads_every_gpu_once_and_marks_it_demo() {
     assert_eq!(again.bundles, 0);
     assert_eq!(app.store.dataset_counts().await.unwrap(), counts);
 
-    // Demo rows are flagged in the API and can be left out.
-    let (_, all) = app.get("/api/v1/leaderboard?per_page=5").await;
-    assert!(all["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .all(|e| e["demo"] == true));
-    let (_, real) = app.get("/api/v1/leaderboard?include_demo=false").await;
-    assert_eq!(real["total"], 0);
+    // This demo is off the reference protocol: the default view (real
+    // data, reference protocol) is empty and names the demo's views.
+    let (_, default) = app.get("/api/v1/leaderboard?per_page=5").await;
+    assert_eq!(default["total"], 0, "{default}");
+    let protocol = default["views"][0]["protocol_id"].as_str().unwrap();
+    // Its rows are flagged in the API, and the real view holds none.
+    let (_, demo) = app
+        .get(&format!(
+            "/api/v1/leaderboard?per_page=5&origin=demo&protocol={protocol}"
+        ))
+        .await;
+    let rows = demo["entries"].as_array().unwrap();
+    assert_eq!(rows.len(), 5, "{demo}");
+    assert!(rows.iter().all(|e| e["demo"] == true), "{demo}");
+    let (_, real) = app
+        .get(&format!(
+            "/api/v1/leaderboard?origin=real&protocol={protocol}"
+        ))
+        .await;
+    assert_eq!(real["total"], 0, "{real}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -29,20 +29,7 @@ fn figures(board: &Value) -> Vec<(String, String, String, f64, u64)> {
 }
 
 fn blob_count(app: &TestApp) -> usize {
-    fn walk(d: &std::path::Path) -> usize {
-        std::fs::read_dir(d).map_or(0, |rd| {
-            rd.flatten()
-                .map(|e| {
-                    if e.path().is_dir() {
-                        walk(&e.path())
-                    } else {
-                        1
-                    }
-                })
-                .sum()
-        })
-    }
-    walk(&app.dir.path().join("blobs"))
+    walk_files(&app.dir.path().join("blobs")).len()
 }
 
 #[tokio::test]
@@ -105,8 +92,10 @@ async fn an_off_protocol_run_gets_groups_of_its_own() {
     let app = TestApp::new().await;
     let key = app.register("alice").await;
     let gz = bundle("alice", &key);
-    app.submit(&gz, &sign(&key, &gz)).await;
+    let (status, body) = app.submit(&gz, &sign(&key, &gz)).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
     let (_, before) = app.get("/api/v1/leaderboard?per_page=1000").await;
+    assert!(!entries(&before).is_empty(), "{before}");
 
     // The same GPU and models on a shorter protocol (40 prompts, 20 s).
     let models = [
@@ -193,6 +182,7 @@ async fn demo_and_real_data_are_never_merged() {
     let (_, board) = app.get("/api/v1/leaderboard").await;
     assert_eq!(board["origin"], "demo");
     assert!(board["view"].as_str().unwrap().contains("synthetic demo"));
+    assert!(!entries(&board).is_empty(), "{board}");
     assert!(entries(&board).iter().all(|e| e["origin"] == "demo"));
 
     // A real submission on the same GPU and model (made with the same
@@ -252,6 +242,7 @@ async fn demo_and_real_data_are_never_merged() {
     let csv = String::from_utf8(csv.to_vec()).unwrap();
     let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
     let at = header.iter().position(|h| *h == "origin").unwrap();
+    assert!(csv.lines().count() > 1, "{csv}");
     assert!(csv
         .lines()
         .skip(1)

@@ -210,7 +210,9 @@ async fn a_scrape_shows_ingest_stages_routes_and_outcomes() {
         ),
         2.0
     );
-    assert!(find(&samples, "wattcounts_http_requests_total", &[])
+    let requests = find(&samples, "wattcounts_http_requests_total", &[]);
+    assert!(requests.len() >= 3, "{}", requests.len());
+    assert!(requests
         .iter()
         .all(|s| !s.labels["route"].contains("no/such")));
     let lb = value(
@@ -255,7 +257,16 @@ async fn a_scrape_shows_ingest_stages_routes_and_outcomes() {
         "wattcounts_db_pool_connections",
         &[("state", "idle")],
     );
-    assert!(in_use >= 0.0 && idle >= 1.0, "{in_use} {idle}");
+    // Whole connections of the SQLite pool (8 at most), one idle at least
+    // between requests: a gauge that counted anything else would fail here.
+    assert!(
+        in_use.fract() == 0.0 && idle.fract() == 0.0,
+        "{in_use} {idle}"
+    );
+    assert!(
+        idle >= 1.0 && in_use + idle <= 8.0,
+        "{in_use} in use, {idle} idle"
+    );
 }
 
 #[tokio::test]

@@ -24,15 +24,21 @@ use wattcounts::synth::{self, RunFolder, SynthOptions};
 use wattcounts::web::{self, AppState};
 
 pub mod s3;
+pub mod skips;
+
+pub use skips::{skip, Need};
 
 pub const AUDIENCE: &str = "https://wattcounts.test";
-/// WATTCOUNTS_TEST_PG_URL, or None after saying why the test is skipped.
+/// WATTCOUNTS_TEST_PG_URL, or None after saying why the test is skipped
+/// (a failure when PostgreSQL is required).
 pub fn pg_url() -> Option<String> {
     match std::env::var("WATTCOUNTS_TEST_PG_URL") {
         Ok(u) if !u.trim().is_empty() => Some(u),
         _ => {
-            eprintln!(
-                "skipped: WATTCOUNTS_TEST_PG_URL is not set (CI sets it to a real PostgreSQL)"
+            skip(
+                Need::Pg,
+                "WATTCOUNTS_TEST_PG_URL is not set (point it at a PostgreSQL database, e.g. \
+                 postgres://postgres@127.0.0.1:5432/test; .ci/run starts one)",
             );
             None
         }
@@ -85,6 +91,29 @@ pub fn test_config(dir: &std::path::Path, tweak: impl FnOnce(&mut ServeConfig)) 
     cfg
 }
 
+/// The blob store and snapshot library of an instance that keeps them in
+/// `bucket`, staging in `<dir>/scratch`.
+fn in_bucket(
+    bucket: &wattcounts::store::objects::Objects,
+    dir: &std::path::Path,
+) -> (
+    wattcounts::store::blobs::BlobStore,
+    wattcounts::snapshot::Library,
+) {
+    let scratch = dir.join("scratch");
+    let blobs = wattcounts::store::blobs::BlobStore::with_objects(
+        bucket.child("blobs").unwrap(),
+        scratch.join("blobs"),
+    )
+    .unwrap();
+    let library = wattcounts::snapshot::Library::with_objects(
+        bucket.child("snapshots").unwrap(),
+        scratch.join("snapshots"),
+    )
+    .unwrap();
+    (blobs, library)
+}
+
 /// Every (method, path) the router registers, read from the source that
 /// registers them (axum cannot list its routes); `{*rest}` reads `{rest}`.
 pub fn router_routes() -> Vec<(String, String)> {
@@ -129,6 +158,8 @@ pub struct TestApp {
     pub raw: Option<RawDb>,
     /// Data dirs of further instances behind `router`.
     pub others: Vec<tempfile::TempDir>,
+    /// The bucket prefix bundles and snapshots go to, on S3 apps.
+    pub bucket: Option<wattcounts::store::objects::Objects>,
 }
 
 pub enum RawDb {
@@ -215,6 +246,7 @@ impl TestApp {
             dir,
             raw: None,
             others: Vec::new(),
+            bucket: None,
         }
     }
 
@@ -243,17 +275,7 @@ impl TestApp {
             let store = bounded(pg);
             let dir = tempfile::tempdir().unwrap();
             let cfg = test_config(dir.path(), |c| c.no_response_cache = true);
-            let scratch = dir.path().join("scratch");
-            let blobs = wattcounts::store::blobs::BlobStore::with_objects(
-                bucket.child("blobs").unwrap(),
-                scratch.join("blobs"),
-            )
-            .unwrap();
-            let library = wattcounts::snapshot::Library::with_objects(
-                bucket.child("snapshots").unwrap(),
-                scratch.join("snapshots"),
-            )
-            .unwrap();
+            let (blobs, library) = in_bucket(&bucket, dir.path());
             let state =
                 AppState::with_files(store.clone(), &cfg, AUDIENCE.into(), blobs, library).unwrap();
             states.push((store, state));
@@ -279,7 +301,35 @@ impl TestApp {
             dir,
             raw,
             others: dirs,
+            bucket: Some(bucket),
         })
+    }
+
+    /// One instance on SQLite whose bundles and snapshots live in a fresh
+    /// prefix of the test S3 server: the bucket's paths without PostgreSQL.
+    pub async fn sqlite_s3() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite:{}", dir.path().join("test.db").display());
+        let sqlite = wattcounts::store::sqlite::SqliteStore::open(&url)
+            .await
+            .unwrap();
+        let raw = RawDb::Sqlite(sqlite.pool().clone());
+        let store: Arc<dyn Store> = Arc::new(sqlite);
+        let s3 = s3::shared();
+        let bucket = s3.objects(&s3.fresh_url());
+        let cfg = test_config(dir.path(), |_| {});
+        let (blobs, library) = in_bucket(&bucket, dir.path());
+        let state =
+            AppState::with_files(store.clone(), &cfg, AUDIENCE.into(), blobs, library).unwrap();
+        TestApp {
+            service: state.service.clone(),
+            router: web::app(state),
+            store,
+            dir,
+            raw: Some(raw),
+            others: Vec::new(),
+            bucket: Some(bucket),
+        }
     }
 
     /// A real `serve` process over this app's SQLite file and data dir,
@@ -524,22 +574,55 @@ impl TestApp {
             (0, 0, 0),
             "database changed"
         );
-        let blobs = walk_files(&self.dir.path().join("blobs"));
+        // Where this app keeps bundles: its data dir, or the bucket and
+        // the scratch folder it stages in.
+        let blobs: Vec<String> = match &self.bucket {
+            None => walk_files(&self.dir.path().join("blobs"))
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect(),
+            Some(bucket) => {
+                let mut found: Vec<String> = bucket
+                    .list("blobs")
+                    .await
+                    .unwrap()
+                    .into_iter()
+                    .map(|l| format!("bucket:{}", l.name))
+                    .collect();
+                let scratch = self.dir.path().join("scratch/blobs");
+                found.extend(
+                    walk_files_if_any(&scratch)
+                        .iter()
+                        .map(|p| p.display().to_string()),
+                );
+                found
+            }
+        };
         assert!(blobs.is_empty(), "blobs written: {blobs:?}");
     }
 }
 
-/// Every file below `dir`.
+/// Every file below `dir`, which must exist: a test that looks in the
+/// wrong place finds nothing, and that must not read as "nothing written".
 pub fn walk_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    assert!(dir.is_dir(), "{} is not a folder", dir.display());
+    walk_files_if_any(dir)
+}
+
+/// Every file below `dir`, or none where it has not been made yet.
+pub fn walk_files_if_any(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
-    if let Ok(rd) = std::fs::read_dir(dir) {
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                out.extend(walk_files(&p));
-            } else {
-                out.push(p);
-            }
+    let rd = match std::fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return out,
+        Err(e) => panic!("reading {}: {e}", dir.display()),
+    };
+    for e in rd {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk_files_if_any(&p));
+        } else {
+            out.push(p);
         }
     }
     out
