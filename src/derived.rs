@@ -313,6 +313,190 @@ pub fn aggregate(iterations: &[IterationMetrics]) -> Vec<ConfigurationMetrics> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bundle::harness::{parse_results, result_columns};
+
+    /// One results row as the harness's pandas writes it (list cells as
+    /// Python lists), with every value chosen by hand so that each
+    /// derived figure below can be worked out on paper, by the rules
+    /// `/methodology` states (energy = mean of the samples × duration;
+    /// percentiles interpolated between closest ranks).
+    fn csv(scenario: Scenario, row: &[&str]) -> Vec<u8> {
+        let cols = result_columns(scenario);
+        assert_eq!(cols.len(), row.len(), "{cols:?}");
+        let quote = |c: &&str| {
+            if c.contains(',') {
+                format!("\"{c}\"")
+            } else {
+                c.to_string()
+            }
+        };
+        let row: Vec<String> = row.iter().map(quote).collect();
+        format!("{}\n{}\n", cols.join(","), row.join(",")).into_bytes()
+    }
+
+    const SAMPLING: &str = "SamplingParams(n=1, temperature=0.0, max_tokens=256)";
+
+    /// Batch: 2.0 s, four 10 Hz power samples, 4 requests answered (1
+    /// failed), 46 tokens.
+    fn batch_row() -> IterationRow {
+        let data = csv(
+            Scenario::Batch,
+            &[
+                "2.0",
+                "1764547200.0",
+                "2025-12-01T00:00:00.000000+00:00",
+                "[1000.0, 1000.0, 1000.0, 1000.0]",
+                "[90.0, 95.0, 97.0, 99.0]",
+                "[100.0, 110.0, 120.0, 130.0]",
+                "[50.0, 51.0, 52.0, 53.0]",
+                "[1800.0, 1800.0, 1800.0, 1800.0]",
+                "[14000.0, 14000.0, 14000.0, 14000.0]",
+                "[5.0, 5.0, 5.0, 5.0]",
+                "120.0",
+                "20.0",
+                "230.0",
+                "0.0",
+                "[]",
+                "[2.0]",
+                "[23.0]",
+                "4",
+                // One request failed: per-request energy divides by the 4 that
+                // answered, not by 5.
+                "1",
+                "80",
+                "46",
+                "[20, 20, 20, 20]",
+                "[10, 12, 11, 13]",
+                "0",
+                SAMPLING,
+                "Qwen/Qwen2.5-0.5B-Instruct",
+                "5",
+                "5",
+            ],
+        );
+        parse_results("m/llm_batch_optimized_results.csv", &data, Scenario::Batch)
+            .unwrap()
+            .remove(0)
+    }
+
+    /// Server at 0.5 req/s: 10.0 s, five power samples, five requests.
+    fn server_row() -> IterationRow {
+        let data = csv(
+            Scenario::Server,
+            &[
+                "10.0",
+                "1764547300.0",
+                "2025-12-01T00:01:40.000000+00:00",
+                "[1000.0, 1000.0, 1000.0, 1000.0, 1000.0]",
+                "[10.0, 60.0, 70.0, 60.0, 10.0]",
+                "[200.0, 220.0, 240.0, 260.0, 280.0]",
+                "[50.0, 51.0, 52.0, 53.0, 54.0]",
+                "[1800.0, 1800.0, 1800.0, 1800.0, 1800.0]",
+                "[14000.0, 14000.0, 14000.0, 14000.0, 14000.0]",
+                "[5.0, 5.0, 5.0, 5.0, 5.0]",
+                "600.0",
+                "98.0",
+                "2400.0",
+                "0.0",
+                "[0.1, 0.2, 0.3, 0.4, 0.5]",
+                "[1.1, 2.2, 2.3, 0.9, 3.5]",
+                "[10.0, 7.27, 9.13, 1.11, 8.86]",
+                "5",
+                "0",
+                "100",
+                "80",
+                "[20, 20, 20, 20, 20]",
+                "[11, 16, 21, 1, 31]",
+                SAMPLING,
+                "Qwen/Qwen2.5-0.5B-Instruct",
+                "0.5",
+                "0",
+                "5",
+                "5",
+            ],
+        );
+        parse_results("m/llm_server_optimized_results.csv", &data, Scenario::Server)
+            .unwrap()
+            .remove(0)
+    }
+
+    fn close(got: f64, want: f64) {
+        assert!(
+            (got - want).abs() <= 1e-12 * want.abs().max(1.0),
+            "got {got}, want {want}"
+        );
+    }
+
+    #[test]
+    fn batch_figures_by_hand() {
+        let m = derive(&batch_row());
+        // Energy: mean of the samples × measured duration
+        // = (100 + 110 + 120 + 130) / 4 W × 2.0 s = 115 W × 2 s = 230 J.
+        close(m.power_mean_w, 115.0);
+        close(m.gpu_energy_j, 230.0);
+        // Per token: 230 J / 46 tokens = 5 J; per request: 230 / 4 = 57.5 J.
+        close(m.energy_per_token_j.unwrap(), 5.0);
+        close(m.energy_per_request_j.unwrap(), 57.5);
+        // Throughput: 46 tokens / 2 s = 23 tok/s.
+        close(m.throughput_tok_s, 23.0);
+        // Batch time per output token: 2.0 s / 46 = 0.0434782608695652 s.
+        close(m.itl_s.unwrap(), 2.0 / 46.0);
+        assert_eq!((m.power_min_w, m.power_max_w, m.power_samples), (100.0, 130.0, 4));
+        assert_eq!(m.ttft_p50_s, None);
+    }
+
+    #[test]
+    fn server_figures_by_hand() {
+        let m = derive(&server_row());
+        // (200 + 220 + 240 + 260 + 280) / 5 = 240 W × 10 s = 2400 J.
+        close(m.gpu_energy_j, 2400.0);
+        // 2400 J / 80 tokens = 30 J; / 5 requests = 480 J; 80 / 10 s = 8 tok/s.
+        close(m.energy_per_token_j.unwrap(), 30.0);
+        close(m.energy_per_request_j.unwrap(), 480.0);
+        close(m.throughput_tok_s, 8.0);
+        // ITL: mean over requests with ≥ 2 tokens of (e2e − ttft)/(tokens − 1):
+        // (1.1 − 0.1)/10 = 0.1, (2.2 − 0.2)/15 = 0.13̅, (2.3 − 0.3)/20 = 0.1,
+        // the 1-token request left out, (3.5 − 0.5)/30 = 0.1;
+        // (0.1 + 0.13̅ + 0.1 + 0.1) / 4 = 0.108̅3 s.
+        close(m.itl_s.unwrap(), (0.1 + 2.0 / 15.0 + 0.1 + 0.1) / 4.0);
+        close(m.itl_s.unwrap(), 0.108_333_333_333_333_33);
+        // Percentiles interpolate between closest ranks: p at rank p·(n − 1).
+        // TTFT sorted 0.1 … 0.5: p50 at rank 2 = 0.3; p90 at rank 3.6 =
+        // 0.4 + 0.6 × (0.5 − 0.4) = 0.46.
+        close(m.ttft_p50_s.unwrap(), 0.3);
+        close(m.ttft_p90_s.unwrap(), 0.46);
+        // E2E sorted 0.9, 1.1, 2.2, 2.3, 3.5: p50 = 2.2; p90 = 2.3 + 0.6 × 1.2 = 3.02.
+        close(m.e2e_p50_s.unwrap(), 2.2);
+        close(m.e2e_p90_s.unwrap(), 3.02);
+    }
+
+    #[test]
+    fn configuration_spread_by_hand() {
+        // Three iterations of one configuration: 5, 4 and 7 J/token.
+        let base = derive(&batch_row());
+        let mut its = Vec::new();
+        for (i, ept) in [(1, 5.0), (2, 4.0), (3, 7.0)] {
+            let mut m = base.clone();
+            m.iteration = i;
+            m.energy_per_token_j = Some(ept);
+            its.push(m);
+        }
+        let c = aggregate(&its).remove(0);
+        assert_eq!(c.iterations, 3);
+        let s = c.energy_per_token_j;
+        // Median of 4, 5, 7 is 5; min 4, max 7.
+        assert_eq!((s.median, s.min, s.max), (5.0, 4.0, 7.0));
+        // CV: mean 16/3, sample variance ((5−16/3)² + (4−16/3)² + (7−16/3)²)/2
+        // = (1/9 + 16/9 + 25/9)/2 = 7/3; sd √(7/3) = 1.5275…; / (16/3) = 0.28641…
+        close(s.cv, (7.0f64 / 3.0).sqrt() / (16.0 / 3.0));
+        // The median's interval over 3 values: min–max, coverage
+        // 1 − 2 · P(Bin(3, ½) = 0) = 1 − 2/8 = 0.75.
+        let i = s.interval.unwrap();
+        assert_eq!((i.lo, i.hi), (4.0, 7.0));
+        close(i.confidence, 0.75);
+        // MAD around 5: |5−5|, |4−5|, |7−5| = 0, 1, 2 → median 1.
+        close(median_absolute_deviation(&[5.0, 4.0, 7.0], 5.0), 1.0);
+    }
 
     #[test]
     fn spread_and_percentiles() {

@@ -167,19 +167,27 @@ fn walkthrough_with_the_real_binary() {
     assert_eq!(code, 1, "{stdout}");
     assert!(stdout.contains("bad_signature"), "{stdout}");
 
-    // Transport errors exit 2.
-    let (code, _, _) = run(
+    // Transport errors exit 2: a server that hangs up on every connection
+    // (ours, on a port of its own, rather than a port assumed closed).
+    let hangs_up = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead = format!("http://{}", hangs_up.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for conn in hangs_up.incoming() {
+            drop(conn);
+        }
+    });
+    let (code, _, stderr) = run(
         &[
             "submit",
             "b.tar.gz",
             "--signature",
             "b.tar.gz.sig",
             "--server",
-            "http://127.0.0.1:9",
+            &dead,
         ],
         dir,
     );
-    assert_eq!(code, 2);
+    assert_eq!(code, 2, "{stderr}");
 }
 
 #[test]
