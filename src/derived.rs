@@ -415,9 +415,13 @@ mod tests {
                 "5",
             ],
         );
-        parse_results("m/llm_server_optimized_results.csv", &data, Scenario::Server)
-            .unwrap()
-            .remove(0)
+        parse_results(
+            "m/llm_server_optimized_results.csv",
+            &data,
+            Scenario::Server,
+        )
+        .unwrap()
+        .remove(0)
     }
 
     fn close(got: f64, want: f64) {
@@ -441,7 +445,10 @@ mod tests {
         close(m.throughput_tok_s, 23.0);
         // Batch time per output token: 2.0 s / 46 = 0.0434782608695652 s.
         close(m.itl_s.unwrap(), 2.0 / 46.0);
-        assert_eq!((m.power_min_w, m.power_max_w, m.power_samples), (100.0, 130.0, 4));
+        assert_eq!(
+            (m.power_min_w, m.power_max_w, m.power_samples),
+            (100.0, 130.0, 4)
+        );
         assert_eq!(m.ttft_p50_s, None);
     }
 

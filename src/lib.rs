@@ -17,6 +17,7 @@ pub mod deadline;
 pub mod demo;
 pub mod derived;
 pub mod domain;
+pub mod fuzz_targets;
 pub mod handles;
 pub mod ingest;
 pub mod leaderboard;

@@ -295,3 +295,22 @@ proptest! {
         }
     }
 }
+
+/// The fuzz targets' committed seed corpora and any crash inputs
+/// (`fuzz/artifacts/<target>/`, where cargo-fuzz leaves what failed), run
+/// through the targets' own bodies on stable: a crash found once by a
+/// fuzzer fails `cargo test` until it is fixed.
+#[test]
+fn fuzz_corpora_and_crash_inputs_replay() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz");
+    for (name, body) in wattcounts::fuzz_targets::TARGETS {
+        let seeds = walk_files(&root.join("corpus").join(name));
+        assert!(seeds.len() >= 3, "{name}: {} seeds", seeds.len());
+        let crashes = walk_files_if_any(&root.join("artifacts").join(name));
+        for input in seeds.iter().chain(&crashes) {
+            let bytes = std::fs::read(input).unwrap();
+            let run = std::panic::catch_unwind(|| body(&bytes));
+            assert!(run.is_ok(), "{name} panicked on {}", input.display());
+        }
+    }
+}
