@@ -495,6 +495,7 @@ async fn one_bundle_sent_concurrently_is_stored_once(app: TestApp) {
         receipts.push(body);
     }
     assert_eq!(created, 1);
+    assert!(receipts.len() >= 2, "{} answers", receipts.len());
     assert!(receipts.windows(2).all(|w| w[0] == w[1]));
     assert_eq!(app.counts().await.submissions, 1);
 }

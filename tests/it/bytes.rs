@@ -3,8 +3,6 @@
 //! check slot, and the admin cookie that was the token itself. Each case
 //! runs on SQLite and, with WATTCOUNTS_TEST_PG_URL, on PostgreSQL.
 
-use std::io::{Read, Write};
-
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use serde_json::Value;
@@ -16,20 +14,6 @@ async fn both() -> Vec<TestApp> {
     let mut apps = vec![TestApp::new().await];
     apps.extend(TestApp::postgres().await);
     apps
-}
-
-fn gunzip(gz: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    flate2::read::GzDecoder::new(gz)
-        .read_to_end(&mut out)
-        .unwrap();
-    out
-}
-
-fn gzip(bytes: &[u8]) -> Vec<u8> {
-    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    enc.write_all(bytes).unwrap();
-    enc.finish().unwrap()
 }
 
 /// A tar holding one file, with its end-of-archive marker.

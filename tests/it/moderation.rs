@@ -113,6 +113,7 @@ async fn maintainer_approves_a_flagged_submission_and_the_decision_is_recorded()
         .get(&format!("/api/v1/leaderboard?protocol={protocol}"))
         .await;
     assert!(board["total"].as_u64().unwrap() > 0, "{board}");
+    assert!(!board["entries"].as_array().unwrap().is_empty(), "{board}");
     assert!(board["entries"]
         .as_array()
         .unwrap()

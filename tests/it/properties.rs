@@ -80,22 +80,6 @@ fn apply(mut bytes: Vec<u8>, edits: &[Edit]) -> Vec<u8> {
     bytes
 }
 
-fn gzip(bytes: &[u8]) -> Vec<u8> {
-    use std::io::Write;
-    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    enc.write_all(bytes).unwrap();
-    enc.finish().unwrap()
-}
-
-fn gunzip(bytes: &[u8]) -> Vec<u8> {
-    use std::io::Read;
-    let mut out = Vec::new();
-    flate2::read::GzDecoder::new(bytes)
-        .read_to_end(&mut out)
-        .unwrap();
-    out
-}
-
 /// The fixture bundle and its tar inside (generated once).
 fn valid_bundle() -> &'static (Vec<u8>, Vec<u8>) {
     static B: std::sync::OnceLock<(Vec<u8>, Vec<u8>)> = std::sync::OnceLock::new();

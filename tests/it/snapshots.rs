@@ -324,6 +324,7 @@ async fn creating_needs_a_maintainer_and_a_clear_request() {
     // An empty database still makes a valid (empty) snapshot.
     let view = create_snapshot(&app, false).await;
     assert_eq!(rows(&view, "runs.parquet"), 0);
+    assert!(!view["files"].as_array().unwrap().is_empty(), "{view}");
     assert!(view["files"]
         .as_array()
         .unwrap()

@@ -114,6 +114,24 @@ fn in_bucket(
     (blobs, library)
 }
 
+/// One gzip member of `bytes`.
+pub fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    enc.write_all(bytes).unwrap();
+    enc.finish().unwrap()
+}
+
+/// The bytes of one gzip member.
+pub fn gunzip(gz: &[u8]) -> Vec<u8> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(gz)
+        .read_to_end(&mut out)
+        .unwrap();
+    out
+}
+
 /// Every (method, path) the router registers, read from the source that
 /// registers them (axum cannot list its routes); `{*rest}` reads `{rest}`.
 pub fn router_routes() -> Vec<(String, String)> {
