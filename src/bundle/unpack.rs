@@ -102,6 +102,20 @@ pub fn unpack_each(
     unpack_stream(gz, gz.len() as u64, limits, |_| true, on_entry)
 }
 
+/// Reads a bundle accepted before (stored, or held by a submitter) once
+/// more under today's rules, keeping nothing: every entry is digested as
+/// it streams past. For the audit and `verify`, which ask only whether
+/// the bytes are still a bundle the service would take.
+pub fn check_stored(bundle: &[u8]) -> Result<(), Rejection> {
+    unpack_stream(
+        bundle,
+        bundle.len() as u64,
+        &UnpackLimits::STORED,
+        |_| false,
+        |_| {},
+    )
+}
+
 /// Unpacks entry by entry from `source` (`compressed_len` bytes of
 /// tar.gz), handing each checked file to `on_entry` as soon as it is
 /// inflated, so callers can work on it while the rest inflates. Entries

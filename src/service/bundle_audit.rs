@@ -7,7 +7,7 @@ use anyhow::Context;
 use uuid::Uuid;
 
 use super::Service;
-use crate::bundle::unpack::{self, UnpackLimits};
+use crate::bundle::unpack;
 use crate::store::blobs::BlobStore;
 
 /// One stored bundle that the unpacker refuses today.
@@ -80,7 +80,7 @@ impl Service {
 }
 
 /// The bundle's size and, if the unpacker refuses it, why (a blocking
-/// thread's call). No entry is kept: each is digested as it streams past.
+/// thread's call).
 fn check_one(
     blobs: &BlobStore,
     path: &str,
@@ -88,13 +88,5 @@ fn check_one(
     let bytes = blobs
         .read(path)
         .with_context(|| format!("reading the stored bundle {path}"))?;
-    let refused = unpack::unpack_stream(
-        bytes.as_slice(),
-        bytes.len() as u64,
-        &UnpackLimits::STORED,
-        |_| false,
-        |_| {},
-    )
-    .err();
-    Ok((bytes.len() as u64, refused))
+    Ok((bytes.len() as u64, unpack::check_stored(&bytes).err()))
 }
