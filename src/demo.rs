@@ -45,7 +45,7 @@ fn demo_key(dir: &Path) -> anyhow::Result<ssh_key::PrivateKey> {
 
 /// Short stable tag of an audience, for cache file names.
 fn audience_tag(audience: &str) -> String {
-    crate::ingest::sha256_hex(audience.as_bytes())[..10].to_string()
+    crate::digest::sha256_hex(audience.as_bytes())[..10].to_string()
 }
 
 /// Builds (or reads from the cache) the demo bundle of one GPU.

@@ -11,7 +11,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use sha2::{Digest, Sha256};
 
 use crate::bundle::harness::{self, DetailCounts, FileKind, IterationRow};
 use crate::bundle::manifest::{Manifest, ManifestSchema};
@@ -20,10 +19,12 @@ use crate::bundle::unpack::{self, Entry, UnpackLimits};
 use crate::bundle::MANIFEST_NAME;
 use crate::checks::{self, CheckInput, CheckResult, Thresholds};
 use crate::derived::{self, ConfigurationMetrics, IterationMetrics};
-use crate::receipt::{self, Receipt};
+use crate::digest::sha256_hex;
+use crate::receipt::Receipt;
 use crate::rejection::{Detail, RejectKind, Rejection};
 use crate::signing;
 use crate::store::blobs::{BlobStore, StagedBundle};
+use crate::store::receipt::{self as stored_receipt, Stored};
 use crate::store::{InsertOutcome, NewSubmission, Store, StoreError};
 
 /// The handle the service registers for its own synthetic demo data.
@@ -123,10 +124,6 @@ pub struct Ingestor {
     pub limits: crate::limits::RateLimits,
 }
 
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
-}
-
 impl Ingestor {
     pub fn new(
         store: Arc<dyn Store>,
@@ -150,7 +147,7 @@ impl Ingestor {
         let configurations = self.store.configurations(id).await?;
         let checks = self.store.check_results(id).await?;
         let moderation = self.store.moderation_events(id).await?;
-        Ok(Some(receipt::build(receipt::Stored {
+        Ok(Some(stored_receipt::build(Stored {
             record: rec,
             configurations,
             checks,

@@ -1,39 +1,27 @@
 //! wattcounts: the open submission service for the Watt Counts benchmark of
-//! LLM-inference energy on GPUs.
+//! LLM-inference energy on GPUs: storage, the service's one door, dataset
+//! snapshots, the web and the command line.
 //!
-//! Arrows point one way: `web` → `service` → `ingest` → (`bundle`,
-//! `checks`, `metrics`, `protocol`, `signing`), `service` → `store`, and
-//! everything → `domain`. Handlers never name the store. Nothing below
-//! `web` knows HTTP; nothing in `bundle`, `checks` or `metrics` knows SQL.
+//! The pure rules (bundle parsing, checks, derived metrics, protocols,
+//! signing, the log's hashing, leaderboard aggregation, verdicts, the
+//! receipt) are the `wattcounts-core` crate, re-exported here under their
+//! old paths; the submitter's commands are `wattcounts-submit`. Inside this
+//! crate arrows point one way: `web` → `service` → `ingest` → core, and
+//! `service` → `store`. Nothing below `web` knows HTTP.
 
-pub mod audit;
-pub mod bundle;
-pub mod catalog;
-pub mod checks;
+pub use wattcounts_core::{
+    audit, bundle, catalog, checks, compare, deadline, derived, digest, domain, fuzz_targets,
+    handles, leaderboard, pack, protocol, receipt, rejection, signing, spreadsheet, synth,
+    timestamp, tlog, units, verdict,
+};
+
 pub mod cli;
-pub mod compare;
 pub mod config;
-pub mod deadline;
 pub mod demo;
-pub mod derived;
-pub mod domain;
-pub mod fuzz_targets;
-pub mod handles;
 pub mod ingest;
-pub mod leaderboard;
 pub mod limits;
-pub mod pack;
-pub mod protocol;
-pub mod receipt;
-pub mod rejection;
 pub mod service;
-pub mod signing;
 pub mod snapshot;
-pub mod spreadsheet;
 pub mod store;
-pub mod synth;
 pub mod telemetry;
-pub mod tlog;
-pub mod units;
-pub mod verdict;
 pub mod web;

@@ -1,17 +1,17 @@
 //! The `wattcounts` command line: one subcommand per step of the path from
-//! a harness result folder to a stored submission, plus the server.
+//! a harness result folder to a stored submission, plus the server. The
+//! submitter's commands (keygen, pack, sign, register, submit, verify
+//! receipt) are `wattcounts-submit`'s, so both binaries answer alike.
 
 pub mod admin;
-pub mod client;
 pub mod config_cmd;
-pub mod config_file;
 pub mod db;
 pub mod demo;
-pub mod keys;
-pub mod pack_cmd;
 pub mod serve;
 pub mod snapshot;
 pub mod verify;
+
+pub use wattcounts_submit::{client, config_file, keys, pack_cmd, EXIT_REJECTED, EXIT_USAGE};
 
 use std::process::ExitCode;
 
@@ -79,14 +79,13 @@ pub enum Command {
     Verify(verify::VerifyCommand),
 }
 
-/// Exit codes of `submit`: 0 stored (accepted or needs_review), 1 rejected,
-/// 2 usage or transport errors.
-pub const EXIT_REJECTED: u8 = 1;
-pub const EXIT_USAGE: u8 = 2;
-
 pub fn main() -> ExitCode {
     let cmd = Cli::command();
-    let (args, layered) = match config_file::layer(&cmd, std::env::args_os().collect()) {
+    let (args, layered) = match config_file::layer(
+        &cmd,
+        std::env::args_os().collect(),
+        config_file::ForeignKeys::Refuse,
+    ) {
         Ok(x) => x,
         Err(e) => {
             eprintln!("error: {e:#}");

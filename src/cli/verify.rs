@@ -7,6 +7,8 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 
+use wattcounts_submit::verify_receipt::{self, key_arg, ReceiptArgs};
+
 use crate::audit::{self, MonitorStep};
 use crate::snapshot::verify::{self, Location, LogOptions};
 
@@ -47,18 +49,6 @@ pub struct SnapshotArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct ReceiptArgs {
-    /// The receipt JSON `wattcounts submit` printed (or GET /api/v1/submissions/ID).
-    pub receipt: PathBuf,
-    /// The log's verifier key (the text at /log/key, or a file holding it).
-    #[arg(long)]
-    pub log_key: String,
-    /// The bundle the receipt is for: its SHA-256 must be the leaf's.
-    #[arg(long)]
-    pub bundle: Option<PathBuf>,
-}
-
-#[derive(Debug, Args)]
 pub struct LogArgs {
     /// The service, e.g. https://wattcounts.example
     #[arg(long)]
@@ -73,71 +63,11 @@ pub struct LogArgs {
     pub log_key: Option<String>,
 }
 
-/// A verifier key given as text or as a file holding it.
-fn key_arg(arg: &str) -> anyhow::Result<String> {
-    let p = std::path::Path::new(arg);
-    let text = if p.is_file() {
-        std::fs::read_to_string(p)?
-    } else {
-        arg.to_string()
-    };
-    let key = text
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or_default()
-        .to_string();
-    anyhow::ensure!(
-        crate::tlog::checkpoint::verifier_origin(&key).is_ok(),
-        "'{arg}' is not a log verifier key (name+id+key, as /log/key shows) nor a file holding one"
-    );
-    Ok(key)
-}
-
 pub async fn run(cmd: VerifyCommand) -> anyhow::Result<ExitCode> {
     match cmd {
         VerifyCommand::Snapshot(a) => snapshot(a).await,
-        VerifyCommand::Receipt(a) => receipt(a),
+        VerifyCommand::Receipt(a) => verify_receipt::run(&a),
         VerifyCommand::Log(a) => monitor(a).await,
-    }
-}
-
-fn receipt(a: ReceiptArgs) -> anyhow::Result<ExitCode> {
-    let key = key_arg(&a.log_key)?;
-    let text = std::fs::read(&a.receipt)
-        .map_err(|e| anyhow::anyhow!("reading {}: {e}", a.receipt.display()))?;
-    let r: crate::receipt::Receipt = serde_json::from_slice(&text)
-        .map_err(|e| anyhow::anyhow!("{} is not a receipt: {e}", a.receipt.display()))?;
-    let bundle = match &a.bundle {
-        Some(p) => {
-            let bytes =
-                std::fs::read(p).map_err(|e| anyhow::anyhow!("reading {}: {e}", p.display()))?;
-            // A bundle the service would refuse today (bytes after its tar)
-            // is not vouched for, whatever the log says of its digest.
-            if let Err(r) = crate::bundle::unpack::check_stored(&bytes) {
-                println!("NOT VERIFIED  {}: {r}", p.display());
-                return Ok(ExitCode::from(super::EXIT_REJECTED));
-            }
-            Some(crate::ingest::sha256_hex(&bytes))
-        }
-        None => None,
-    };
-    match audit::verify_receipt(&r, &key, bundle.as_deref()) {
-        Ok(f) => {
-            println!(
-                "receipt verified: submission {} is leaf {} of the log '{}' (checkpoint of {} leaves signed by {key}){}",
-                r.submission_id,
-                f.index,
-                f.origin,
-                f.tree_size,
-                if bundle.is_some() { "; the bundle's SHA-256 is the leaf's" } else { "" }
-            );
-            Ok(ExitCode::SUCCESS)
-        }
-        Err(e) => {
-            println!("NOT VERIFIED  {}: {e}", a.receipt.display());
-            Ok(ExitCode::from(super::EXIT_REJECTED))
-        }
     }
 }
 

@@ -38,7 +38,7 @@ impl Service {
                 let bytes = blobs
                     .read(&path)
                     .with_context(|| format!("reading the stored bundle of {id} ({path})"))?;
-                let got = crate::ingest::sha256_hex(&bytes);
+                let got = crate::digest::sha256_hex(&bytes);
                 anyhow::ensure!(
                     got == want,
                     "the stored bundle of {id} has sha256 {got}, the database says {want}"

@@ -9,6 +9,7 @@ pub mod card;
 pub mod columns;
 pub mod create;
 pub mod library;
+pub mod log_check;
 pub mod manifest;
 pub mod tables;
 pub mod traces;

@@ -11,7 +11,7 @@ use rayon::prelude::*;
 use super::tables::{DigestFile, Written};
 use crate::bundle::harness::{self, FileKind, PowerTrace, Scenario, POWER_SAMPLES_PER_S};
 use crate::bundle::unpack::{self, UnpackLimits};
-use crate::ingest::sha256_hex;
+use crate::digest::sha256_hex;
 use crate::store::blobs::BlobStore;
 use crate::store::SubmissionRecord;
 

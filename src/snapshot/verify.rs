@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use polars::prelude::*;
 
 use super::manifest::{self, FileEntry, Manifest};
-use crate::ingest::sha256_hex;
+use crate::digest::sha256_hex;
 
 /// Where the snapshot is read from.
 #[derive(Debug, Clone)]
@@ -56,7 +56,7 @@ pub struct Report {
     /// Problems with the manifest itself (the expected digest differs).
     pub manifest_problems: Vec<String>,
     /// The transparency-log check, when a log key was given.
-    pub log: Option<crate::audit::SnapshotLogCheck>,
+    pub log: Option<crate::snapshot::log_check::SnapshotLogCheck>,
 }
 
 impl Report {
@@ -249,7 +249,7 @@ pub async fn verify(
                 None => None,
             };
             let get = |name: &str| kept.get(name).map(Vec::as_slice).unwrap_or_default();
-            Some(crate::audit::check_snapshot_log(
+            Some(crate::snapshot::log_check::check_snapshot_log(
                 &manifest,
                 get(manifest::LOG_ENTRIES_FILE),
                 get("submissions.csv"),

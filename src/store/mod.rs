@@ -7,6 +7,7 @@ pub mod copy;
 pub mod log;
 pub mod objects;
 pub mod postgres;
+pub mod receipt;
 mod sql;
 pub mod sqlite;
 
@@ -50,6 +51,8 @@ pub struct KeyRecord {
 }
 
 pub use crate::checks::Status;
+pub use wattcounts_core::receipt::ModerationEvent;
+pub use wattcounts_core::timestamp::ts;
 
 /// Everything one bundle adds, written in one transaction.
 #[derive(Debug, Clone)]
@@ -383,31 +386,6 @@ pub enum Decided {
     WrongStatus(Status),
 }
 
-/// One recorded maintainer decision.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
-pub struct ModerationEvent {
-    pub at: String,
-    pub actor: String,
-    /// approve, reject, suspend_submitter, revoke_key
-    pub action: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub submission_id: Option<Uuid>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub submitter: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub key_fingerprint: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub from_status: Option<Status>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub to_status: Option<Status>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub effective_at: Option<String>,
-    pub reason: String,
-    /// The decision's leaf in the transparency log.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub log_index: Option<u64>,
-}
-
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, utoipa::ToSchema)]
 pub struct DatasetCounts {
     pub submissions: u64,
@@ -416,12 +394,6 @@ pub struct DatasetCounts {
     pub models: u64,
     pub iterations: u64,
     pub power_samples: u64,
-}
-
-/// Timestamps are stored as RFC 3339 text in UTC with milliseconds, which
-/// sorts correctly as text.
-pub fn ts(t: &DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
 pub fn parse_ts(s: &str) -> Result<DateTime<Utc>, StoreError> {

@@ -157,7 +157,7 @@ async fn the_audit_lists_stored_bundles_that_break_the_rule() {
             assert!(stdout.contains("audited 2 stored bundles"), "{stdout}");
             assert!(stdout.contains("1 break a rule"), "{stdout}");
             let blob = wattcounts::store::blobs::BlobStore::relative_path(
-                &wattcounts::ingest::sha256_hex(&tailed),
+                &wattcounts::digest::sha256_hex(&tailed),
             );
             let stored = std::fs::read(app.dir.path().join("blobs").join(blob)).unwrap();
             assert_eq!(stored, tailed, "the audit changes no bundle");

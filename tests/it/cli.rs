@@ -1,19 +1,36 @@
-//! The README's walkthrough with the real binary and a real server on port 0:
-//! keygen → register → pack → sign with ssh-keygen → submit → submit again.
+//! The README's walkthrough with the real binaries and a real server on
+//! port 0: keygen → register → pack → sign with ssh-keygen → submit →
+//! submit again → verify receipt, with `wattcounts` and again with the
+//! submitter's slim `wattcounts-submit`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::common::{spawn_server, Need, Server};
+use crate::common::{share_log_key, spawn_server, test_log_verifier, Need, Server};
 
 const BIN: &str = env!("CARGO_BIN_EXE_wattcounts");
 
+/// `wattcounts-submit`, which `cargo test` builds beside `wattcounts` (for
+/// its own integration tests in crates/submit/tests).
+fn slim_bin() -> PathBuf {
+    let path =
+        Path::new(BIN).with_file_name(format!("wattcounts-submit{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        path.is_file(),
+        "{} is missing: run the workspace's tests (`cargo test` at the root), which build it",
+        path.display()
+    );
+    path
+}
+
 fn start_server(data: &Path) -> Server {
+    std::fs::create_dir_all(data).unwrap();
+    share_log_key(data);
     spawn_server(&[std::ffi::OsStr::new("--data-dir"), data.as_os_str()])
 }
 
-fn run(args: &[&str], dir: &Path) -> (i32, String, String) {
-    let out = Command::new(BIN)
+fn run_with(bin: &Path, args: &[&str], dir: &Path) -> (i32, String, String) {
+    let out = Command::new(bin)
         .args(args)
         .current_dir(dir)
         .output()
@@ -26,15 +43,25 @@ fn run(args: &[&str], dir: &Path) -> (i32, String, String) {
 }
 
 fn ok(args: &[&str], dir: &Path) -> String {
-    let (code, stdout, stderr) = run(args, dir);
-    assert_eq!(code, 0, "wattcounts {args:?} failed:\n{stdout}\n{stderr}");
+    ok_with(Path::new(BIN), args, dir)
+}
+
+fn ok_with(bin: &Path, args: &[&str], dir: &Path) -> String {
+    let (code, stdout, stderr) = run_with(bin, args, dir);
+    assert_eq!(
+        code,
+        0,
+        "{} {args:?} failed:\n{stdout}\n{stderr}",
+        bin.display()
+    );
     stdout
 }
 
-/// `wattcounts pack` of the generated run for alice.
-fn pack(run_dir: &str, url: &str, out: &str, dir: &Path) {
+/// `pack` of the generated run for alice.
+fn pack(bin: &Path, run_dir: &str, url: &str, out: &str, dir: &Path) {
     let config = "gen/l4/config-v2.yaml";
-    ok(
+    ok_with(
+        bin,
         &[
             "pack",
             run_dir,
@@ -64,12 +91,26 @@ fn have_ssh_keygen() -> bool {
 
 #[test]
 fn walkthrough_with_the_real_binary() {
+    walkthrough(Path::new(BIN));
+}
+
+#[test]
+fn walkthrough_with_the_slim_submitter() {
+    walkthrough(&slim_bin());
+}
+
+/// The submitter's steps run with `bin`; the demo data and the server are
+/// `wattcounts`'s.
+fn walkthrough(bin: &Path) {
+    let ok = |args: &[&str], dir: &Path| ok_with(bin, args, dir);
+    let run = |args: &[&str], dir: &Path| run_with(bin, args, dir);
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     let server = start_server(&dir.join("data"));
     let url = server.url.as_str();
 
-    ok(
+    ok_with(
+        Path::new(BIN),
         &[
             "demo",
             "generate",
@@ -98,7 +139,7 @@ fn walkthrough_with_the_real_binary() {
         .unwrap()
         .path();
     let run_dir = run_dir.to_str().unwrap();
-    pack(run_dir, url, "b.tar.gz", dir);
+    pack(bin, run_dir, url, "b.tar.gz", dir);
 
     if have_ssh_keygen() {
         let st = Command::new("ssh-keygen")
@@ -143,13 +184,32 @@ fn walkthrough_with_the_real_binary() {
     let second = ok(&submit_b, dir);
     assert_eq!(first, second, "a resubmission prints the same receipt");
 
+    // The receipt, checked offline against the log key (and the bundle).
+    std::fs::write(dir.join("receipt.json"), &first).unwrap();
+    let verifier = test_log_verifier();
+    let verify = [
+        "verify",
+        "receipt",
+        "receipt.json",
+        "--log-key",
+        &verifier,
+        "--bundle",
+        "b.tar.gz",
+    ];
+    let out = ok(&verify, dir);
+    assert!(out.starts_with("receipt verified: submission "), "{out}");
+    assert!(out.contains("the bundle's SHA-256 is the leaf's"), "{out}");
+
     // Packing twice differs only in submission_id and created_at.
-    pack(run_dir, url, "c.tar.gz", dir);
+    pack(bin, run_dir, url, "c.tar.gz", dir);
     let (a, b) = (
         std::fs::read(dir.join("b.tar.gz")).unwrap(),
         std::fs::read(dir.join("c.tar.gz")).unwrap(),
     );
     assert_ne!(a, b);
+    let (code, out, _) = run(&[&verify[..6], &["c.tar.gz"]].concat(), dir);
+    assert_eq!(code, 1, "another bundle's bytes are not vouched for: {out}");
+    assert!(out.starts_with("NOT VERIFIED"), "{out}");
 
     // A rejected submission exits 1 and prints the error envelope.
     // (c.tar.gz with the signature of b.tar.gz.)

@@ -23,7 +23,7 @@ async fn happy_path_receipt_and_replay() {
     assert_eq!(receipt["demo"], false);
     assert_eq!(
         receipt["bundle_sha256"],
-        wattcounts::ingest::sha256_hex(&bundle)
+        wattcounts::digest::sha256_hex(&bundle)
     );
     // 2 models × (batch + 2 arrival rates) × 3 iterations.
     assert_eq!(receipt["counts"]["models"], 2);

@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use crate::common::*;
 use wattcounts::audit;
 use wattcounts::receipt::Receipt;
+use wattcounts::snapshot::log_check;
 use wattcounts::tlog::checkpoint::{open_checkpoint, LogKey};
 use wattcounts::tlog::{leaf_hash, verify_consistency, verify_inclusion, Hash, Leaf, StoredHashes};
 
@@ -675,7 +676,7 @@ async fn snapshots_prove_their_rows_are_in_the_log() {
                  dir: &std::path::Path,
                  entries: &[u8],
                  prev: Option<&wattcounts::snapshot::manifest::Manifest>| {
-        audit::check_snapshot_log(m, entries, &read(dir, "submissions.csv"), &verifier, prev)
+        log_check::check_snapshot_log(m, entries, &read(dir, "submissions.csv"), &verifier, prev)
     };
     let c1 = check(&m1, &first, &read(&first, "log.jsonl"), None);
     assert_eq!(
@@ -706,7 +707,7 @@ async fn snapshots_prove_their_rows_are_in_the_log() {
         .rsplit_once(',')
         .map(|(a, _)| format!("{a},1"))
         .unwrap();
-    let c = audit::check_snapshot_log(
+    let c = log_check::check_snapshot_log(
         &m2,
         entries.as_bytes(),
         lines.join("\n").as_bytes(),
@@ -721,7 +722,7 @@ async fn snapshots_prove_their_rows_are_in_the_log() {
         c.problems
     );
     let (_, other) = LogKey::generate("wattcounts.test/log").unwrap();
-    let c = audit::check_snapshot_log(
+    let c = log_check::check_snapshot_log(
         &m2,
         entries.as_bytes(),
         &read(&second, "submissions.csv"),

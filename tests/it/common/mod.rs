@@ -484,7 +484,7 @@ impl TestApp {
         stored: &[u8],
         key: &PrivateKey,
     ) -> uuid::Uuid {
-        use wattcounts::ingest::sha256_hex;
+        use wattcounts::digest::sha256_hex;
         let mut new = self
             .new_submission(analysed, key, wattcounts::domain::Status::Accepted)
             .await;
@@ -533,7 +533,8 @@ impl TestApp {
         key: &PrivateKey,
         status: wattcounts::domain::Status,
     ) -> wattcounts::store::NewSubmission {
-        use wattcounts::ingest::{analyse, sha256_hex, IngestConfig, StageTimings};
+        use wattcounts::digest::sha256_hex;
+        use wattcounts::ingest::{analyse, IngestConfig, StageTimings};
         let analysis = analyse(
             bundle,
             &wattcounts::bundle::manifest::ManifestSchema::new(),

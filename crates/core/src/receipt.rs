@@ -1,12 +1,11 @@
-//! The receipt a submitter gets back, built from what was stored, so the
-//! first answer and every later one are the same document.
+//! The receipt a submitter gets back (the store builds it from what it
+//! wrote, `wattcounts::store::receipt`), and the moderation events in it.
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::checks::CheckResult;
+use crate::checks::{CheckResult, Status};
 use crate::derived::ConfigurationMetrics;
-use crate::store::{ModerationEvent, Status, SubmissionRecord};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Receipt {
@@ -106,53 +105,27 @@ pub struct Links {
     pub html: String,
 }
 
-/// What a receipt is built from: the stored record and its children.
-pub struct Stored {
-    pub record: SubmissionRecord,
-    pub configurations: Vec<ConfigurationMetrics>,
-    pub checks: Vec<CheckResult>,
-    pub moderation: Vec<ModerationEvent>,
-}
-
-pub fn build(stored: Stored) -> Receipt {
-    let Stored {
-        record: rec,
-        configurations,
-        checks,
-        moderation,
-    } = stored;
-    let mut models: Vec<&str> = configurations.iter().map(|c| c.model.as_str()).collect();
-    models.sort_unstable();
-    models.dedup();
-    Receipt {
-        submission_id: rec.id,
-        bundle_sha256: rec.bundle_sha256.clone(),
-        submitter: rec.handle.clone(),
-        status: rec.status,
-        received_at: crate::store::ts(&rec.received_at),
-        demo: rec.is_demo,
-        gpu: ReceiptGpu {
-            name: rec.gpu_name.clone(),
-            id: rec.gpu_id.clone(),
-        },
-        run_name: rec.run_name.clone(),
-        bundle_bytes: rec.bundle_bytes,
-        protocol: rec.protocol.as_ref().map(ReceiptProtocol::of),
-        content_sha256: rec.content_sha256.clone(),
-        counts: Counts {
-            models: models.len() as u64,
-            configurations: configurations.len() as u64,
-            iterations: rec.iterations,
-            power_samples: rec.power_samples,
-        },
-        checks,
-        configurations,
-        moderation,
-        links: Links {
-            this: format!("/api/v1/submissions/{}", rec.id),
-            html: format!("/submissions/{}", rec.id),
-        },
-        log: None,
-        log_index: rec.log_index,
-    }
+/// One recorded maintainer decision.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct ModerationEvent {
+    pub at: String,
+    pub actor: String,
+    /// approve, reject, suspend_submitter, revoke_key
+    pub action: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub submission_id: Option<Uuid>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub submitter: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_fingerprint: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from_status: Option<Status>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to_status: Option<Status>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effective_at: Option<String>,
+    pub reason: String,
+    /// The decision's leaf in the transparency log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_index: Option<u64>,
 }

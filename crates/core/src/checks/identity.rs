@@ -77,7 +77,7 @@ fn gpu_catalogue(input: &CheckInput) -> CheckResult {
                 format!(
                     "{MANIFEST_NAME} /system/gpu/name: '{name}' is not a GPU this service knows. Known: {}. \
                      To propose one, open an issue with its nvidia-smi -q output and its datasheet \
-                     (TDP, memory, bandwidth), or add a row to catalog/gpu_features.csv",
+                     (TDP, memory, bandwidth), or add a row to crates/core/catalog/gpu_features.csv",
                     known.join(", ")
                 ),
                 at,

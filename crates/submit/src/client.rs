@@ -7,8 +7,8 @@ use anyhow::Context;
 use clap::Args;
 use serde_json::{json, Value};
 
-use super::{EXIT_REJECTED, EXIT_USAGE};
-use crate::signing;
+use crate::{EXIT_REJECTED, EXIT_USAGE};
+use wattcounts_core::signing;
 
 #[derive(Debug, Args)]
 pub struct RegisterArgs {

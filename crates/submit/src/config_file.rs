@@ -76,11 +76,29 @@ fn file_path(m: &ArgMatches) -> Option<(PathBuf, bool)> {
     default.exists().then_some((default, false))
 }
 
+/// What a key none of `cmd`'s subcommands takes means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ForeignKeys {
+    /// A typo: refuse the file, naming the key (the full `wattcounts`,
+    /// which has every subcommand).
+    Refuse,
+    /// Another binary's setting: skip it (`wattcounts-submit`, which shares
+    /// wattcounts.toml with a server's keys it does not have).
+    Ignore,
+}
+
 /// `args` with the file's settings added as flags where neither the
-/// command line nor the environment set them. Arguments clap refuses are
-/// returned as they are, for clap to explain.
-pub fn layer(cmd: &Command, args: Vec<OsString>) -> anyhow::Result<(Vec<OsString>, Layered)> {
-    let Ok(m) = cmd.clone().try_get_matches_from(&args) else {
+/// command line nor the environment set them, required ones included
+/// (`handle = "alice"` serves `pack --handle`). Arguments clap refuses
+/// are returned as they are, for clap to explain.
+pub fn layer(
+    cmd: &Command,
+    args: Vec<OsString>,
+    foreign: ForeignKeys,
+) -> anyhow::Result<(Vec<OsString>, Layered)> {
+    // A first, lenient parse finds the subcommand and --config-file even
+    // when a required flag is missing (the file may be what supplies it).
+    let Ok(m) = cmd.clone().ignore_errors(true).try_get_matches_from(&args) else {
         return Ok((args, Layered::default()));
     };
     let Some((path, named)) = file_path(&m) else {
@@ -100,7 +118,9 @@ pub fn layer(cmd: &Command, args: Vec<OsString>) -> anyhow::Result<(Vec<OsString
     known_keys(cmd, &mut known);
     known.insert("checks".into());
     for key in table.keys() {
-        if !known.contains(key) || key == "config_file" {
+        let refused =
+            key == "config_file" || (foreign == ForeignKeys::Refuse && !known.contains(key));
+        if refused {
             anyhow::bail!(
                 "{}: unknown key '{key}' (the keys are the long flags of `wattcounts <command> --help` with _ for -, and [checks])",
                 path.display()
@@ -108,7 +128,7 @@ pub fn layer(cmd: &Command, args: Vec<OsString>) -> anyhow::Result<(Vec<OsString
         }
     }
     if let Some(checks) = table.get("checks") {
-        let _: crate::checks::Thresholds = checks
+        let _: wattcounts_core::checks::Thresholds = checks
             .clone()
             .try_into()
             .map_err(|e| anyhow::anyhow!("{}: [checks]: {e}", path.display()))?;

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 
-use crate::pack::{self, PackInput};
-use crate::signing;
+use wattcounts_core::pack::{self, PackInput};
+use wattcounts_core::signing;
 
 #[derive(Debug, Args)]
 #[command(

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 
-use crate::signing;
+use wattcounts_core::signing;
 
 #[derive(Debug, Args)]
 pub struct KeygenArgs {

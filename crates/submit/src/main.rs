@@ -1,0 +1,3 @@
+fn main() -> std::process::ExitCode {
+    wattcounts_submit::cli::main()
+}

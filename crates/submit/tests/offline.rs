@@ -1,0 +1,153 @@
+//! The slim submitter's offline commands as a submitter runs them on a GPU
+//! machine: keygen, pack (of a harness folder in the harness's own layout)
+//! and sign, with ./wattcounts.toml shared with a server's settings. The
+//! network commands and `verify receipt` run against a real server in the
+//! main crate's tests (tests/it/cli.rs), which find this binary beside
+//! theirs.
+
+use std::path::Path;
+use std::process::Command;
+
+use wattcounts_core::bundle::unpack::{unpack, UnpackLimits};
+use wattcounts_core::bundle::MANIFEST_NAME;
+use wattcounts_core::catalog;
+use wattcounts_core::signing;
+use wattcounts_core::synth::{self, SynthOptions};
+
+const BIN: &str = env!("CARGO_BIN_EXE_wattcounts-submit");
+
+fn run(args: &[&str], dir: &Path) -> (i32, String, String) {
+    let out = Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .env_remove("WATTCOUNTS_CONFIG")
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn ok(args: &[&str], dir: &Path) -> String {
+    let (code, stdout, stderr) = run(args, dir);
+    assert_eq!(code, 0, "wattcounts-submit {args:?}:\n{stdout}\n{stderr}");
+    stdout
+}
+
+#[test]
+fn help_lists_the_submitters_commands_and_no_server_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let help = ok(&["--help"], dir.path());
+    for cmd in ["keygen", "pack", "sign", "register", "submit", "verify"] {
+        assert!(
+            help.lines().any(|l| l.trim_start().starts_with(cmd)),
+            "{cmd} missing from:\n{help}"
+        );
+    }
+    for cmd in ["serve", "db", "admin", "snapshot", "demo"] {
+        assert!(
+            !help.lines().any(|l| l.trim_start().starts_with(cmd)),
+            "{cmd} listed in:\n{help}"
+        );
+    }
+    let (code, _, stderr) = run(&["serve"], dir.path());
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("unrecognized subcommand 'serve'"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn keygen_pack_and_sign_make_a_bundle_the_service_would_unpack() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let gpu = catalog::gpu_by_id("l4").unwrap();
+    let model = catalog::model_by_id("Qwen/Qwen2.5-0.5B-Instruct").unwrap();
+    let run_folder = synth::generate_run(gpu, &[model], &SynthOptions::small());
+    let run_dir = synth::write_run(dir, &run_folder).unwrap();
+
+    let out = ok(
+        &["keygen", "--out", "keys/me", "--comment", "alice@lab"],
+        dir,
+    );
+    assert!(out.contains("fingerprint SHA256:"), "{out}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir.join("keys/me"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "the private key is readable by others");
+    }
+    let (code, _, stderr) = run(&["keygen", "--out", "keys/me"], dir);
+    assert_eq!(code, 2, "keygen over an existing key: {stderr}");
+    assert!(stderr.contains("exists; pass --force"), "{stderr}");
+
+    // The submitter's keys come from the shared file; the server's
+    // (data_dir, admin_token) are skipped rather than refused.
+    std::fs::write(
+        dir.join("wattcounts.toml"),
+        "handle = \"alice\"\naudience = \"https://wattcounts.test\"\n\
+         data_dir = \"/srv/wattcounts\"\nadmin_token = [\"maintainer:00\"]\n",
+    )
+    .unwrap();
+    let run_arg = run_dir.to_str().unwrap();
+    ok(
+        &[
+            "pack",
+            run_arg,
+            "--config",
+            "config-v2.yaml",
+            "--key",
+            "keys/me.pub",
+            "--out",
+            "run.tar.gz",
+        ],
+        dir,
+    );
+    let bundle = std::fs::read(dir.join("run.tar.gz")).unwrap();
+    let entries = unpack(&bundle, &UnpackLimits::default()).unwrap();
+    let manifest = entries
+        .iter()
+        .find(|e| e.path == MANIFEST_NAME)
+        .expect("the manifest in the bundle");
+    let manifest: serde_json::Value = serde_json::from_slice(&manifest.data).unwrap();
+    assert_eq!(manifest["submitter"]["handle"], "alice", "{manifest:#}");
+    assert_eq!(
+        manifest["audience"], "https://wattcounts.test",
+        "{manifest:#}"
+    );
+    let harness_files = run_folder.files.len();
+    assert_eq!(
+        entries.len(),
+        harness_files + 1,
+        "every harness file and the manifest"
+    );
+
+    let out = ok(&["sign", "run.tar.gz", "--key", "keys/me"], dir);
+    assert_eq!(out.trim(), "wrote run.tar.gz.sig");
+    let public =
+        signing::parse_public_key(&std::fs::read_to_string(dir.join("keys/me.pub")).unwrap())
+            .unwrap();
+    let armored = std::fs::read(dir.join("run.tar.gz.sig")).unwrap();
+    let sig = signing::parse_signature(&armored, signing::SUBMISSION_NAMESPACE, "run.tar.gz.sig")
+        .unwrap();
+    signing::verify(
+        &public,
+        signing::SUBMISSION_NAMESPACE,
+        &bundle,
+        &sig,
+        "run.tar.gz.sig",
+    )
+    .expect("the signature verifies over the bundle's bytes");
+    let mut edited = bundle.clone();
+    *edited.last_mut().unwrap() ^= 1;
+    assert!(
+        signing::verify(&public, signing::SUBMISSION_NAMESPACE, &edited, &sig, "sig").is_err(),
+        "one flipped byte still verified"
+    );
+}
