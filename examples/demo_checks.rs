@@ -7,10 +7,10 @@
 
 use std::time::Instant;
 
+use wattcounts::analysis::{analyse, IngestConfig, StageTimings};
 use wattcounts::bundle::manifest::ManifestSchema;
 use wattcounts::bundle::unpack::UnpackLimits;
 use wattcounts::checks;
-use wattcounts::ingest::{analyse, IngestConfig, StageTimings};
 use wattcounts::{catalog, demo, synth};
 
 fn main() -> anyhow::Result<()> {
@@ -48,7 +48,7 @@ fn main() -> anyhow::Result<()> {
         let start = Instant::now();
         let a = analyse(&bundle, &schema, &cfg, &mut t).map_err(|r| anyhow::anyhow!("{r}"))?;
         total_checks += t.checks;
-        let status = checks::status_of(&a.checks);
+        let status = checks::status_from_checks(&a.checks);
         println!(
             "{:<16} {:<12} {} configurations, analysed in {:.3} s, checks {:.1} ms",
             gpu.id,

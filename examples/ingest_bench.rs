@@ -15,8 +15,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
+use wattcounts::analysis::StageTimings;
 use wattcounts::catalog;
-use wattcounts::ingest::StageTimings;
 use wattcounts::pack::{self, PackInput};
 use wattcounts::signing;
 use wattcounts::store::NewSubmitter;
@@ -133,7 +133,7 @@ async fn main() -> anyhow::Result<()> {
             .create_submitter(&NewSubmitter {
                 // Demo bundles are packed for the reserved demo handle.
                 handle: if whole_demo {
-                    wattcounts::ingest::DEMO_HANDLE.into()
+                    wattcounts::handles::DEMO_HANDLE.into()
                 } else {
                     "bench".into()
                 },

@@ -304,11 +304,11 @@ async fn main() -> anyhow::Result<()> {
         .sum::<u64>();
     // Every 5xx but 503 is a fault; 503s (admission full, database away)
     // are the service saying "later", counted apart and bounded below.
-    let status_of = |k: &str| k.rsplit(' ').next().and_then(|c| c.parse::<u16>().ok());
+    let http_code_of = |k: &str| k.rsplit(' ').next().and_then(|c| c.parse::<u16>().ok());
     let unexpected_5xx: u64 = t
         .statuses
         .iter()
-        .filter(|(k, _)| status_of(k).is_some_and(|c| c >= 500 && c != 503))
+        .filter(|(k, _)| http_code_of(k).is_some_and(|c| c >= 500 && c != 503))
         .map(|(_, v)| v)
         .sum();
     let admission_503: u64 = t

@@ -216,12 +216,12 @@ async fn main() -> anyhow::Result<()> {
     let small_append = one_leaf_appends(&pool, store.as_ref(), &real_id).await?;
     println!(
         "  the log's work for one submission at {} leaves: median {:.2} ms",
-        service.ledger().stats().await?.size,
+        service.tlog().stats().await?.size,
         small_append
     );
 
     fill(&pool, store.as_ref(), leaves).await?;
-    let size = service.ledger().stats().await?.size;
+    let size = service.tlog().stats().await?.size;
 
     let (big, receipt) = submit_times(10).await?;
 
@@ -233,20 +233,20 @@ async fn main() -> anyhow::Result<()> {
         receipt.log.as_ref().map_or(0, |l| l.tree_size)
     );
 
-    let at_size = service.ledger().stats().await?.size;
+    let at_size = service.tlog().stats().await?.size;
     let big_append = one_leaf_appends(&pool, store.as_ref(), &real_id).await?;
     println!(
         "  the log's work for one submission (one leaf appended in its own transaction, commit included) at {at_size} leaves: median {big_append:.2} ms",
     );
-    let ledger = service.ledger();
-    let n = service.ledger().stats().await?.size;
+    let tlog = service.tlog();
+    let n = service.tlog().stats().await?.size;
     let mut rng = rand::rngs::StdRng::seed_from_u64(7);
     let mut inclusion = Vec::new();
     let mut proof_len = 0;
     for _ in 0..200 {
         let i = rng.gen_range(0..n);
         let t = Instant::now();
-        let p = ledger.inclusion(i, n).await?;
+        let p = tlog.inclusion(i, n).await?;
         inclusion.push(t.elapsed());
         proof_len = p.hashes.len();
     }
@@ -254,14 +254,14 @@ async fn main() -> anyhow::Result<()> {
     for _ in 0..200 {
         let m = rng.gen_range(1..n);
         let t = Instant::now();
-        ledger.consistency(m, n).await?;
+        tlog.consistency(m, n).await?;
         consistency.push(t.elapsed());
     }
     let mut receipts = Vec::new();
     for _ in 0..200 {
         let i = rng.gen_range(0..n);
         let t = Instant::now();
-        ledger.receipt_part(i).await?;
+        tlog.receipt_part(i).await?;
         receipts.push(t.elapsed());
     }
     let mut tiles = Vec::new();
@@ -273,7 +273,7 @@ async fn main() -> anyhow::Result<()> {
             n: t_n,
             width: 256,
         };
-        ledger.tile(&tile).await?.expect("a full tile");
+        tlog.tile(&tile).await?.expect("a full tile");
         tiles.push(t.elapsed());
     }
     let mut bundles_t = Vec::new();
@@ -281,7 +281,7 @@ async fn main() -> anyhow::Result<()> {
         let t_n = rng.gen_range(0..n / 256);
         let t = Instant::now();
         let tile = wattcounts::tlog::tiles::TilePath::Entries { n: t_n, width: 256 };
-        ledger.tile(&tile).await?.expect("a full bundle");
+        tlog.tile(&tile).await?.expect("a full bundle");
         bundles_t.push(t.elapsed());
     }
     let mut api = Vec::new();

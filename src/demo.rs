@@ -11,7 +11,7 @@ use std::time::Instant;
 use anyhow::Context;
 
 use crate::catalog;
-use crate::ingest::DEMO_HANDLE;
+use crate::handles::DEMO_HANDLE;
 use crate::pack::{self, PackInput};
 use crate::service::Service;
 use crate::signing;

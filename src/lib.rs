@@ -10,7 +10,7 @@
 //! `service` → `store`. Nothing below `web` knows HTTP.
 
 pub use wattcounts_core::{
-    audit, bundle, catalog, checks, compare, deadline, derived, digest, domain, fuzz_targets,
+    analysis, bundle, catalog, checks, compare, deadline, derived, digest, domain, fuzz_targets,
     handles, leaderboard, pack, protocol, receipt, rejection, signing, spreadsheet, synth,
     timestamp, tlog, units, verdict,
 };

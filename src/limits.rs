@@ -134,24 +134,6 @@ pub enum LimitError {
     Store(#[from] StoreError),
 }
 
-impl From<LimitError> for crate::ingest::IngestError {
-    fn from(e: LimitError) -> Self {
-        match e {
-            LimitError::Limited(r) => r.into(),
-            LimitError::Store(s) => s.into(),
-        }
-    }
-}
-
-impl From<LimitError> for crate::service::register::RegisterError {
-    fn from(e: LimitError) -> Self {
-        match e {
-            LimitError::Limited(r) => r.into(),
-            LimitError::Store(s) => s.into(),
-        }
-    }
-}
-
 /// The client's address: the socket's peer, or, when the peer is one of
 /// the `trusted` proxies, the nearest `X-Forwarded-For` hop that is not a
 /// trusted proxy itself (a client can prepend anything it likes to that

@@ -128,42 +128,39 @@ async fn handle_collisions(a: &HandleCollisionsArgs) -> anyhow::Result<std::proc
     })
 }
 
-/// Prints one block per refused key; returns how many there were.
+/// Prints one block per refused key; with --suspend, suspends each one's
+/// submitter under the moderation rules the admin API applies.
 async fn weak_keys(a: &WeakKeysArgs) -> anyhow::Result<()> {
+    use crate::service::moderation;
     let url = crate::config::existing_database_url(&a.data_dir, a.database_url.as_deref())?;
     let store = crate::store::open(&url).await?;
-    let keys = store.keys().await?;
-    let mut weak = 0usize;
-    for k in &keys {
-        let why = match crate::signing::parse_public_key(&k.public_key) {
-            Ok(_) => continue,
-            Err(e) => e.message,
-        };
-        weak += 1;
-        let subs = store.submissions_of_key(k.key_id).await?;
-        println!("{} (submitter {}): {why}", k.fingerprint, k.handle);
-        println!("  {} submission(s) signed with it", subs.len());
-        for (id, status) in &subs {
+    let (weak, total) = moderation::weak_keys(store.as_ref()).await?;
+    for w in &weak {
+        let k = &w.key;
+        println!("{} (submitter {}): {}", k.fingerprint, k.handle, w.why);
+        println!("  {} submission(s) signed with it", w.submissions.len());
+        for (id, status) in &w.submissions {
             println!("    {id} {}", status.as_str());
         }
         if a.suspend {
-            let by = crate::store::Actor {
-                name: a.actor.clone(),
-                at: chrono::Utc::now(),
-                reason: format!("key {} refused by the weak-key rule: {why}", k.fingerprint),
-            };
             if k.submitter_suspended_at.is_some() {
                 println!("  submitter already suspended");
-            } else if store.suspend_submitter(&k.handle, &by).await? {
-                println!("  submitter {} suspended", k.handle);
+                continue;
             }
+            let reason = format!(
+                "key {} refused by the weak-key rule: {}",
+                k.fingerprint, w.why
+            );
+            let by = moderation::actor(&a.actor, &reason)?;
+            moderation::suspend(store.as_ref(), &k.handle, &by).await?;
+            println!("  submitter {} suspended", k.handle);
         }
     }
     println!(
-        "{weak} of {} registered key(s) refused by the weak-key rule",
-        keys.len()
+        "{} of {total} registered key(s) refused by the weak-key rule",
+        weak.len()
     );
-    if weak > 0 && !a.suspend {
+    if !weak.is_empty() && !a.suspend {
         println!("run again with --suspend to suspend their submitters");
     }
     Ok(())

@@ -92,7 +92,7 @@ async fn maintenance_service(a: &StoreArgs) -> anyhow::Result<crate::service::Se
     Ok(crate::service::Service::new(
         store,
         blobs,
-        crate::ingest::IngestConfig {
+        crate::analysis::IngestConfig {
             public_url: String::new(),
             unpack: Default::default(),
             thresholds: Default::default(),

@@ -51,13 +51,13 @@ pub async fn run(cfg: ServeConfig) -> anyhow::Result<()> {
     // The transparency log: this instance's key must be the log's; what
     // was stored before the log existed is appended once.
     let backfilled = state.service.start_log().await?;
-    let ledger = state.service.ledger();
-    let stats = ledger.stats().await?;
+    let tlog = state.service.tlog();
+    let stats = tlog.stats().await?;
     eprintln!(
         "transparency log '{}': {} leaves ({backfilled} backfilled now), verifier key {}",
-        ledger.origin().unwrap_or_default(),
+        tlog.origin().unwrap_or_default(),
         stats.size,
-        ledger.verifier_key().unwrap_or_default()
+        tlog.verifier_key().unwrap_or_default()
     );
     tokio::spawn(
         state

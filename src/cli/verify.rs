@@ -9,8 +9,8 @@ use clap::{Args, Subcommand};
 
 use wattcounts_submit::verify_receipt::{self, key_arg, ReceiptArgs};
 
-use crate::audit::{self, MonitorStep};
 use crate::snapshot::verify::{self, Location, LogOptions};
+use crate::tlog::audit::{self, MonitorStep};
 
 #[derive(Debug, Subcommand)]
 pub enum VerifyCommand {

@@ -6,10 +6,10 @@
 pub mod admin_sessions;
 pub mod admission;
 pub mod bundle_audit;
-pub mod ledger;
 pub mod moderation;
 pub mod rebuild;
 pub mod register;
+pub mod tlog;
 pub mod upload;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,11 +19,12 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use crate::analysis::{IngestConfig, StageTimings};
 use crate::checks::CheckResult;
 use crate::derived::ConfigurationMetrics;
 use crate::domain::{Origin, Status};
-use crate::ingest::{IngestConfig, IngestError, Ingestor, Outcome, StageTimings};
-use crate::leaderboard::{Entry, ProtocolFilter, Query};
+use crate::ingest::{IngestError, Ingestor, Novelty};
+use crate::leaderboard::{LeaderboardRow, ProtocolFilter, Query};
 use crate::limits::RateLimits;
 use crate::receipt::Receipt;
 use crate::store::blobs::BlobStore;
@@ -37,7 +38,7 @@ pub use moderation::{Decision, ModerationError};
 pub struct Service {
     store: Arc<dyn Store>,
     ingestor: Ingestor,
-    ledger: ledger::Ledger,
+    tlog: tlog::Tlog,
     admission: admission::Admission,
     /// Bumped whenever this instance changes what readers see.
     data_version: AtomicU64,
@@ -46,7 +47,7 @@ pub struct Service {
 /// One page of the leaderboard and the view it was read from.
 #[derive(Debug, Clone)]
 pub struct Board {
-    pub entries: Vec<Entry>,
+    pub entries: Vec<LeaderboardRow>,
     pub total: u64,
     /// The origin shown (resolved when the reader did not choose).
     pub origin: Origin,
@@ -78,7 +79,7 @@ impl Service {
         log_key: Option<crate::tlog::checkpoint::LogKey>,
     ) -> Self {
         Service {
-            ledger: ledger::Ledger::new(store.clone(), log_key),
+            tlog: tlog::Tlog::new(store.clone(), log_key),
             ingestor: Ingestor::new(store.clone(), blobs, config, rates),
             admission: admission::Admission::new(admission),
             store,
@@ -168,7 +169,7 @@ impl Service {
         &self,
         bundle: Vec<u8>,
         signature: Vec<u8>,
-    ) -> Result<(Outcome, Receipt), IngestError> {
+    ) -> Result<(Novelty, Receipt), IngestError> {
         let mut t = StageTimings::default();
         self.submit_timed(bundle, signature, &mut t).await
     }
@@ -180,7 +181,7 @@ impl Service {
         bundle: Vec<u8>,
         signature: Vec<u8>,
         t: &mut StageTimings,
-    ) -> Result<(Outcome, Receipt), IngestError> {
+    ) -> Result<(Novelty, Receipt), IngestError> {
         let start = std::time::Instant::now();
         let mut upload = self.begin_upload()?;
         upload.write_all(bundle).await?;
@@ -205,7 +206,7 @@ impl Service {
         staged: upload::StagedUpload,
         signature: Vec<u8>,
         t: &mut StageTimings,
-    ) -> Result<(Outcome, Receipt), IngestError> {
+    ) -> Result<(Novelty, Receipt), IngestError> {
         // Bytes already stored are answered from the store before any
         // check slot is taken: a replay costs one lookup, and a burst of
         // retries cannot fill the queue that new bundles wait in.
@@ -231,12 +232,12 @@ impl Service {
         };
         crate::telemetry::submission(
             match outcome {
-                Outcome::Created => "created",
-                Outcome::Replayed => "replayed",
+                Novelty::Created => "created",
+                Novelty::Replayed => "replayed",
             },
             receipt.status.as_str(),
         );
-        if outcome == Outcome::Created {
+        if outcome == Novelty::Created {
             self.changed();
         }
         // Stored already: a failure here is the log's, and the same bytes
@@ -248,7 +249,7 @@ impl Service {
     }
 
     /// The receipt as it stands now, with its log proof.
-    pub async fn receipt(&self, id: Uuid) -> Result<Option<Receipt>, ledger::LedgerError> {
+    pub async fn receipt(&self, id: Uuid) -> Result<Option<Receipt>, tlog::TlogError> {
         let Some(mut r) = self.ingestor.receipt(id).await? else {
             return Ok(None);
         };
@@ -257,38 +258,38 @@ impl Service {
     }
 
     /// Adds the receipt's log part (tools without the log's key add none).
-    async fn attach_log(&self, r: &mut Receipt) -> Result<(), ledger::LedgerError> {
-        if let (Some(index), Some(_)) = (r.log_index, self.ledger.verifier_key()) {
-            r.log = Some(self.ledger.receipt_part(index).await?);
+    async fn attach_log(&self, r: &mut Receipt) -> Result<(), tlog::TlogError> {
+        if let (Some(index), Some(_)) = (r.log_index, self.tlog.verifier_key()) {
+            r.log = Some(self.tlog.receipt_part(index).await?);
         }
         Ok(())
     }
 
     /// The transparency log.
-    pub fn ledger(&self) -> &ledger::Ledger {
-        &self.ledger
+    pub fn tlog(&self) -> &tlog::Tlog {
+        &self.tlog
     }
 
     /// Start-up: checks that this instance signs with the log's key,
     /// appends leaves for whatever was stored before the log existed, and
     /// publishes a checkpoint of the log as it stands. Returns how many
     /// leaves were backfilled.
-    pub async fn start_log(&self) -> Result<u64, ledger::LedgerError> {
-        self.ledger.claim().await?;
+    pub async fn start_log(&self) -> Result<u64, tlog::TlogError> {
+        self.tlog.claim().await?;
         let backfilled = self.store.backfill_log().await?;
         if backfilled > 0 {
             self.changed();
         }
-        self.ledger.publish().await?;
+        self.tlog.publish().await?;
         Ok(backfilled)
     }
 
     /// Publishes a checkpoint every `every` when the log has grown (and
-    /// right away on demand through [`ledger::Ledger::publish`]).
+    /// right away on demand through [`tlog::Tlog::publish`]).
     pub async fn publish_checkpoints(self: Arc<Self>, every: Duration) {
         loop {
             tokio::time::sleep(every).await;
-            if let Err(e) = self.ledger.publish().await {
+            if let Err(e) = self.tlog.publish().await {
                 tracing::warn!(error = %e, "publishing a log checkpoint failed");
             }
         }
@@ -473,8 +474,8 @@ impl Service {
     ) -> anyhow::Result<crate::snapshot::create::Created> {
         let mut options = options.clone();
         if options.log_key.is_none() {
-            self.ledger.claim().await?;
-            options.log_key = self.ledger.key_arc();
+            self.tlog.claim().await?;
+            options.log_key = self.tlog.key_arc();
         }
         crate::snapshot::create::create(
             self.store.as_ref(),

@@ -4,7 +4,8 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use crate::store::{Actor, Decided, Status, Store, StoreError};
+use crate::domain::Status;
+use crate::store::{Actor, Decided, KeyRecord, Store, StoreError};
 
 /// Longest reason kept, characters.
 pub const MAX_REASON: usize = 2000;
@@ -134,4 +135,32 @@ pub fn parse_time(s: &str) -> Result<Option<DateTime<Utc>>, ModerationError> {
     Err(ModerationError::Invalid(format!(
         "'{s}' is not a time; use RFC 3339, e.g. 2026-12-01T09:30:00Z"
     )))
+}
+
+/// A registered key today's weak-key rule refuses, with why and what was
+/// signed with it.
+#[derive(Debug, Clone)]
+pub struct WeakKey {
+    pub key: KeyRecord,
+    pub why: String,
+    pub submissions: Vec<(Uuid, Status)>,
+}
+
+/// Every registered key (a small table) checked against today's key rules;
+/// the keys they refuse, oldest first, and how many keys there are.
+pub async fn weak_keys(store: &dyn Store) -> Result<(Vec<WeakKey>, usize), StoreError> {
+    let keys = store.keys().await?;
+    let total = keys.len();
+    let mut weak = Vec::new();
+    for key in keys {
+        if let Err(e) = crate::signing::parse_public_key(&key.public_key) {
+            let submissions = store.submissions_of_key(key.key_id).await?;
+            weak.push(WeakKey {
+                key,
+                why: e.message,
+                submissions,
+            });
+        }
+    }
+    Ok((weak, total))
 }

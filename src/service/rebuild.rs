@@ -43,7 +43,7 @@ impl Service {
                     got == want,
                     "the stored bundle of {id} has sha256 {got}, the database says {want}"
                 );
-                crate::ingest::derive_stored(&bytes, &schema, &limits).map_err(|r| {
+                crate::analysis::derive_stored(&bytes, &schema, &limits).map_err(|r| {
                     anyhow::anyhow!(
                         "bundle of {id}: {}{}",
                         r.message,

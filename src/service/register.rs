@@ -5,7 +5,7 @@ use serde::Deserialize;
 
 use super::Service;
 use crate::handles;
-use crate::ingest::DEMO_HANDLE;
+use crate::limits::LimitError;
 use crate::rejection::{RejectKind, Rejection};
 use crate::signing;
 use crate::store::{NewSubmitter, StoreError};
@@ -44,7 +44,14 @@ impl From<Rejection> for RegisterError {
     }
 }
 
-pub const RESERVED_HANDLES: &[&str] = &[DEMO_HANDLE, "admin", "wattcounts", "maintainers"];
+impl From<LimitError> for RegisterError {
+    fn from(e: LimitError) -> Self {
+        match e {
+            LimitError::Limited(r) => r.into(),
+            LimitError::Store(s) => s.into(),
+        }
+    }
+}
 
 impl Service {
     pub async fn register(&self, req: &Registration) -> Result<Registered, RegisterError> {
@@ -53,7 +60,7 @@ impl Service {
         }
         let skeleton = handles::skeleton(&req.handle);
         // `admln` is as misleading as `admin`.
-        if RESERVED_HANDLES
+        if handles::RESERVED_HANDLES
             .iter()
             .any(|r| handles::skeleton(r) == skeleton)
         {

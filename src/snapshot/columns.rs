@@ -4,7 +4,7 @@
 
 use crate::derived::IterationMetrics;
 use crate::domain::{Origin, Scenario};
-use crate::leaderboard::Entry;
+use crate::leaderboard::LeaderboardRow;
 use crate::store::SubmissionRecord;
 
 /// A column's type, as Parquet stores it (CSV writes the same values as text).
@@ -152,7 +152,7 @@ pub fn runs<'a>() -> Vec<Field<RunRow<'a>>> {
 
 /// The leaderboard's rows: accepted submissions grouped by GPU, model,
 /// scenario and arrival rate.
-pub fn configurations() -> Vec<Field<Entry>> {
+pub fn configurations() -> Vec<Field<LeaderboardRow>> {
     vec![
         field!("gpu_id", Text, "", "GPU catalogue id.", |e| text(&e.gpu_id)),
         field!("gpu_name", Text, "", "GPU name as NVML reports it.", |e| {

@@ -9,6 +9,9 @@
 //! dropped future takes its connection with it; the pool tests a
 //! connection before handing it out again, within the acquire timeout.
 //! Maintenance calls that stream or rebuild for minutes are not bounded.
+//! Every call, bounded or not, passes one door here, so the wrapper also
+//! counts them when asked ([`Bounded::counting`]): the tests hold an
+//! upload to its budget of store calls on both backends.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -18,11 +21,11 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::log::{LogEntry, LogStats, LogStore};
+use super::tlog::{LogEntry, LogStats, LogStore};
 use super::*;
 use crate::checks::{CheckResult, PeerGroup};
 use crate::derived::ConfigurationMetrics;
-use crate::leaderboard::{Entry, Query};
+use crate::leaderboard::{LeaderboardRow, Query};
 use crate::tlog::Hash;
 
 /// How long a call may take before the database counts as unreachable.
@@ -53,11 +56,49 @@ enum Call {
 pub struct Bounded {
     inner: Arc<dyn Store>,
     bounds: CallBounds,
+    calls: Option<Arc<CallCounts>>,
+}
+
+/// Store calls by method name, as a [`Bounded`] store made them.
+#[derive(Debug, Default)]
+pub struct CallCounts(std::sync::Mutex<std::collections::BTreeMap<&'static str, u64>>);
+
+impl CallCounts {
+    fn record(&self, name: &'static str) {
+        let mut m = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        *m.entry(name).or_default() += 1;
+    }
+    /// The calls made since the last take, and a fresh start.
+    pub fn take(&self) -> std::collections::BTreeMap<&'static str, u64> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
 }
 
 impl Bounded {
     pub fn new(inner: Arc<dyn Store>, bounds: CallBounds) -> Self {
-        Bounded { inner, bounds }
+        Bounded {
+            inner,
+            bounds,
+            calls: None,
+        }
+    }
+
+    /// Also counts every call into `calls`.
+    pub fn counting(mut self, calls: Arc<CallCounts>) -> Self {
+        self.calls = Some(calls);
+        self
+    }
+
+    /// A maintenance call: counted, not bounded.
+    async fn unbounded<T>(
+        &self,
+        name: &'static str,
+        fut: impl Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        if let Some(c) = &self.calls {
+            c.record(name);
+        }
+        fut.await
     }
 
     async fn bound<T>(
@@ -66,6 +107,9 @@ impl Bounded {
         name: &'static str,
         fut: impl Future<Output = Result<T, StoreError>>,
     ) -> Result<T, StoreError> {
+        if let Some(c) = &self.calls {
+            c.record(name);
+        }
         let limit = match call {
             Call::Read => self.bounds.read,
             Call::Write => self.bounds.write,
@@ -169,13 +213,13 @@ impl Store for Bounded {
         .await
     }
     async fn handles(&self) -> Result<Vec<String>, StoreError> {
-        self.inner.handles().await
+        self.unbounded("handles", self.inner.handles()).await
     }
     async fn blob_paths(&self) -> Result<Vec<String>, StoreError> {
-        self.inner.blob_paths().await
+        self.unbounded("blob_paths", self.inner.blob_paths()).await
     }
     async fn keys(&self) -> Result<Vec<KeyRecord>, StoreError> {
-        self.inner.keys().await
+        self.unbounded("keys", self.inner.keys()).await
     }
     async fn submissions_of_key(&self, key_id: i64) -> Result<Vec<(Uuid, Status)>, StoreError> {
         self.bound(
@@ -236,6 +280,18 @@ impl Store for Bounded {
         )
         .await
     }
+    async fn prior_claims(
+        &self,
+        id: Uuid,
+        content_sha256: &str,
+    ) -> Result<PriorClaims, StoreError> {
+        self.bound(
+            Call::Read,
+            "prior_claims",
+            self.inner.prior_claims(id, content_sha256),
+        )
+        .await
+    }
     async fn submission_by_content(
         &self,
         sha256: &str,
@@ -264,14 +320,6 @@ impl Store for Bounded {
             Call::Read,
             "submission_by_digest",
             self.inner.submission_by_digest(sha256),
-        )
-        .await
-    }
-    async fn submission_digest(&self, id: Uuid) -> Result<Option<String>, StoreError> {
-        self.bound(
-            Call::Read,
-            "submission_digest",
-            self.inner.submission_digest(id),
         )
         .await
     }
@@ -306,7 +354,7 @@ impl Store for Bounded {
     async fn counts(&self) -> Result<TableCounts, StoreError> {
         self.bound(Call::Read, "counts", self.inner.counts()).await
     }
-    async fn groups(&self, q: &Query) -> Result<(Vec<Entry>, u64), StoreError> {
+    async fn groups(&self, q: &Query) -> Result<(Vec<LeaderboardRow>, u64), StoreError> {
         self.bound(Call::Read, "groups", self.inner.groups(q)).await
     }
     async fn group_facets(&self, q: &Query) -> Result<Facets, StoreError> {
@@ -346,7 +394,8 @@ impl Store for Bounded {
         .await
     }
     async fn submissions_to_derive(&self) -> Result<Vec<SubmissionRecord>, StoreError> {
-        self.inner.submissions_to_derive().await
+        self.unbounded("submissions_to_derive", self.inner.submissions_to_derive())
+            .await
     }
     async fn read_model_outdated(&self) -> Result<bool, StoreError> {
         self.bound(
@@ -360,7 +409,8 @@ impl Store for Bounded {
         &self,
         derived: &std::collections::HashMap<Uuid, (crate::domain::Protocol, String)>,
     ) -> Result<RebuildReport, StoreError> {
-        self.inner.rebuild_read_model(derived).await
+        self.unbounded("rebuild_read_model", self.inner.rebuild_read_model(derived))
+            .await
     }
     async fn snapshot_source(
         &self,
@@ -368,9 +418,11 @@ impl Store for Bounded {
         batch: usize,
         previous_log_size: Option<u64>,
     ) -> Result<(), StoreError> {
-        self.inner
-            .snapshot_source(out, batch, previous_log_size)
-            .await
+        self.unbounded(
+            "snapshot_source",
+            self.inner.snapshot_source(out, batch, previous_log_size),
+        )
+        .await
     }
     async fn reserve_snapshot(&self, id: &str, at: &DateTime<Utc>) -> Result<bool, StoreError> {
         self.bound(
@@ -460,7 +512,8 @@ impl LogStore for Bounded {
         .await
     }
     async fn backfill_log(&self) -> Result<u64, StoreError> {
-        self.inner.backfill_log().await
+        self.unbounded("backfill_log", self.inner.backfill_log())
+            .await
     }
     async fn latest_checkpoint(&self) -> Result<Option<(u64, String)>, StoreError> {
         self.bound(

@@ -4,12 +4,12 @@
 pub mod blobs;
 pub mod bounded;
 pub mod copy;
-pub mod log;
 pub mod objects;
 pub mod postgres;
 pub mod receipt;
 mod sql;
 pub mod sqlite;
+pub mod tlog;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -50,9 +50,19 @@ pub struct KeyRecord {
     pub submitter_suspended_at: Option<DateTime<Utc>>,
 }
 
-pub use crate::checks::Status;
+use crate::domain::Status;
 pub use wattcounts_core::receipt::ModerationEvent;
 pub use wattcounts_core::timestamp::ts;
+
+/// What is stored already under a submission_id or a run content.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PriorClaims {
+    /// The bundle digest stored under the submission_id.
+    pub id_digest: Option<String>,
+    /// The submission holding the run content: its id, status and bundle
+    /// digest.
+    pub same_content: Option<(Uuid, Status, String)>,
+}
 
 /// Everything one bundle adds, written in one transaction.
 #[derive(Debug, Clone)]
@@ -60,6 +70,9 @@ pub struct NewSubmission {
     pub id: Uuid,
     pub bundle_sha256: String,
     pub submitter_id: i64,
+    /// The submitter's handle: the row stores `submitter_id`, the receipt
+    /// the insert returns names the handle.
+    pub handle: String,
     pub key_id: i64,
     /// The signing key's fingerprint, recorded in the submission's log leaf.
     pub key_fingerprint: String,
@@ -84,7 +97,9 @@ pub struct NewSubmission {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum InsertOutcome {
-    Inserted,
+    /// Stored; the receipt of what was written (the caller reads nothing
+    /// back).
+    Inserted(Box<crate::receipt::Receipt>),
     /// These exact bytes were stored before, under this id.
     SameBytes(Uuid),
     /// The submission_id is known with other bytes.
@@ -128,7 +143,7 @@ pub struct TableCounts {
 }
 
 #[async_trait]
-pub trait Store: log::LogStore + Send + Sync {
+pub trait Store: tlog::LogStore + Send + Sync {
     fn backend(&self) -> &'static str;
     async fn ping(&self) -> Result<(), StoreError>;
     /// Connections of the pool: (in use, idle).
@@ -195,6 +210,11 @@ pub trait Store: log::LogStore + Send + Sync {
     /// group keys: same GPU, protocol and origin), from the read model: one
     /// row per group, however many submissions it holds.
     async fn peer_groups(&self, group_keys: &[String]) -> Result<Vec<PeerGroup>, StoreError>;
+    /// What a new bundle's submission_id and run content already name, in
+    /// one read (the insert's two uniqueness rules, asked before the work
+    /// of checking the bundle against its peers).
+    async fn prior_claims(&self, id: Uuid, content_sha256: &str)
+        -> Result<PriorClaims, StoreError>;
     /// The submission holding this run content, with its status.
     async fn submission_by_content(
         &self,
@@ -207,7 +227,6 @@ pub trait Store: log::LogStore + Send + Sync {
         limit: u32,
     ) -> Result<Vec<SubmissionRecord>, StoreError>;
     async fn submission_by_digest(&self, sha256: &str) -> Result<Option<Uuid>, StoreError>;
-    async fn submission_digest(&self, id: Uuid) -> Result<Option<String>, StoreError>;
     /// Changes whenever another writer (another instance) stores a
     /// submission or records a moderation decision: (submissions, events).
     async fn data_stamp(&self) -> Result<(i64, i64), StoreError>;
@@ -219,7 +238,7 @@ pub trait Store: log::LogStore + Send + Sync {
     async fn counts(&self) -> Result<TableCounts, StoreError>;
     /// One page of groups from the read model and how many match.
     /// `q.origin: None` reads both origins (each row says which).
-    async fn groups(&self, q: &Query) -> Result<(Vec<Entry>, u64), StoreError>;
+    async fn groups(&self, q: &Query) -> Result<(Vec<LeaderboardRow>, u64), StoreError>;
     /// The models, GPUs and server rates present in one view (origin,
     /// protocol, visibility of `q`; its other filters are ignored).
     async fn group_facets(&self, q: &Query) -> Result<Facets, StoreError>;
@@ -313,7 +332,7 @@ pub struct SnapshotRow {
     pub manifest_sha256: String,
 }
 
-use crate::leaderboard::{Entry, Query};
+use crate::leaderboard::{LeaderboardRow, Query};
 
 /// One view of the read model: origin × protocol × scenario.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
@@ -353,7 +372,7 @@ pub enum SnapshotPart {
     /// Every accepted submission, oldest first.
     Submissions(Vec<SubmissionRecord>),
     /// Every accepted group (the leaderboard rows, all origins and protocols).
-    Groups(Vec<Entry>),
+    Groups(Vec<LeaderboardRow>),
     /// Iterations with their submission, in submission then harness order.
     Runs(Vec<(Uuid, IterationMetrics)>),
     /// The log's size and root when read, with a consistency proof from

@@ -14,13 +14,14 @@ use sqlx::Row;
 use uuid::Uuid;
 
 use super::sql::{
-    bind_all, db_err, group_query, intervals_of, json_err, model_rank_column, opt_ts, snapshot_row,
-    sql_store, status_of, unique_violation, EventRow, Param, COUNTER_ADD, GROUP_COLUMNS,
+    bind_all, db_err, group_query, intervals_of, json_err, model_rank_column, opt_ts, parse_status,
+    snapshot_row, sql_store, unique_violation, EventRow, Param, COUNTER_ADD, GROUP_COLUMNS,
     GROUP_INSERT, GROUP_KEY_INSERT, KEY_SELECT, MEMBER_SELECT, RUN_COLUMNS, SUBMISSION_SELECT,
 };
 use super::{
     parse_ts, ts, Actor, DatasetCounts, Decided, InsertOutcome, KeyRecord, ModerationEvent,
-    NewSubmission, NewSubmitter, SnapshotRow, Status, StoreError, SubmissionRecord, TableCounts,
+    NewSubmission, NewSubmitter, PriorClaims, SnapshotRow, Status, StoreError, SubmissionRecord,
+    TableCounts,
 };
 use crate::bundle::harness::Scenario;
 use crate::checks::{CheckResult, PeerGroup};
@@ -109,7 +110,7 @@ impl PgStore {
     const BYTE_ORDER: &'static str = " COLLATE \"C\"";
 }
 
-super::log::log_store!(PgStore, sqlx::postgres::PgRow, sqlx::PgConnection);
+super::tlog::log_store!(PgStore, sqlx::postgres::PgRow, sqlx::PgConnection);
 sql_store!(
     PgStore,
     "postgres",

@@ -5,7 +5,7 @@ use wattcounts_core::checks::CheckResult;
 use wattcounts_core::derived::ConfigurationMetrics;
 use wattcounts_core::receipt::*;
 
-use super::{ts, ModerationEvent, SubmissionRecord};
+use super::{parse_ts, ts, ModerationEvent, NewSubmission, SubmissionRecord};
 
 /// What a receipt is built from: the stored record and its children.
 pub struct Stored {
@@ -56,4 +56,35 @@ pub fn build(stored: Stored) -> Receipt {
         log: None,
         log_index: rec.log_index,
     }
+}
+
+/// The receipt of a submission just inserted as `s`, at `log_index`: the
+/// record the store would read back, built from what it wrote (the time
+/// at the stored millisecond precision, no moderation yet).
+pub fn of_inserted(s: &NewSubmission, log_index: u64) -> Receipt {
+    let received_at = parse_ts(&ts(&s.received_at)).unwrap_or(s.received_at);
+    build(Stored {
+        record: SubmissionRecord {
+            id: s.id,
+            bundle_sha256: s.bundle_sha256.clone(),
+            handle: s.handle.clone(),
+            status: s.status,
+            received_at,
+            gpu_name: s.gpu_name.clone(),
+            gpu_id: s.gpu_id.clone(),
+            run_name: s.run_name.clone(),
+            is_demo: s.is_demo,
+            bundle_bytes: s.bundle_bytes,
+            blob_path: s.blob_path.clone(),
+            iterations: s.runs.len() as u64,
+            power_samples: s.runs.iter().map(|r| r.power_samples).sum(),
+            protocol: Some(s.protocol.clone()),
+            content_sha256: Some(s.content_sha256.clone()),
+            duplicate_of: None,
+            log_index: Some(log_index),
+        },
+        configurations: s.configurations.clone(),
+        checks: s.checks.clone(),
+        moderation: Vec::new(),
+    })
 }

@@ -184,7 +184,7 @@ pub(super) fn opt_ts(s: Option<String>) -> Result<Option<DateTime<Utc>>, StoreEr
     s.as_deref().map(parse_ts).transpose()
 }
 
-pub(super) fn status_of(text: &str) -> Result<Status, StoreError> {
+pub(super) fn parse_status(text: &str) -> Result<Status, StoreError> {
     Status::parse(text).ok_or_else(|| StoreError::Other(anyhow::anyhow!("bad status {text}")))
 }
 
@@ -295,7 +295,7 @@ macro_rules! sql_store {
             Ok($crate::leaderboard::Member {
                 submission_id: Uuid::parse_str(&id).map_err(|e| StoreError::Other(e.into()))?,
                 submitter_id: r.get(1),
-                status: status_of(&status)?,
+                status: parse_status(&status)?,
                 iterations,
                 ept_median: median,
                 ept_interval: $crate::domain::Interval {
@@ -314,7 +314,7 @@ macro_rules! sql_store {
         }
 
         /// A row of [`GROUP_COLUMNS`].
-        fn group_entry(r: &$row) -> Result<$crate::leaderboard::Entry, StoreError> {
+        fn group_entry(r: &$row) -> Result<$crate::leaderboard::LeaderboardRow, StoreError> {
             let scenario: String = r.get(3);
             let origin: String = r.get(8);
             let origin = $crate::domain::Origin::parse(&origin)
@@ -326,7 +326,7 @@ macro_rules! sql_store {
                 Ok(Some(list)) => serde_json::from_str(&list).map_err(json_err)?,
                 _ => vec![evidence],
             };
-            Ok($crate::leaderboard::Entry {
+            Ok($crate::leaderboard::LeaderboardRow {
                 gpu_id: r.get(0),
                 gpu_name: r.get(1),
                 model: r.get(2),
@@ -555,9 +555,9 @@ macro_rules! sql_store {
             tx: &mut $conn,
             by: &Actor,
             e: EventRow<'_>,
-        ) -> Result<($crate::store::log::LogTarget, Vec<u8>), StoreError> {
+        ) -> Result<($crate::store::tlog::LogTarget, Vec<u8>), StoreError> {
             let at = ts(&by.at);
-            let leaf = $crate::store::log::EventLeaf {
+            let leaf = $crate::store::tlog::EventLeaf {
                 action: e.action,
                 actor: &by.name,
                 at: &at,
@@ -588,7 +588,7 @@ macro_rules! sql_store {
             .fetch_one(tx)
             .await
             .map_err(db_err)?;
-            Ok(($crate::store::log::LogTarget::Event(id), leaf))
+            Ok(($crate::store::tlog::LogTarget::Event(id), leaf))
         }
 
         impl $store {
@@ -842,7 +842,7 @@ macro_rules! sql_store {
                     .map(|(id, st)| {
                         Ok((
                             Uuid::parse_str(&id).map_err(|e| StoreError::Other(e.into()))?,
-                            status_of(&st)?,
+                            parse_status(&st)?,
                         ))
                     })
                     .collect()
@@ -916,7 +916,7 @@ macro_rules! sql_store {
                                 submission_id: Some(&id),
                                 handle: Some(&handle),
                                 fingerprint: Some(fingerprint),
-                                from: Some(status_of(&status)?),
+                                from: Some(parse_status(&status)?),
                                 to: Some(Status::Rejected),
                                 effective_at: None,
                                 reason: &why,
@@ -924,7 +924,7 @@ macro_rules! sql_store {
                         )
                         .await?,
                     );
-                    moved.push((id.clone(), status_of(&status)?));
+                    moved.push((id.clone(), parse_status(&status)?));
                     rejected.push(Uuid::parse_str(&id).map_err(|e| StoreError::Other(e.into()))?);
                 }
                 // Groups first, counters last: the order every writer takes.
@@ -992,7 +992,7 @@ macro_rules! sql_store {
                 let Some((current, handle)) = current else {
                     return Ok(Decided::NotFound);
                 };
-                let current = status_of(&current)?;
+                let current = parse_status(&current)?;
                 if !from.contains(&current) {
                     return Ok(Decided::WrongStatus(current));
                 }
@@ -1013,7 +1013,7 @@ macro_rules! sql_store {
                         .fetch_one(&self.pool)
                         .await
                         .map_err(db_err)?;
-                    return Ok(Decided::WrongStatus(status_of(&now)?));
+                    return Ok(Decided::WrongStatus(parse_status(&now)?));
                 }
                 let leaf = insert_event(
                     &mut tx,
@@ -1067,12 +1067,12 @@ macro_rules! sql_store {
                             from_status: r
                                 .get::<Option<String>, _>(6)
                                 .as_deref()
-                                .map(status_of)
+                                .map(parse_status)
                                 .transpose()?,
                             to_status: r
                                 .get::<Option<String>, _>(7)
                                 .as_deref()
-                                .map(status_of)
+                                .map(parse_status)
                                 .transpose()?,
                             effective_at: r.get(8),
                             reason: r.get(9),
@@ -1124,6 +1124,32 @@ macro_rules! sql_store {
                     .collect()
             }
 
+            async fn prior_claims(&self, id: Uuid, content_sha256: &str) -> Result<PriorClaims, StoreError> {
+                let id = id.to_string();
+                let rows: Vec<(String, String, String, Option<String>)> = sqlx::query_as(
+                    "SELECT id, bundle_sha256, status, content_sha256 FROM submissions WHERE id = $1 OR content_sha256 = $2",
+                )
+                .bind(&id)
+                .bind(content_sha256)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db_err)?;
+                let mut claims = PriorClaims::default();
+                for (row_id, digest, status, content) in rows {
+                    if row_id == id {
+                        claims.id_digest = Some(digest.clone());
+                    }
+                    if content.as_deref() == Some(content_sha256) {
+                        claims.same_content = Some((
+                            Uuid::parse_str(&row_id).map_err(|e| StoreError::Other(e.into()))?,
+                            parse_status(&status)?,
+                            digest,
+                        ));
+                    }
+                }
+                Ok(claims)
+            }
+
             async fn submission_by_content(&self, sha256: &str) -> Result<Option<(Uuid, Status)>, StoreError> {
                 let row: Option<(String, String)> =
                     sqlx::query_as("SELECT id, status FROM submissions WHERE content_sha256 = $1")
@@ -1134,7 +1160,7 @@ macro_rules! sql_store {
                 row.map(|(id, st)| {
                     Ok((
                         Uuid::parse_str(&id).map_err(|e| StoreError::Other(e.into()))?,
-                        status_of(&st)?,
+                        parse_status(&st)?,
                     ))
                 })
                 .transpose()
@@ -1181,14 +1207,6 @@ macro_rules! sql_store {
                 id: Uuid,
             ) -> Result<Option<(String, String)>, StoreError> {
                 sqlx::query_as("SELECT manifest, signature FROM submissions WHERE id = $1")
-                    .bind(id.to_string())
-                    .fetch_optional(&self.pool)
-                    .await
-                    .map_err(db_err)
-            }
-
-            async fn submission_digest(&self, id: Uuid) -> Result<Option<String>, StoreError> {
-                sqlx::query_scalar("SELECT bundle_sha256 FROM submissions WHERE id = $1")
                     .bind(id.to_string())
                     .fetch_optional(&self.pool)
                     .await
@@ -1349,7 +1367,7 @@ macro_rules! sql_store {
                 }
                 move_counters(&mut tx, &id, None, s.status).await?;
                 // The log last: its lock is the last one a writer takes.
-                let leaf = $crate::store::log::submission_leaf(
+                let leaf = $crate::store::tlog::submission_leaf(
                     &id,
                     &s.bundle_sha256,
                     &s.content_sha256,
@@ -1357,9 +1375,9 @@ macro_rules! sql_store {
                     &ts(&s.received_at),
                     s.status.as_str(),
                 );
-                append_leaves(&mut tx, &[($crate::store::log::LogTarget::Submission(id.clone()), leaf)], false).await?;
+                let log_index = append_leaves(&mut tx, &[($crate::store::tlog::LogTarget::Submission(id.clone()), leaf)], false).await?;
                 tx.commit().await.map_err(db_err)?;
-                Ok(InsertOutcome::Inserted)
+                Ok(InsertOutcome::Inserted(Box::new($crate::store::receipt::of_inserted(s, log_index))))
             }
 
             async fn submission(&self, id: Uuid) -> Result<Option<SubmissionRecord>, StoreError> {
@@ -1397,7 +1415,7 @@ macro_rules! sql_store {
             async fn groups(
                 &self,
                 q: &$crate::leaderboard::Query,
-            ) -> Result<(Vec<$crate::leaderboard::Entry>, u64), StoreError> {
+            ) -> Result<(Vec<$crate::leaderboard::LeaderboardRow>, u64), StoreError> {
                 let (filter, tail, params) = group_query(q, <$store>::BYTE_ORDER);
                 let rank = model_rank_column(q);
                 let list = if q.evidence_list {

@@ -1,4 +1,8 @@
-//! JSON API handlers.
+//! The API's write side and its probes: `/healthz`, `/readyz`, registering
+//! a submitter, uploading a bundle (the multipart read under the body
+//! limit and the upload pace) and a submission's receipt; the 404 answer.
+//! The read views' JSON twins live beside their pages (explore.rs,
+//! models_pages.rs, tlog_pages.rs, snapshots.rs).
 
 use axum::extract::multipart::MultipartRejection;
 use axum::extract::rejection::JsonRejection;
@@ -12,7 +16,7 @@ use utoipa::ToSchema;
 use super::error::{ApiError, ErrorBody};
 use super::guard::{ClientIp, Pace};
 use super::AppState;
-use crate::ingest::Outcome;
+use crate::ingest::Novelty;
 use crate::limits::Action;
 use crate::receipt::Receipt;
 use crate::service::register::Registration;
@@ -121,8 +125,8 @@ pub async fn submit(
         .submit_upload(bundle, signature, &mut Default::default())
         .await?;
     let status = match outcome {
-        Outcome::Created => StatusCode::CREATED,
-        Outcome::Replayed => StatusCode::OK,
+        Novelty::Created => StatusCode::CREATED,
+        Novelty::Replayed => StatusCode::OK,
     };
     Ok((status, Json(receipt)).into_response())
 }

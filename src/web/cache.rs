@@ -1,9 +1,10 @@
-//! Response cache for the public read pages and their JSON twins, with
-//! ETags. Keyed by path and query; an entry is good while the ingestor's
-//! data version is the one it was computed at. The version moves with every
-//! submission stored and every moderation decision made by this instance
-//! (demo loading included) and, through `Ingestor::watch_other_writers`,
-//! within two seconds of another instance's. One request computes a missing
+//! Response cache for the routes declared `CachePolicy::DataVersioned`
+//! (the public read pages and their JSON twins), with ETags. Keyed by path and query; an answer is good while the service's
+//! data version (`Service::data_version`) is the one it was computed at.
+//! The version moves with every submission stored and every moderation
+//! decision made by this instance (demo loading included) and, through
+//! `Service::watch_other_writers`, within two seconds of another
+//! instance's. One request computes a missing
 //! answer while the others for the same key wait for it, so a change does
 //! not set every connection computing the same page.
 
@@ -27,7 +28,7 @@ const MAX_READ: usize = 256 << 20;
 const MAX_ENTRIES: usize = 2048;
 
 #[derive(Clone)]
-struct Entry {
+struct CachedAnswer {
     generation: u64,
     content_type: HeaderValue,
     etag: HeaderValue,
@@ -73,7 +74,7 @@ fn accepts_gzip(headers: &HeaderMap) -> bool {
 pub struct ResponseCache {
     /// Off: every answer is computed (ETags and 304s still work).
     enabled: bool,
-    entries: Mutex<HashMap<String, Entry>>,
+    entries: Mutex<HashMap<String, CachedAnswer>>,
     /// One lock per key being computed (single flight).
     flights: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
@@ -87,7 +88,7 @@ impl ResponseCache {
         }
     }
 
-    fn get(&self, key: &str, generation: u64) -> Option<Entry> {
+    fn get(&self, key: &str, generation: u64) -> Option<CachedAnswer> {
         let entries = self.entries.lock().expect("cache lock");
         entries
             .get(key)
@@ -103,7 +104,7 @@ impl ResponseCache {
         flights.entry(key.to_string()).or_default().clone()
     }
 
-    fn put(&self, key: String, entry: Entry, current: u64) {
+    fn put(&self, key: String, entry: CachedAnswer, current: u64) {
         // Only answers computed against current data are kept.
         if !self.enabled || entry.generation != current {
             return;
@@ -114,34 +115,6 @@ impl ResponseCache {
         }
         entries.insert(key, entry);
     }
-}
-
-/// Paths whose GET answers depend only on stored data and the query
-/// (downloads of the original uploads are served straight, not cached).
-fn cacheable(path: &str) -> bool {
-    if path.ends_with(".tar.gz") || path.ends_with(".sig") {
-        return false;
-    }
-    matches!(
-        path,
-        "/" | "/leaderboard"
-            | "/api/v1/leaderboard"
-            | "/api/v1/leaderboard.csv"
-            | "/gpus"
-            | "/api/v1/gpus"
-            | "/compare"
-            | "/api/v1/compare"
-            | "/api/v1/stats"
-    ) || [
-        "/submissions/",
-        "/api/v1/submissions/",
-        "/gpus/",
-        "/api/v1/gpus/",
-        "/models/",
-        "/api/v1/models/",
-    ]
-    .iter()
-    .any(|p| path.starts_with(p))
 }
 
 fn etag_of(body: &[u8]) -> HeaderValue {
@@ -161,7 +134,7 @@ fn matches_etag(headers: &HeaderMap, etag: &HeaderValue) -> bool {
         })
 }
 
-fn answer(entry: &Entry, request: &HeaderMap, hit: bool) -> Response {
+fn answer(entry: &CachedAnswer, request: &HeaderMap, hit: bool) -> Response {
     let mut resp = answer_bytes(entry, request, hit);
     if let Some(r) = &entry.route {
         resp.extensions_mut().insert(r.clone());
@@ -169,7 +142,7 @@ fn answer(entry: &Entry, request: &HeaderMap, hit: bool) -> Response {
     resp
 }
 
-fn answer_bytes(entry: &Entry, request: &HeaderMap, hit: bool) -> Response {
+fn answer_bytes(entry: &CachedAnswer, request: &HeaderMap, hit: bool) -> Response {
     let cache_state = HeaderValue::from_static(if hit { "hit" } else { "miss" });
     let (etag, body, gzip) = match &entry.gzip {
         Some((tag, bytes)) if accepts_gzip(request) => (tag, bytes, true),
@@ -180,7 +153,6 @@ fn answer_bytes(entry: &Entry, request: &HeaderMap, hit: bool) -> Response {
             StatusCode::NOT_MODIFIED,
             [
                 (header::ETAG, etag.clone()),
-                (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
                 (header::VARY, HeaderValue::from_static("accept-encoding")),
             ],
         )
@@ -195,15 +167,15 @@ fn answer_bytes(entry: &Entry, request: &HeaderMap, hit: bool) -> Response {
         // Already compressed: the compression layer leaves it alone.
         h.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
     }
-    // Browsers may keep a copy but must revalidate (cheap: a 304).
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     h.insert("x-cache", cache_state);
     resp
 }
 
-/// The middleware: serve from the cache, or compute, store and serve.
+/// The middleware of every `CachePolicy::DataVersioned` route (see
+/// cache_policy.rs, which also writes the Cache-Control its answers carry):
+/// serve from the cache, or compute, store and serve.
 pub async fn layer(State(s): State<AppState>, req: Request, next: Next) -> Response {
-    if req.method() != Method::GET || !cacheable(req.uri().path()) {
+    if req.method() != Method::GET {
         return next.run(req).await;
     }
     let key = req
@@ -248,7 +220,7 @@ pub async fn layer(State(s): State<AppState>, req: Request, next: Next) -> Respo
     } else {
         None
     };
-    let entry = Entry {
+    let entry = CachedAnswer {
         generation,
         content_type: parts
             .headers

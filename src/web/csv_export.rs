@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use super::error::ApiError;
 use super::pages::{load, parse_query};
 use super::AppState;
-use crate::leaderboard::Entry;
+use crate::leaderboard::LeaderboardRow;
 use crate::spreadsheet::text_cell;
 
 fn num(v: f64) -> String {
@@ -50,7 +50,7 @@ pub const COLUMNS: &[&str] = &[
     "evidence_submission_id",
 ];
 
-pub fn to_csv(entries: &[Entry], first_rank: usize) -> Vec<u8> {
+pub fn to_csv(entries: &[LeaderboardRow], first_rank: usize) -> Vec<u8> {
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record(COLUMNS).expect("write to memory");
     for (i, e) in entries.iter().enumerate() {

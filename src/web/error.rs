@@ -78,7 +78,7 @@ impl ApiError {
     }
 }
 
-pub fn status_of(kind: RejectKind) -> StatusCode {
+pub fn http_status_of(kind: RejectKind) -> StatusCode {
     match kind {
         RejectKind::Malformed => StatusCode::BAD_REQUEST,
         RejectKind::Invalid => StatusCode::UNPROCESSABLE_ENTITY,
@@ -94,7 +94,7 @@ pub fn status_of(kind: RejectKind) -> StatusCode {
 impl From<Rejection> for ApiError {
     fn from(r: Rejection) -> Self {
         ApiError {
-            status: status_of(r.kind),
+            status: http_status_of(r.kind),
             code: r.code,
             message: r.message,
             details: r.details,
@@ -123,14 +123,14 @@ impl From<StoreError> for ApiError {
     }
 }
 
-impl From<crate::service::ledger::LedgerError> for ApiError {
-    fn from(e: crate::service::ledger::LedgerError) -> Self {
-        use crate::service::ledger::LedgerError;
+impl From<crate::service::tlog::TlogError> for ApiError {
+    fn from(e: crate::service::tlog::TlogError) -> Self {
+        use crate::service::tlog::TlogError;
         match e {
-            LedgerError::NotFound(m) => ApiError::not_found(m),
-            LedgerError::Invalid(m) => ApiError::bad_request("bad_log_request", m),
-            LedgerError::Store(s) => s.into(),
-            LedgerError::KeyMismatch(m) | LedgerError::Internal(m) => {
+            TlogError::NotFound(m) => ApiError::not_found(m),
+            TlogError::Invalid(m) => ApiError::bad_request("bad_log_request", m),
+            TlogError::Store(s) => s.into(),
+            TlogError::KeyMismatch(m) | TlogError::Internal(m) => {
                 tracing::error!(error = %m, "transparency log");
                 ApiError::internal()
             }

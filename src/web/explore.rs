@@ -20,7 +20,7 @@ use super::AppState;
 use crate::catalog;
 use crate::compare::{self, Comparison, ScenarioKey};
 use crate::domain::Scenario;
-use crate::leaderboard::{self, Entry};
+use crate::leaderboard::{self, LeaderboardRow};
 use crate::verdict::Estimate;
 
 /// Every accepted group of the view the reader picked (origin, protocol):
@@ -29,7 +29,7 @@ pub(crate) async fn entries(
     s: &AppState,
     params: &HashMap<String, String>,
     narrow: impl FnOnce(&mut leaderboard::Query),
-) -> Result<(Vec<Entry>, View), ApiError> {
+) -> Result<(Vec<LeaderboardRow>, View), ApiError> {
     let mut q = view_query(params)?;
     narrow(&mut q);
     let board = s.service.all_groups(&q).await?;
@@ -146,11 +146,11 @@ pub struct GpuSummary {
     models: usize,
 }
 
-fn summaries(entries: &[Entry]) -> Vec<GpuSummary> {
+fn summaries(entries: &[LeaderboardRow]) -> Vec<GpuSummary> {
     catalog::gpus()
         .iter()
         .map(|g| {
-            let mine: Vec<&Entry> = entries.iter().filter(|e| e.gpu_id == g.id).collect();
+            let mine: Vec<&LeaderboardRow> = entries.iter().filter(|e| e.gpu_id == g.id).collect();
             let mut models: Vec<&str> = mine.iter().map(|e| e.model.as_str()).collect();
             models.sort_unstable();
             models.dedup();
@@ -273,7 +273,7 @@ struct GpuView {
     gpu: GpuSummary,
     present: Vec<ScenarioKey>,
     scenario: Option<ScenarioKey>,
-    rows: Vec<Entry>,
+    rows: Vec<LeaderboardRow>,
     submissions: Vec<GpuSubmission>,
 }
 
@@ -290,7 +290,7 @@ async fn gpu_data(
         .ok_or_else(|| ApiError::not_found(format!("no GPU '{id}' in the catalogue; see /gpus")))?;
     let present = compare::scenarios(&mine);
     let scenario = pick_scenario(params, &present)?;
-    let mut rows: Vec<Entry> = mine
+    let mut rows: Vec<LeaderboardRow> = mine
         .into_iter()
         .filter(|e| scenario.is_some_and(|k| compare::key_of(e) == k))
         .collect();
@@ -406,7 +406,7 @@ pub struct GpuDetail {
     pub scenarios: Vec<String>,
     /// The one shown.
     pub scenario: Option<ScenarioKey>,
-    pub entries: Vec<Entry>,
+    pub entries: Vec<LeaderboardRow>,
     /// Its newest accepted submissions.
     pub submissions: Vec<GpuSubmission>,
 }

@@ -5,6 +5,7 @@ pub mod admin_pages;
 pub mod api;
 pub mod auth;
 pub mod cache;
+pub mod cache_policy;
 pub mod charts;
 pub mod csv_export;
 pub mod download;
@@ -12,16 +13,16 @@ pub mod error;
 pub mod explore;
 pub mod format;
 pub mod guard;
+pub mod guide_pages;
 pub mod input_guard;
-pub mod log_pages;
 pub mod models_pages;
 pub mod openapi;
 pub mod pages;
 pub mod server;
 pub mod snapshots;
 pub mod submission_page;
-pub mod submit_page;
 pub mod telemetry;
+pub mod tlog_pages;
 
 use std::sync::Arc;
 
@@ -35,10 +36,12 @@ use tower_http::trace::TraceLayer;
 
 use anyhow::Context;
 
+use crate::analysis::IngestConfig;
 use crate::config::ServeConfig;
-use crate::ingest::IngestConfig;
 use crate::service::Service;
 use crate::store::Store;
+use cache_policy::declare;
+use cache_policy::CachePolicy::{DataVersioned, Immutable, NoStore, PublicFor, Revalidate};
 
 #[derive(Clone)]
 pub struct AppState {
@@ -165,92 +168,248 @@ pub fn app(state: AppState) -> Router {
     let long = Router::new()
         .route(
             "/api/v1/submissions",
-            post(api::submit).layer(DefaultBodyLimit::max(limit)),
+            declare(
+                &state,
+                NoStore,
+                post(api::submit).layer(DefaultBodyLimit::max(limit)),
+            ),
         )
         .route(
             "/submit",
-            post(submit_page::submit_form).layer(DefaultBodyLimit::max(limit)),
+            declare(
+                &state,
+                NoStore,
+                post(guide_pages::submit_form).layer(DefaultBodyLimit::max(limit)),
+            ),
         )
-        .route("/api/v1/admin/snapshots", post(snapshots::create_api))
-        .route("/admin/snapshots", post(snapshots::create_form))
+        .route(
+            "/api/v1/admin/snapshots",
+            declare(&state, NoStore, post(snapshots::create_api)),
+        )
+        .route(
+            "/admin/snapshots",
+            declare(&state, NoStore, post(snapshots::create_form)),
+        )
         .route_layer(axum::middleware::from_fn_with_state(
             state.deadlines.upload,
             guard::deadline,
         ));
     Router::new()
-        .route("/", get(pages::index))
-        .route("/leaderboard", get(pages::leaderboard_page))
-        .route("/static/style.css", get(pages::stylesheet))
-        .route("/static/favicon.svg", get(pages::favicon))
-        .route("/api/v1/leaderboard", get(pages::leaderboard_json))
-        .route("/api/v1/leaderboard.csv", get(csv_export::leaderboard_csv))
-        .route("/api/openapi.json", get(openapi::openapi_json))
-        .route("/api", get(openapi::api_page))
-        .route("/healthz", get(api::healthz))
-        .route("/readyz", get(api::readyz))
+        .route("/", declare(&state, DataVersioned, get(pages::index)))
+        .route(
+            "/leaderboard",
+            declare(&state, DataVersioned, get(pages::leaderboard_page)),
+        )
+        .route(
+            "/static/style.css",
+            declare(&state, PublicFor(3600), get(pages::stylesheet)),
+        )
+        .route(
+            "/static/favicon.svg",
+            declare(&state, PublicFor(86400), get(pages::favicon)),
+        )
+        .route(
+            "/api/v1/leaderboard",
+            declare(&state, DataVersioned, get(pages::leaderboard_json)),
+        )
+        .route(
+            "/api/v1/leaderboard.csv",
+            declare(&state, DataVersioned, get(csv_export::leaderboard_csv)),
+        )
+        .route(
+            "/api/openapi.json",
+            declare(&state, DataVersioned, get(openapi::openapi_json)),
+        )
+        .route(
+            "/api",
+            declare(&state, DataVersioned, get(openapi::api_page)),
+        )
+        .route("/healthz", declare(&state, NoStore, get(api::healthz)))
+        .route("/readyz", declare(&state, NoStore, get(api::readyz)))
         .route(
             "/api/v1/submitters",
-            post(api::register).layer(DefaultBodyLimit::max(64 * 1024)),
+            declare(
+                &state,
+                NoStore,
+                post(api::register).layer(DefaultBodyLimit::max(64 * 1024)),
+            ),
         )
-        .route("/api/v1/submissions/{id}", get(api::submission))
-        .route("/submissions/{id}", get(submission_page::submission_page))
+        .route(
+            "/api/v1/submissions/{id}",
+            declare(&state, DataVersioned, get(api::submission)),
+        )
+        .route(
+            "/submissions/{id}",
+            declare(&state, DataVersioned, get(submission_page::submission_page)),
+        )
         .route(
             "/submissions/{id}/bundle.tar.gz",
-            get(submission_page::bundle_download),
+            declare(&state, Immutable, get(submission_page::bundle_download)),
         )
         .route(
             "/submissions/{id}/bundle.tar.gz.sig",
-            get(submission_page::signature_download),
+            declare(&state, Immutable, get(submission_page::signature_download)),
         )
-        .route("/gpus", get(explore::gpus_page))
-        .route("/gpus/{id}", get(explore::gpu_page))
-        .route("/compare", get(explore::compare_page))
-        .route("/models", get(models_pages::models_page))
-        .route("/models/{*id}", get(models_pages::model_page))
-        .route("/methodology", get(models_pages::methodology_page))
-        .route("/api/v1/models", get(models_pages::models_json))
-        .route("/api/v1/gpus", get(explore::gpus_json))
-        .route("/api/v1/gpus/{id}", get(explore::gpu_json))
-        .route("/api/v1/compare", get(explore::compare_json))
-        .route("/api/v1/models/{*id}", get(models_pages::model_json))
-        .route("/checks", get(submit_page::checks_page))
-        .route("/api/v1/checks", get(submit_page::checks_json))
-        .route("/api/v1/stats", get(pages::stats_json))
-        .route("/submit", get(submit_page::submit_page))
-        .route("/api/v1/admin/review", get(admin_api::queue))
+        .route(
+            "/gpus",
+            declare(&state, DataVersioned, get(explore::gpus_page)),
+        )
+        .route(
+            "/gpus/{id}",
+            declare(&state, DataVersioned, get(explore::gpu_page)),
+        )
+        .route(
+            "/compare",
+            declare(&state, DataVersioned, get(explore::compare_page)),
+        )
+        .route(
+            "/models",
+            declare(&state, DataVersioned, get(models_pages::models_page)),
+        )
+        .route(
+            "/models/{*id}",
+            declare(&state, DataVersioned, get(models_pages::model_page)),
+        )
+        .route(
+            "/methodology",
+            declare(&state, DataVersioned, get(models_pages::methodology_page)),
+        )
+        .route(
+            "/api/v1/models",
+            declare(&state, DataVersioned, get(models_pages::models_json)),
+        )
+        .route(
+            "/api/v1/gpus",
+            declare(&state, DataVersioned, get(explore::gpus_json)),
+        )
+        .route(
+            "/api/v1/gpus/{id}",
+            declare(&state, DataVersioned, get(explore::gpu_json)),
+        )
+        .route(
+            "/api/v1/compare",
+            declare(&state, DataVersioned, get(explore::compare_json)),
+        )
+        .route(
+            "/api/v1/models/{*id}",
+            declare(&state, DataVersioned, get(models_pages::model_json)),
+        )
+        .route(
+            "/checks",
+            declare(&state, DataVersioned, get(guide_pages::checks_page)),
+        )
+        .route(
+            "/api/v1/checks",
+            declare(&state, DataVersioned, get(guide_pages::checks_json)),
+        )
+        .route(
+            "/api/v1/stats",
+            declare(&state, DataVersioned, get(pages::stats_json)),
+        )
+        .route(
+            "/submit",
+            declare(&state, DataVersioned, get(guide_pages::submit_page)),
+        )
+        .route(
+            "/api/v1/admin/review",
+            declare(&state, NoStore, get(admin_api::queue)),
+        )
         .route(
             "/api/v1/admin/submissions/{id}/decision",
-            post(admin_api::decide),
+            declare(&state, NoStore, post(admin_api::decide)),
         )
         .route(
             "/api/v1/admin/submitters/{handle}/suspend",
-            post(admin_api::suspend),
+            declare(&state, NoStore, post(admin_api::suspend)),
         )
-        .route("/api/v1/admin/keys/revoke", post(admin_api::revoke))
-        .route("/snapshots", get(snapshots::list_page))
-        .route("/snapshots/{id}", get(snapshots::snapshot_page))
-        .route("/snapshots/{id}/{file}", get(snapshots::download))
-        .route("/api/v1/snapshots", get(snapshots::list_json))
-        .route("/api/v1/snapshots/{id}", get(snapshots::snapshot_json))
-        .route("/log", get(log_pages::log_page))
-        .route("/log/checkpoint", get(log_pages::checkpoint))
-        .route("/log/key", get(log_pages::verifier_key))
-        .route("/log/tile/{*rest}", get(log_pages::tile))
-        .route("/.well-known/wattcounts-log", get(log_pages::well_known))
-        .route("/api/v1/log", get(log_pages::log_json))
-        .route("/api/v1/log/inclusion", get(log_pages::inclusion))
-        .route("/api/v1/log/consistency", get(log_pages::consistency))
-        .route("/api/v1/log/entries", get(log_pages::entries))
-        .route("/api/v1/admin/log/checkpoint", post(log_pages::publish))
-        .route("/admin", get(admin_pages::admin_home))
-        .route("/admin/login", post(admin_pages::login))
-        .route("/admin/logout", post(admin_pages::logout))
+        .route(
+            "/api/v1/admin/keys/revoke",
+            declare(&state, NoStore, post(admin_api::revoke)),
+        )
+        .route(
+            "/snapshots",
+            declare(&state, Revalidate, get(snapshots::list_page)),
+        )
+        .route(
+            "/snapshots/{id}",
+            declare(&state, Revalidate, get(snapshots::snapshot_page)),
+        )
+        .route(
+            "/snapshots/{id}/{file}",
+            declare(&state, Immutable, get(snapshots::download)),
+        )
+        .route(
+            "/api/v1/snapshots",
+            declare(&state, Revalidate, get(snapshots::list_json)),
+        )
+        .route(
+            "/api/v1/snapshots/{id}",
+            declare(&state, Revalidate, get(snapshots::snapshot_json)),
+        )
+        .route(
+            "/log",
+            declare(&state, Revalidate, get(tlog_pages::log_page)),
+        )
+        .route(
+            "/log/checkpoint",
+            declare(&state, Revalidate, get(tlog_pages::checkpoint)),
+        )
+        .route(
+            "/log/key",
+            declare(&state, PublicFor(3600), get(tlog_pages::verifier_key)),
+        )
+        .route(
+            "/log/tile/{*rest}",
+            declare(&state, Immutable, get(tlog_pages::tile)),
+        )
+        .route(
+            "/.well-known/wattcounts-log",
+            declare(&state, Revalidate, get(tlog_pages::well_known)),
+        )
+        .route(
+            "/api/v1/log",
+            declare(&state, Revalidate, get(tlog_pages::log_json)),
+        )
+        .route(
+            "/api/v1/log/inclusion",
+            declare(&state, Revalidate, get(tlog_pages::inclusion)),
+        )
+        .route(
+            "/api/v1/log/consistency",
+            declare(&state, Revalidate, get(tlog_pages::consistency)),
+        )
+        .route(
+            "/api/v1/log/entries",
+            declare(&state, Revalidate, get(tlog_pages::entries)),
+        )
+        .route(
+            "/api/v1/admin/log/checkpoint",
+            declare(&state, NoStore, post(tlog_pages::publish)),
+        )
+        .route(
+            "/admin",
+            declare(&state, NoStore, get(admin_pages::admin_home)),
+        )
+        .route(
+            "/admin/login",
+            declare(&state, NoStore, post(admin_pages::login)),
+        )
+        .route(
+            "/admin/logout",
+            declare(&state, NoStore, post(admin_pages::logout)),
+        )
         .route(
             "/admin/submissions/{id}/decision",
-            post(admin_pages::decide),
+            declare(&state, NoStore, post(admin_pages::decide)),
         )
-        .route("/admin/submitters/suspend", post(admin_pages::suspend))
-        .route("/admin/keys/revoke", post(admin_pages::revoke))
+        .route(
+            "/admin/submitters/suspend",
+            declare(&state, NoStore, post(admin_pages::suspend)),
+        )
+        .route(
+            "/admin/keys/revoke",
+            declare(&state, NoStore, post(admin_pages::revoke)),
+        )
         .route_layer(axum::middleware::from_fn_with_state(
             state.deadlines.request,
             guard::deadline,
@@ -258,10 +417,6 @@ pub fn app(state: AppState) -> Router {
         .merge(long)
         .route_layer(axum::middleware::from_fn(telemetry::mark_route))
         .fallback(api::not_found)
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            cache::layer,
-        ))
         // Bundles are gzip already; compressing them again wastes CPU.
         // Snapshot files (they accept ranges) are sent as stored, so their
         // bytes, length and ETag are the manifest's and downloads resume.
@@ -276,6 +431,7 @@ pub fn app(state: AppState) -> Router {
         )
         .layer(axum::middleware::from_fn(input_guard::request_guard))
         .layer(axum::middleware::from_fn(telemetry::track))
+        .layer(axum::middleware::from_fn(cache_policy::require_declared))
         .layer(TraceLayer::new_for_http())
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

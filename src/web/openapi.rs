@@ -16,7 +16,7 @@ use utoipa::openapi::{Content, Ref, RefOr, ResponseBuilder};
 use utoipa::{IntoParams, Modify, OpenApi};
 
 use super::pages::{render, VERSION};
-use super::{admin_api, api, explore, log_pages, models_pages, pages, snapshots, submit_page};
+use super::{admin_api, api, explore, guide_pages, models_pages, pages, snapshots, tlog_pages};
 use super::{csv_export, AppState};
 
 #[derive(OpenApi)]
@@ -31,10 +31,10 @@ use super::{csv_export, AppState};
         pages::leaderboard_json, pages::stats_json, csv_export::leaderboard_csv,
         explore::gpus_json, explore::gpu_json, explore::compare_json,
         models_pages::models_json, models_pages::model_json,
-        submit_page::checks_json,
+        guide_pages::checks_json,
         snapshots::list_json, snapshots::snapshot_json, snapshots::create_api,
-        log_pages::well_known, log_pages::log_json, log_pages::inclusion,
-        log_pages::consistency, log_pages::entries, log_pages::publish,
+        tlog_pages::well_known, tlog_pages::log_json, tlog_pages::inclusion,
+        tlog_pages::consistency, tlog_pages::entries, tlog_pages::publish,
         admin_api::queue, admin_api::decide, admin_api::suspend, admin_api::revoke,
     ),
     // Types named only by a parameter's `#[param(value_type)]` are not
@@ -120,14 +120,7 @@ pub fn document() -> utoipa::openapi::OpenApi {
 /// `/api/openapi.json`.
 pub async fn openapi_json() -> Response {
     match document().to_pretty_json() {
-        Ok(body) => (
-            [
-                (header::CONTENT_TYPE, "application/json"),
-                (header::CACHE_CONTROL, "no-cache"),
-            ],
-            body,
-        )
-            .into_response(),
+        Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
         Err(e) => {
             tracing::error!(error = %e, "OpenAPI document");
             super::error::ApiError::internal().into_response()

@@ -25,10 +25,7 @@ pub(crate) fn render(status: StatusCode, t: &impl Template) -> Response {
     match t.render() {
         Ok(html) => (
             status,
-            [
-                (header::CONTENT_TYPE, "text/html; charset=utf-8"),
-                (header::CACHE_CONTROL, "no-cache"),
-            ],
+            [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
             html,
         )
             .into_response(),
@@ -65,8 +62,8 @@ impl From<crate::store::StoreError> for PageError {
     }
 }
 
-impl From<crate::service::ledger::LedgerError> for PageError {
-    fn from(e: crate::service::ledger::LedgerError) -> Self {
+impl From<crate::service::tlog::TlogError> for PageError {
+    fn from(e: crate::service::tlog::TlogError) -> Self {
         PageError(e.into())
     }
 }
@@ -92,10 +89,7 @@ impl IntoResponse for PageError {
 
 pub async fn favicon() -> Response {
     (
-        [
-            (header::CONTENT_TYPE, "image/svg+xml"),
-            (header::CACHE_CONTROL, "public, max-age=86400"),
-        ],
+        [(header::CONTENT_TYPE, "image/svg+xml")],
         include_str!("../../static/favicon.svg"),
     )
         .into_response()
@@ -103,10 +97,7 @@ pub async fn favicon() -> Response {
 
 pub async fn stylesheet() -> Response {
     (
-        [
-            (header::CONTENT_TYPE, "text/css; charset=utf-8"),
-            (header::CACHE_CONTROL, "public, max-age=3600"),
-        ],
+        [(header::CONTENT_TYPE, "text/css; charset=utf-8")],
         include_str!("../../static/style.css"),
     )
         .into_response()
@@ -395,7 +386,7 @@ pub struct LeaderboardAnswer {
     pub view: String,
     /// Every view the data holds (origin × protocol), with group counts.
     pub views: Vec<crate::store::GroupView>,
-    pub entries: Vec<leaderboard::Entry>,
+    pub entries: Vec<leaderboard::LeaderboardRow>,
 }
 
 #[utoipa::path(get, path = "/api/v1/leaderboard", tag = "leaderboard",
@@ -568,7 +559,7 @@ fn query_string(params: &HashMap<String, String>, page: usize) -> String {
 
 /// The query that shows a row's own view on another page: its origin, and
 /// its protocol unless that is the reference (the pages' default).
-fn row_view(e: &leaderboard::Entry) -> String {
+fn row_view(e: &leaderboard::LeaderboardRow) -> String {
     let mut q = format!("origin={}", e.origin.as_str());
     if !e.reference_protocol {
         q.push_str(&format!("&protocol={}", url_encode(&e.protocol_id)));
@@ -588,15 +579,17 @@ pub(crate) fn model_path(model: &str) -> String {
     )
 }
 
+/// What a query value or path segment may carry unescaped: RFC 3986's
+/// unreserved characters, everything else percent-encoded.
+const URL_COMPONENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
+/// `s` as one query value or path segment.
 pub(crate) fn url_encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
+    percent_encoding::utf8_percent_encode(s, URL_COMPONENT).to_string()
 }
 
 pub async fn leaderboard_page(

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use askama::Template;
 use axum::extract::{Path, Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::{Form, Json};
 use serde::{Deserialize, Serialize};
@@ -144,10 +144,8 @@ async fn find(s: &AppState, id: &str) -> Result<Published, ApiError> {
 }
 
 /// Answers that name `latest` must not be kept: it moves.
-fn no_store(mut r: Response) -> Response {
-    r.headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    r
+fn no_store(r: Response) -> Response {
+    super::cache_policy::with(r, super::cache_policy::CachePolicy::Revalidate)
 }
 
 #[derive(Template)]
@@ -277,10 +275,7 @@ pub async fn download(
             .map(|f| f.sha256.clone())
             .unwrap_or_default()
     };
-    let mut extra = vec![(
-        header::CACHE_CONTROL,
-        "public, max-age=31536000, immutable".to_string(),
-    )];
+    let mut extra = Vec::new();
     // Data files download; the card and manifest open in the browser.
     if name.ends_with(".parquet") || name.ends_with(".csv") {
         extra.push((

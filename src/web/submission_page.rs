@@ -184,7 +184,7 @@ pub async fn submission_page(
         .receipt(id)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("no submission {id}")))?;
-    let count = |o: crate::checks::Outcome| r.checks.iter().filter(|c| c.outcome == o).count();
+    let count = |o: crate::checks::CheckOutcome| r.checks.iter().filter(|c| c.outcome == o).count();
     let manifest = s
         .service
         .submission_documents(id)
@@ -206,7 +206,8 @@ pub async fn submission_page(
             format!("sha256:{c} (the same run sent again is refused)"),
         ));
     }
-    use crate::checks::{Outcome, Status};
+    use crate::checks::CheckOutcome;
+    use crate::domain::Status;
     let page = SubmissionPage {
         log: r.log.clone(),
         id: id.to_string(),
@@ -242,10 +243,10 @@ pub async fn submission_page(
         configurations_count: r.counts.configurations,
         iterations: r.counts.iterations,
         power_samples: r.counts.power_samples,
-        passed: count(Outcome::Pass),
-        warned: count(Outcome::Warn),
-        failed: count(Outcome::Fail),
-        skipped: count(Outcome::Skip),
+        passed: count(CheckOutcome::Pass),
+        warned: count(CheckOutcome::Warn),
+        failed: count(CheckOutcome::Fail),
+        skipped: count(CheckOutcome::Skip),
         checks: r.checks.iter().map(CheckRow::from).collect(),
         moderation: r.moderation.iter().map(EventRow::from).collect(),
         configurations: r
@@ -296,16 +297,10 @@ pub async fn bundle_download(
     }
     .answer(
         req,
-        &[
-            (
-                header::CONTENT_DISPOSITION,
-                format!("attachment; filename=\"{id}.tar.gz\""),
-            ),
-            (
-                header::CACHE_CONTROL,
-                "public, max-age=31536000, immutable".to_string(),
-            ),
-        ],
+        &[(
+            header::CONTENT_DISPOSITION,
+            format!("attachment; filename=\"{id}.tar.gz\""),
+        )],
     )
     .await
 }

@@ -76,8 +76,8 @@ on_both_backends!(
 async fn read_model(
     app: &TestApp,
 ) -> (
-    Vec<wattcounts::leaderboard::Entry>,
-    Vec<wattcounts::leaderboard::Entry>,
+    Vec<wattcounts::leaderboard::LeaderboardRow>,
+    Vec<wattcounts::leaderboard::LeaderboardRow>,
     wattcounts::store::DatasetCounts,
 ) {
     let mut views = Vec::new();
@@ -301,7 +301,7 @@ async fn review_and_decision_are_recorded(app: TestApp) {
     let id = r["submission_id"].as_str().unwrap().to_string();
     let queue = app
         .store
-        .submissions_with_status(wattcounts::store::Status::NeedsReview, 10)
+        .submissions_with_status(wattcounts::domain::Status::NeedsReview, 10)
         .await
         .unwrap();
     assert_eq!(queue.len(), 1);
@@ -340,12 +340,12 @@ async fn key_revocation_from_a_time(app: TestApp) {
         body["rejected_submissions"],
         json!([after["submission_id"]])
     );
-    let status_of = |r: &Value| r["submission_id"].as_str().unwrap().to_string();
+    let id_of = |r: &Value| r["submission_id"].as_str().unwrap().to_string();
     let (_, b) = app
-        .get(&format!("/api/v1/submissions/{}", status_of(&before)))
+        .get(&format!("/api/v1/submissions/{}", id_of(&before)))
         .await;
     let (_, a) = app
-        .get(&format!("/api/v1/submissions/{}", status_of(&after)))
+        .get(&format!("/api/v1/submissions/{}", id_of(&after)))
         .await;
     assert_eq!(
         (b["status"].as_str(), a["status"].as_str()),

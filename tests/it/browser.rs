@@ -87,7 +87,7 @@ async fn every_page_in_headless_chromium() {
     let hostile = fixture_with_model_named(HOSTILE);
     let gz = bundle_with(hostile, "alice", &key);
     let (_, r) = service.submit(gz.clone(), sign(&key, &gz)).await.unwrap();
-    assert_eq!(r.status, wattcounts::store::Status::NeedsReview);
+    assert_eq!(r.status, wattcounts::domain::Status::NeedsReview);
     // A published snapshot for the snapshot pages.
     let created = service
         .create_snapshot(

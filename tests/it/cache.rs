@@ -173,3 +173,103 @@ async fn other_instances_writes_make_answers_stale() {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
 }
+
+/// Every GET route the router registers answers with a Cache-Control its
+/// route declared (an undeclared one would carry none, and trip the debug
+/// check), and the pages readers load are kept like the others.
+#[tokio::test]
+async fn every_route_declares_its_cache_policy() {
+    let app = TestApp::new().await;
+    let key = app.register("alice").await;
+    let gz = bundle("alice", &key);
+    let (_, receipt) = app.submit(&gz, &sign(&key, &gz)).await;
+    let id = receipt["submission_id"].as_str().unwrap();
+    let routes: Vec<String> = router_routes()
+        .into_iter()
+        .filter(|(m, _)| m == "get")
+        .map(|(_, p)| p)
+        .collect();
+    assert!(routes.len() >= 40, "{routes:?}");
+    for path in &routes {
+        let url = path
+            .replace(
+                "{id}",
+                if path.starts_with("/gpus") || path.starts_with("/api/v1/gpus") {
+                    "l4"
+                } else {
+                    id
+                },
+            )
+            .replace("{file}", "manifest.json")
+            .replace("{rest}", "0/000")
+            .replace("{handle}", "alice");
+        let url = if path.contains("/models/") {
+            path.replace("{id}", "Qwen/Qwen2.5-0.5B-Instruct")
+        } else {
+            url
+        };
+        let r = get(&app, &url, &[]).await;
+        let cc = r
+            .headers()
+            .get(header::CACHE_CONTROL)
+            .unwrap_or_else(|| panic!("{url} answered {} without Cache-Control", r.status()));
+        if r.status().is_client_error() || r.status().is_server_error() {
+            assert_eq!(cc, "no-store", "{url}: an error is never kept");
+        }
+    }
+    // Each was loaded once above: now it is answered from the cache.
+    for path in [
+        "/models",
+        "/methodology",
+        "/api/v1/models",
+        "/checks",
+        "/submit",
+    ] {
+        let again = get(&app, path, &[]).await;
+        assert_eq!(again.headers()["x-cache"], "hit", "{path} is not kept");
+        assert_eq!(again.headers()[header::CACHE_CONTROL], "no-cache", "{path}");
+    }
+    for (path, want) in [
+        ("/static/style.css", "public, max-age=3600"),
+        ("/healthz", "no-store"),
+        ("/admin", "no-store"),
+        (
+            &format!("/submissions/{id}/bundle.tar.gz")[..],
+            "public, max-age=31536000, immutable",
+        ),
+    ] {
+        assert_eq!(
+            get(&app, path, &[]).await.headers()[header::CACHE_CONTROL],
+            want,
+            "{path}"
+        );
+    }
+}
+
+#[tokio::test]
+#[should_panic(expected = "without a declared CachePolicy")]
+async fn a_route_without_a_cache_policy_fails_the_debug_check() {
+    use wattcounts::web::cache_policy;
+    let router: axum::Router = axum::Router::new()
+        .route("/undeclared", axum::routing::get(|| async { "hello" }))
+        .layer(axum::middleware::from_fn(cache_policy::require_declared));
+    let _ = router
+        .oneshot(Request::get("/undeclared").body(Body::empty()).unwrap())
+        .await;
+}
+
+#[tokio::test]
+#[should_panic(expected = "set Cache-Control itself")]
+async fn a_handler_writing_cache_control_fails_the_debug_check() {
+    use wattcounts::web::cache_policy::{self, CachePolicy};
+    let handler = || async { ([(header::CACHE_CONTROL, "max-age=60")], "hello") };
+    let router: axum::Router = axum::Router::new()
+        .route(
+            "/own-header",
+            cache_policy::with_policy(CachePolicy::Revalidate, axum::routing::get(handler)),
+        )
+        .layer(axum::middleware::from_fn(cache_policy::require_declared));
+    let _ = router
+        .oneshot(Request::get("/own-header").body(Body::empty()).unwrap())
+        .await;
+}

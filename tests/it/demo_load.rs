@@ -2,7 +2,7 @@
 //! marked as demo, idempotent, and never mixed into real data.
 
 use crate::common::*;
-use wattcounts::store::Status;
+use wattcounts::domain::Status;
 use wattcounts::synth::SynthOptions;
 
 fn tiny() -> SynthOptions {

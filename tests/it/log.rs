@@ -10,9 +10,9 @@ use axum::http::StatusCode;
 use serde_json::{json, Value};
 
 use crate::common::*;
-use wattcounts::audit;
 use wattcounts::receipt::Receipt;
 use wattcounts::snapshot::log_check;
+use wattcounts::tlog::audit;
 use wattcounts::tlog::checkpoint::{open_checkpoint, LogKey};
 use wattcounts::tlog::{leaf_hash, verify_consistency, verify_inclusion, Hash, Leaf, StoredHashes};
 

@@ -30,3 +30,4 @@ mod registration;
 mod rejections;
 mod slow_clients;
 mod snapshots;
+mod store_calls;

@@ -7,13 +7,13 @@ use serde::Serialize;
 use crate::bundle::harness::Scenario;
 use crate::deadline::{self, Candidate, Choice, Deadline};
 use crate::domain::Interval;
-use crate::leaderboard::Entry;
+use crate::leaderboard::LeaderboardRow;
 use crate::verdict::{self, Estimate, Saving, Verdict};
 
 pub use crate::domain::ScenarioKey;
 
 /// The scenario of a leaderboard entry.
-pub fn key_of(e: &Entry) -> ScenarioKey {
+pub fn key_of(e: &LeaderboardRow) -> ScenarioKey {
     ScenarioKey {
         scenario: e.scenario,
         lambda_qps: e.lambda_qps,
@@ -21,7 +21,7 @@ pub fn key_of(e: &Entry) -> ScenarioKey {
 }
 
 /// Every scenario present, batch first, then server rates ascending.
-pub fn scenarios<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> Vec<ScenarioKey> {
+pub fn scenarios<'a>(entries: impl IntoIterator<Item = &'a LeaderboardRow>) -> Vec<ScenarioKey> {
     let mut out: Vec<ScenarioKey> = Vec::new();
     for e in entries {
         let k = key_of(e);
@@ -47,13 +47,13 @@ pub fn saving_pct(best: f64, other: f64) -> f64 {
 }
 
 /// A leaderboard entry's energy per token with its interval.
-pub fn energy_of(e: &Entry) -> Estimate {
+pub fn energy_of(e: &LeaderboardRow) -> Estimate {
     Estimate::new(e.energy_per_token_j, Some(e.energy_per_token_interval))
 }
 
 /// The latency a scenario is judged by: TTFT p50 for server runs, time
 /// per output token (duration ÷ tokens) for batch runs. Seconds.
-pub fn latency_of(e: &Entry) -> Option<Estimate> {
+pub fn latency_of(e: &LeaderboardRow) -> Option<Estimate> {
     match e.scenario {
         Scenario::Server => Estimate::of(e.ttft_p50_s, e.intervals.ttft_p50_s),
         Scenario::Batch => Estimate::of(e.itl_s, e.intervals.itl_s),
@@ -138,7 +138,7 @@ pub fn default_reference(gpus: &[String]) -> Option<String> {
 /// The GPUs side by side for one scenario, model by model (models sorted
 /// case-insensitively).
 pub fn compare(
-    entries: &[Entry],
+    entries: &[LeaderboardRow],
     gpus: &[String],
     scenario: ScenarioKey,
     reference: Option<&str>,
@@ -152,7 +152,7 @@ pub fn compare(
     models.dedup();
     // One pass over the view, then a lookup per cell (a scan per cell made
     // the page cost models × GPUs × groups).
-    let mut cells: std::collections::HashMap<(&str, &str), &Entry> = Default::default();
+    let mut cells: std::collections::HashMap<(&str, &str), &LeaderboardRow> = Default::default();
     for e in entries.iter().filter(|e| scenario.same(&key_of(e))) {
         cells
             .entry((e.gpu_id.as_str(), e.model.as_str()))
@@ -162,7 +162,7 @@ pub fn compare(
     let rows: Vec<ModelRow> = models
         .iter()
         .map(|m| {
-            let found: Vec<Option<&Entry>> = gpus.iter().map(|g| find(g, m)).collect();
+            let found: Vec<Option<&LeaderboardRow>> = gpus.iter().map(|g| find(g, m)).collect();
             let estimates: Vec<Option<Estimate>> = found.iter().map(|e| e.map(energy_of)).collect();
             let mut measured: Vec<(usize, Estimate)> = estimates
                 .iter()
@@ -328,8 +328,12 @@ pub struct ModelScenario {
 /// Per scenario: which GPU needs the least energy for this model, how sure
 /// that is, the choice under deadlines, and the energy/latency trade-off
 /// with its Pareto front.
-pub fn model_summary(entries: &[Entry], model: &str, asked: &[Deadline]) -> Vec<ModelScenario> {
-    let mine: Vec<&Entry> = entries.iter().filter(|e| e.model == model).collect();
+pub fn model_summary(
+    entries: &[LeaderboardRow],
+    model: &str,
+    asked: &[Deadline],
+) -> Vec<ModelScenario> {
+    let mine: Vec<&LeaderboardRow> = entries.iter().filter(|e| e.model == model).collect();
     scenarios(mine.iter().copied())
         .into_iter()
         .map(|k| {
@@ -436,9 +440,9 @@ pub struct ModelListing {
 
 /// Every model of a view, sorted case-insensitively, with its best GPU per
 /// scenario; the scenarios are the columns.
-pub fn model_index(entries: &[Entry]) -> (Vec<ScenarioKey>, Vec<ModelListing>) {
+pub fn model_index(entries: &[LeaderboardRow]) -> (Vec<ScenarioKey>, Vec<ModelListing>) {
     let keys = scenarios(entries);
-    let mut by_model: std::collections::BTreeMap<(String, String), Vec<&Entry>> =
+    let mut by_model: std::collections::BTreeMap<(String, String), Vec<&LeaderboardRow>> =
         Default::default();
     for e in entries {
         by_model
@@ -455,7 +459,7 @@ pub fn model_index(entries: &[Entry]) -> (Vec<ScenarioKey>, Vec<ModelListing>) {
             let best = keys
                 .iter()
                 .map(|k| {
-                    let mut here: Vec<&&Entry> =
+                    let mut here: Vec<&&LeaderboardRow> =
                         mine.iter().filter(|e| k.same(&key_of(e))).collect();
                     here.sort_by(|a, b| a.energy_per_token_j.total_cmp(&b.energy_per_token_j));
                     let first = here.first()?;
@@ -496,8 +500,8 @@ mod tests {
         }
     }
 
-    fn entry(gpu: &str, model: &str, lambda: Option<f64>, ept: f64, lat: f64) -> Entry {
-        Entry {
+    fn entry(gpu: &str, model: &str, lambda: Option<f64>, ept: f64, lat: f64) -> LeaderboardRow {
+        LeaderboardRow {
             gpu_id: gpu.into(),
             gpu_name: gpu.to_uppercase(),
             model: model.into(),

@@ -3,6 +3,12 @@
 //! Handles are shown on every page beside a submitter's figures; a handle
 //! that looks like another's would let one submitter pass as another.
 
+/// The handle the service registers for its own synthetic demo data.
+pub const DEMO_HANDLE: &str = "demo";
+
+/// Handles nobody may register: the demo's and the service's own names.
+pub const RESERVED_HANDLES: &[&str] = &[DEMO_HANDLE, "admin", "wattcounts", "maintainers"];
+
 /// The rule a handle breaks, said to the person who chose it.
 pub fn handle_fault(h: &str) -> Option<String> {
     if !(3..=39).contains(&h.len()) || !h.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {

@@ -31,7 +31,7 @@ pub struct Member {
 }
 
 /// Intervals of the figures beside energy per token, each the same kind of
-/// order-statistic interval as [`Entry::energy_per_token_interval`]; None
+/// order-statistic interval as [`LeaderboardRow::energy_per_token_interval`]; None
 /// where the figure is absent (or was stored before intervals were kept,
 /// until `db rebuild`).
 #[derive(
@@ -224,7 +224,7 @@ pub fn member_figures(c: &ConfigurationMetrics) -> MemberFigures {
 
 /// One leaderboard row: a group as the read model holds it.
 #[derive(Debug, Clone, Serialize, PartialEq, utoipa::ToSchema)]
-pub struct Entry {
+pub struct LeaderboardRow {
     pub gpu_id: String,
     pub gpu_name: String,
     pub model: String,

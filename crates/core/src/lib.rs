@@ -9,7 +9,7 @@
 //! Everything above (store, service, snapshots, web, the submitter's CLI)
 //! lives in other crates, so nothing here can reach for them.
 
-pub mod audit;
+pub mod analysis;
 pub mod bundle;
 pub mod catalog;
 pub mod checks;

@@ -4,8 +4,9 @@
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::checks::{CheckResult, Status};
+use crate::checks::CheckResult;
 use crate::derived::ConfigurationMetrics;
+use crate::domain::Status;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Receipt {

@@ -5,10 +5,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use wattcounts_core::audit;
 use wattcounts_core::bundle::unpack;
 use wattcounts_core::digest::sha256_hex;
 use wattcounts_core::receipt::Receipt;
+use wattcounts_core::tlog::audit;
 use wattcounts_core::tlog::checkpoint;
 
 #[derive(Debug, Args)]

@@ -50,7 +50,7 @@ impl Default for UnpackLimits {
 }
 
 #[derive(Debug, Clone)]
-pub struct Entry {
+pub struct ArchiveEntry {
     /// Normalised relative path with `/` separators.
     pub path: String,
     /// Unpacked size, bytes.
@@ -87,7 +87,7 @@ pub fn is_gzip(bytes: &[u8]) -> bool {
 }
 
 /// Unpacks into memory, all entries at once.
-pub fn unpack(gz: &[u8], limits: &UnpackLimits) -> Result<Vec<Entry>, Rejection> {
+pub fn unpack(gz: &[u8], limits: &UnpackLimits) -> Result<Vec<ArchiveEntry>, Rejection> {
     let mut out = Vec::new();
     unpack_each(gz, limits, |e| out.push(e))?;
     Ok(out)
@@ -97,7 +97,7 @@ pub fn unpack(gz: &[u8], limits: &UnpackLimits) -> Result<Vec<Entry>, Rejection>
 pub fn unpack_each(
     gz: &[u8],
     limits: &UnpackLimits,
-    on_entry: impl FnMut(Entry),
+    on_entry: impl FnMut(ArchiveEntry),
 ) -> Result<(), Rejection> {
     unpack_stream(gz, gz.len() as u64, limits, |_| true, on_entry)
 }
@@ -125,7 +125,7 @@ pub fn unpack_stream(
     compressed_len: u64,
     limits: &UnpackLimits,
     keep: impl Fn(&str) -> bool,
-    mut on_entry: impl FnMut(Entry),
+    mut on_entry: impl FnMut(ArchiveEntry),
 ) -> Result<(), Rejection> {
     let mut source = source;
     let head = source.fill_buf().map_err(corrupt)?;
@@ -281,7 +281,7 @@ fn read_entries<R: Read>(
     reader: &mut R,
     limits: &UnpackLimits,
     keep: &impl Fn(&str) -> bool,
-    on_entry: &mut impl FnMut(Entry),
+    on_entry: &mut impl FnMut(ArchiveEntry),
 ) -> Result<usize, Rejection> {
     let mut archive = tar::Archive::new(reader);
     let mut seen = HashSet::new();
@@ -387,7 +387,7 @@ fn read_entries<R: Read>(
             return Err(too_big(size));
         }
         files += 1;
-        on_entry(Entry {
+        on_entry(ArchiveEntry {
             path,
             size,
             data,

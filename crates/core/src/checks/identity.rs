@@ -1,7 +1,9 @@
 //! Identity: the GPU the bundle says it ran on is the one nvidia-smi saw,
 //! a GPU the catalogue knows, at its default power limit or declared.
 
-use super::{skip, CheckInput, CheckResult, Location, Outcome, Rule, Severity, Tally, Thresholds};
+use super::{
+    skip, CheckInput, CheckOutcome, CheckResult, Location, Rule, Severity, Tally, Thresholds,
+};
 use crate::bundle::system_info::FILE_NAME as SYSTEM_INFO;
 use crate::bundle::MANIFEST_NAME;
 use crate::catalog;
@@ -166,7 +168,7 @@ fn power_limit(input: &CheckInput) -> CheckResult {
             }
         )
     });
-    if r.outcome == Outcome::Warn {
+    if r.outcome == CheckOutcome::Warn {
         r.message.push_str(
             ". Pack with --declare-power-limit if the lower limit was intended, so readers can tell",
         );

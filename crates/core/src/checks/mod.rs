@@ -41,7 +41,7 @@ pub enum Severity {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum Outcome {
+pub enum CheckOutcome {
     Pass,
     /// A soft check failed.
     Warn,
@@ -51,18 +51,18 @@ pub enum Outcome {
     Skip,
 }
 
-impl Outcome {
+impl CheckOutcome {
     pub fn as_str(self) -> &'static str {
         match self {
-            Outcome::Pass => "pass",
-            Outcome::Warn => "warn",
-            Outcome::Fail => "fail",
-            Outcome::Skip => "skip",
+            CheckOutcome::Pass => "pass",
+            CheckOutcome::Warn => "warn",
+            CheckOutcome::Fail => "fail",
+            CheckOutcome::Skip => "skip",
         }
     }
 }
 
-pub use crate::domain::Status;
+use crate::domain::Status;
 
 /// Where in the bundle a figure comes from.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -138,7 +138,7 @@ pub struct CheckResult {
     /// Stable id, `family.name`.
     pub id: String,
     pub severity: Severity,
-    pub outcome: Outcome,
+    pub outcome: CheckOutcome,
     /// The worst figure seen (or the only one).
     pub figure: Option<f64>,
     /// The limit the figure was held to.
@@ -157,7 +157,7 @@ impl CheckResult {
         self.id.split('.').next().unwrap_or(&self.id)
     }
     pub fn is_problem(&self) -> bool {
-        matches!(self.outcome, Outcome::Warn | Outcome::Fail)
+        matches!(self.outcome, CheckOutcome::Warn | CheckOutcome::Fail)
     }
 }
 
@@ -173,11 +173,11 @@ pub struct Rule {
 
 impl Rule {
     /// A broken rule fails (hard) or warns (soft); a kept one passes.
-    pub fn outcome(&self, broken: bool) -> Outcome {
+    pub fn outcome(&self, broken: bool) -> CheckOutcome {
         match (broken, self.severity) {
-            (false, _) => Outcome::Pass,
-            (true, Severity::Hard) => Outcome::Fail,
-            (true, Severity::Soft) => Outcome::Warn,
+            (false, _) => CheckOutcome::Pass,
+            (true, Severity::Hard) => CheckOutcome::Fail,
+            (true, Severity::Soft) => CheckOutcome::Warn,
         }
     }
 }
@@ -328,7 +328,7 @@ pub(crate) fn skip(rule: Rule, why: &str) -> CheckResult {
     CheckResult {
         id: rule.id.to_string(),
         severity: rule.severity,
-        outcome: Outcome::Skip,
+        outcome: CheckOutcome::Skip,
         figure: None,
         threshold: None,
         unit: rule.unit.to_string(),
@@ -397,10 +397,10 @@ pub fn rules() -> Vec<Rule> {
 }
 
 /// Hard failure → rejected; soft warning → needs review; else accepted.
-pub fn status_of(results: &[CheckResult]) -> Status {
-    if results.iter().any(|r| r.outcome == Outcome::Fail) {
+pub fn status_from_checks(results: &[CheckResult]) -> Status {
+    if results.iter().any(|r| r.outcome == CheckOutcome::Fail) {
         Status::Rejected
-    } else if results.iter().any(|r| r.outcome == Outcome::Warn) {
+    } else if results.iter().any(|r| r.outcome == CheckOutcome::Warn) {
         Status::NeedsReview
     } else {
         Status::Accepted
@@ -425,7 +425,7 @@ mod tests {
         t.at_most(3.0, 1.0, || Location::file("b"));
         t.at_most(2.0, 1.0, || Location::file("c"));
         let r = t.finish(|v| format!("x {v}"));
-        assert_eq!(r.outcome, Outcome::Fail);
+        assert_eq!(r.outcome, CheckOutcome::Fail);
         assert_eq!(r.figure, Some(3.0));
         assert_eq!(r.failing, 2);
         assert_eq!(r.evaluated, 3);
@@ -439,7 +439,7 @@ mod tests {
         t.at_least(5.0, 1.0, || Location::file("a"));
         t.at_least(2.0, 1.0, || Location::file("b"));
         let r = t.finish(|v| format!("x {v}"));
-        assert_eq!(r.outcome, Outcome::Pass);
+        assert_eq!(r.outcome, CheckOutcome::Pass);
         assert_eq!(r.figure, Some(2.0));
     }
 
@@ -447,7 +447,7 @@ mod tests {
     fn nan_breaks_the_rule() {
         let mut t = Tally::new(RULE, Some(1.0));
         t.at_most(f64::NAN, 1.0, Location::default);
-        assert_eq!(t.finish(|_| String::new()).outcome, Outcome::Fail);
+        assert_eq!(t.finish(|_| String::new()).outcome, CheckOutcome::Fail);
     }
 
     #[test]
@@ -465,15 +465,15 @@ mod tests {
             location: None,
         };
         assert_eq!(
-            status_of(&[mk(Outcome::Pass), mk(Outcome::Skip)]),
+            status_from_checks(&[mk(CheckOutcome::Pass), mk(CheckOutcome::Skip)]),
             Status::Accepted
         );
         assert_eq!(
-            status_of(&[mk(Outcome::Pass), mk(Outcome::Warn)]),
+            status_from_checks(&[mk(CheckOutcome::Pass), mk(CheckOutcome::Warn)]),
             Status::NeedsReview
         );
         assert_eq!(
-            status_of(&[mk(Outcome::Warn), mk(Outcome::Fail)]),
+            status_from_checks(&[mk(CheckOutcome::Warn), mk(CheckOutcome::Fail)]),
             Status::Rejected
         );
     }

@@ -8,6 +8,7 @@
 //! vectors and a naive reference tree. Storage and HTTP come later and
 //! depend on this, never the other way.
 
+pub mod audit;
 pub mod checkpoint;
 pub mod tiles;
 

@@ -157,7 +157,7 @@ macro_rules! log_store {
             tx: &mut $conn,
             indexes: &[u64],
         ) -> Result<Vec<$crate::tlog::Hash>, StoreError> {
-            use $crate::store::log::{parse_hash, placeholders};
+            use $crate::store::tlog::{parse_hash, placeholders};
             if indexes.is_empty() {
                 return Ok(Vec::new());
             }
@@ -200,12 +200,12 @@ macro_rules! log_store {
         /// last lock it takes.
         async fn append_leaves(
             tx: &mut $conn,
-            leaves: &[($crate::store::log::LogTarget, Vec<u8>)],
+            leaves: &[($crate::store::tlog::LogTarget, Vec<u8>)],
             backfilled: bool,
-        ) -> Result<(), StoreError> {
-            use $crate::store::log::{hex_hash, LogTarget};
+        ) -> Result<u64, StoreError> {
+            use $crate::store::tlog::{hex_hash, LogTarget};
             if leaves.is_empty() {
-                return Ok(());
+                return Ok(0);
             }
             if let Some(lock) = <$store>::LOCK_LOG {
                 sqlx::query(lock).execute(&mut *tx).await.map_err(db_err)?;
@@ -246,11 +246,11 @@ macro_rules! log_store {
                 set.execute(&mut *tx).await.map_err(db_err)?;
                 n += 1;
             }
-            Ok(())
+            Ok(n as u64 - leaves.len() as u64)
         }
 
         #[async_trait]
-        impl $crate::store::log::LogStore for $store {
+        impl $crate::store::tlog::LogStore for $store {
             async fn log_key(&self) -> Result<Option<(String, String)>, StoreError> {
                 let row: Option<(Option<String>, Option<String>)> =
                     sqlx::query_as("SELECT origin, verifier_key FROM log_head WHERE id = 1")
@@ -283,7 +283,7 @@ macro_rules! log_store {
                 Ok(size as u64)
             }
 
-            async fn log_stats(&self) -> Result<$crate::store::log::LogStats, StoreError> {
+            async fn log_stats(&self) -> Result<$crate::store::tlog::LogStats, StoreError> {
                 let size = self.log_size().await?;
                 // Reads the partial index of backfilled leaves only.
                 let (count, first, last): (i64, Option<i64>, Option<i64>) = sqlx::query_as(
@@ -292,7 +292,7 @@ macro_rules! log_store {
                 .fetch_one(&self.pool)
                 .await
                 .map_err(db_err)?;
-                Ok($crate::store::log::LogStats {
+                Ok($crate::store::tlog::LogStats {
                     size,
                     backfilled: count as u64,
                     backfilled_first: first.map(|v| v as u64),
@@ -305,7 +305,7 @@ macro_rules! log_store {
                 log_hashes_in(&mut conn, indexes).await
             }
 
-            async fn log_entries(&self, start: u64, end: u64) -> Result<Vec<$crate::store::log::LogEntry>, StoreError> {
+            async fn log_entries(&self, start: u64, end: u64) -> Result<Vec<$crate::store::tlog::LogEntry>, StoreError> {
                 let rows = sqlx::query("SELECT idx, leaf, backfilled FROM log_entries WHERE idx >= $1 AND idx < $2 ORDER BY idx")
                     .bind(start as i64)
                     .bind(end as i64)
@@ -314,7 +314,7 @@ macro_rules! log_store {
                     .map_err(db_err)?;
                 Ok(rows
                     .iter()
-                    .map(|r| $crate::store::log::LogEntry {
+                    .map(|r| $crate::store::tlog::LogEntry {
                         index: r.get::<i64, _>(0) as u64,
                         leaf: r.get(1),
                         backfilled: r.get(2),
@@ -323,7 +323,7 @@ macro_rules! log_store {
             }
 
             async fn backfill_log(&self) -> Result<u64, StoreError> {
-                use $crate::store::log::{submission_leaf, EventLeaf, LogTarget};
+                use $crate::store::tlog::{submission_leaf, EventLeaf, LogTarget};
                 let _w = self.write_lock().await;
                 let mut tx = self.pool.begin_with(<$store>::BEGIN_WRITE).await.map_err(db_err)?;
                 // Both lists read partial indexes that hold only unlogged rows.

@@ -16,7 +16,7 @@ use super::auth::Maintainer;
 use super::error::ApiError;
 use super::pages::{render, PageError, VERSION};
 use super::AppState;
-use crate::service::ledger::MAX_ENTRIES;
+use crate::service::tlog::MAX_ENTRIES;
 use crate::tlog::tiles::TilePath;
 
 /// A number from the query, or a 400 naming the parameter.
@@ -33,19 +33,12 @@ fn number(q: &HashMap<String, String>, name: &str) -> Result<Option<u64>, ApiErr
         .transpose()
 }
 
-fn text(body: String, cache: &'static str) -> Response {
-    (
-        [
-            (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
-            (header::CACHE_CONTROL, cache),
-        ],
-        body,
-    )
-        .into_response()
+fn text(body: String) -> Response {
+    ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], body).into_response()
 }
 
 fn key_of(s: &AppState) -> Result<(String, String), ApiError> {
-    let l = s.service.ledger();
+    let l = s.service.tlog();
     match (l.origin(), l.verifier_key()) {
         (Some(o), Some(k)) => Ok((o.to_string(), k.to_string())),
         _ => Err(ApiError::internal()),
@@ -54,14 +47,14 @@ fn key_of(s: &AppState) -> Result<(String, String), ApiError> {
 
 /// `/log/checkpoint`: the newest published checkpoint, a signed note.
 pub async fn checkpoint(State(s): State<AppState>) -> Result<Response, ApiError> {
-    let (_, signed) = s.service.ledger().latest().await?;
-    Ok(text(signed, "no-cache"))
+    let (_, signed) = s.service.tlog().latest().await?;
+    Ok(text(signed))
 }
 
 /// `/log/key`: the verifier key every checkpoint is signed with.
 pub async fn verifier_key(State(s): State<AppState>) -> Result<Response, ApiError> {
     let (_, key) = key_of(&s)?;
-    Ok(text(format!("{key}\n"), "public, max-age=3600"))
+    Ok(text(format!("{key}\n")))
 }
 
 /// `/.well-known/wattcounts-log`: where the log is and how to check it.
@@ -120,18 +113,11 @@ pub async fn tile(
     })?;
     let bytes = s
         .service
-        .ledger()
+        .tlog()
         .tile(&t)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("the log does not hold {path} yet")))?;
-    Ok((
-        [
-            (header::CONTENT_TYPE, "application/octet-stream"),
-            (header::CACHE_CONTROL, "public, max-age=31536000, immutable"),
-        ],
-        bytes,
-    )
-        .into_response())
+    Ok(([(header::CONTENT_TYPE, "application/octet-stream")], bytes).into_response())
 }
 
 /// `/api/v1/log`.
@@ -157,9 +143,9 @@ pub struct LogState {
     responses((status = 200, body = LogState)))]
 pub async fn log_json(State(s): State<AppState>) -> Result<Response, ApiError> {
     let (origin, key) = key_of(&s)?;
-    let ledger = s.service.ledger();
-    let stats = ledger.stats().await?;
-    let (published, signed) = ledger.latest().await?;
+    let tlog = s.service.tlog();
+    let stats = tlog.stats().await?;
+    let (published, signed) = tlog.latest().await?;
     Ok(Json(LogState {
         origin,
         verifier_key: key,
@@ -180,7 +166,7 @@ pub async fn log_json(State(s): State<AppState>) -> Result<Response, ApiError> {
     summary = "An inclusion proof for one leaf",
     description = "Give one of `submission_id` or `index`; `size` defaults to the newest published checkpoint that holds the leaf, else the log as it stands.",
     params(InclusionParams),
-    responses((status = 200, body = crate::service::ledger::InclusionProof),
+    responses((status = 200, body = crate::service::tlog::InclusionProof),
         (status = 404, description = "No such submission or leaf", body = super::error::ErrorBody)))]
 pub async fn inclusion(
     State(s): State<AppState>,
@@ -206,19 +192,19 @@ pub async fn inclusion(
             ))
         }
     };
-    let ledger = s.service.ledger();
+    let tlog = s.service.tlog();
     let size = match number(&q, "size")? {
         Some(n) => n,
         None => {
-            let (published, _) = ledger.latest().await?;
+            let (published, _) = tlog.latest().await?;
             if published > index {
                 published
             } else {
-                ledger.size().await?
+                tlog.size().await?
             }
         }
     };
-    Ok(Json(ledger.inclusion(index, size).await?).into_response())
+    Ok(Json(tlog.inclusion(index, size).await?).into_response())
 }
 
 /// `/api/v1/log/consistency?from=M&to=N` (`to` defaults to the newest
@@ -226,20 +212,20 @@ pub async fn inclusion(
 #[utoipa::path(get, path = "/api/v1/log/consistency", tag = "log",
     summary = "A consistency proof between two tree sizes",
     params(ConsistencyParams),
-    responses((status = 200, body = crate::service::ledger::ConsistencyProof),
+    responses((status = 200, body = crate::service::tlog::ConsistencyProof),
         (status = 404, description = "The log is not that large yet", body = super::error::ErrorBody)))]
 pub async fn consistency(
     State(s): State<AppState>,
     Query(q): Query<HashMap<String, String>>,
 ) -> Result<Response, ApiError> {
-    let ledger = s.service.ledger();
+    let tlog = s.service.tlog();
     let from = number(&q, "from")?
         .ok_or_else(|| ApiError::bad_request("bad_parameter", "from=M is required"))?;
     let to = match number(&q, "to")? {
         Some(n) => n,
-        None => ledger.latest().await?.0,
+        None => tlog.latest().await?.0,
     };
-    Ok(Json(ledger.consistency(from, to).await?).into_response())
+    Ok(Json(tlog.consistency(from, to).await?).into_response())
 }
 
 /// `/api/v1/log/entries`.
@@ -273,13 +259,13 @@ pub async fn entries(
 ) -> Result<Response, ApiError> {
     let start = number(&q, "start")?.unwrap_or(0);
     let end = number(&q, "end")?.unwrap_or(start.saturating_add(100));
-    let leaves = s.service.ledger().entries(start, end).await?;
+    let leaves = s.service.tlog().entries(start, end).await?;
     let entries = leaves
         .iter()
         .map(|e| LogEntry {
             index: e.index,
             leaf: e.leaf.clone(),
-            leaf_hash: crate::service::ledger::b64(&crate::tlog::leaf_hash(e.leaf.as_bytes())),
+            leaf_hash: crate::service::tlog::b64(&crate::tlog::leaf_hash(e.leaf.as_bytes())),
             backfilled: e.backfilled,
         })
         .collect();
@@ -307,7 +293,7 @@ pub struct Published {
     responses((status = 200, body = Published),
         (status = 401, description = "No or a wrong maintainer token", body = super::error::ErrorBody)))]
 pub async fn publish(State(s): State<AppState>, m: Maintainer) -> Result<Response, ApiError> {
-    let (size, signed) = s.service.ledger().publish().await?;
+    let (size, signed) = s.service.tlog().publish().await?;
     tracing::info!(maintainer = %m.name, size, "published a log checkpoint on demand");
     Ok((
         StatusCode::OK,
@@ -346,10 +332,10 @@ struct LogPage {
 /// newest leaves.
 pub async fn log_page(State(s): State<AppState>) -> Result<Response, PageError> {
     let (origin, verifier_key) = key_of(&s)?;
-    let ledger = s.service.ledger();
-    let stats = ledger.stats().await?;
-    let (published, checkpoint) = ledger.latest().await?;
-    let recent = ledger
+    let tlog = s.service.tlog();
+    let stats = tlog.stats().await?;
+    let (published, checkpoint) = tlog.latest().await?;
+    let recent = tlog
         .entries(stats.size.saturating_sub(20), stats.size)
         .await?
         .into_iter()

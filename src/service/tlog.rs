@@ -11,7 +11,7 @@ use base64::prelude::{Engine, BASE64_STANDARD};
 use serde::Serialize;
 
 use crate::receipt::ReceiptLog;
-use crate::store::log::{LogEntry, LogStats};
+use crate::store::tlog::{LogEntry, LogStats};
 use crate::store::{Store, StoreError};
 use crate::tlog::checkpoint::{format_proof, LogKey};
 use crate::tlog::tiles::{self, TilePath};
@@ -21,7 +21,7 @@ use crate::tlog::{hashes_needed, leaf_hash, DynReader, Fetched, Hash};
 pub const MAX_ENTRIES: u64 = 1000;
 
 #[derive(Debug, thiserror::Error)]
-pub enum LedgerError {
+pub enum TlogError {
     #[error("{0}")]
     NotFound(String),
     #[error("{0}")]
@@ -35,11 +35,11 @@ pub enum LedgerError {
     Internal(String),
 }
 
-fn internal(e: impl std::fmt::Display) -> LedgerError {
-    LedgerError::Internal(format!("transparency log: {e}"))
+fn internal(e: impl std::fmt::Display) -> TlogError {
+    TlogError::Internal(format!("transparency log: {e}"))
 }
 
-pub struct Ledger {
+pub struct Tlog {
     store: Arc<dyn Store>,
     key: Option<Arc<LogKey>>,
     /// Set once this key is known to be the log's (recorded or matched).
@@ -73,16 +73,16 @@ pub fn b64(h: &Hash) -> String {
     BASE64_STANDARD.encode(h.0)
 }
 
-impl Ledger {
+impl Tlog {
     pub fn new(store: Arc<dyn Store>, key: Option<LogKey>) -> Self {
-        Ledger {
+        Tlog {
             store,
             key: key.map(Arc::new),
             claimed: tokio::sync::OnceCell::new(),
         }
     }
 
-    fn key(&self) -> Result<&LogKey, LedgerError> {
+    fn key(&self) -> Result<&LogKey, TlogError> {
         self.key
             .as_deref()
             .ok_or_else(|| internal("this tool runs without the log's key"))
@@ -102,7 +102,7 @@ impl Ledger {
 
     /// Records this key as the log's, or checks that it is the one
     /// recorded: an instance with another key must not sign for the log.
-    pub async fn claim(&self) -> Result<(), LedgerError> {
+    pub async fn claim(&self) -> Result<(), TlogError> {
         let key = self.key()?;
         self.claimed
             .get_or_try_init(|| async {
@@ -111,7 +111,7 @@ impl Ledger {
                     .claim_log_key(key.origin(), key.verifier_key())
                     .await?;
                 if recorded != key.verifier_key() {
-                    return Err(LedgerError::KeyMismatch(format!(
+                    return Err(TlogError::KeyMismatch(format!(
                         "this instance's log key ({}) is not the key the database records for the log \
                          '{origin}' ({recorded}): every instance on one database must sign with the same \
                          key (--log-key-file)",
@@ -128,7 +128,7 @@ impl Ledger {
     async fn with_hashes<T>(
         &self,
         f: impl Fn(&dyn DynReader) -> Result<T, tlog_tiles::Error>,
-    ) -> Result<T, LedgerError> {
+    ) -> Result<T, TlogError> {
         let need = hashes_needed(&f);
         let got = self.store.log_hashes(&need).await?;
         let fetched = Fetched(need.into_iter().zip(got).collect());
@@ -136,17 +136,17 @@ impl Ledger {
     }
 
     /// Leaves in the log now.
-    pub async fn size(&self) -> Result<u64, LedgerError> {
+    pub async fn size(&self) -> Result<u64, TlogError> {
         Ok(self.store.log_size().await?)
     }
 
-    pub async fn stats(&self) -> Result<LogStats, LedgerError> {
+    pub async fn stats(&self) -> Result<LogStats, TlogError> {
         Ok(self.store.log_stats().await?)
     }
 
-    fn check_size(size: u64, current: u64) -> Result<(), LedgerError> {
+    fn check_size(size: u64, current: u64) -> Result<(), TlogError> {
         if size > current {
-            return Err(LedgerError::Invalid(format!(
+            return Err(TlogError::Invalid(format!(
                 "the log holds {current} leaves; there is no tree of size {size} yet"
             )));
         }
@@ -155,7 +155,7 @@ impl Ledger {
 
     /// The signed checkpoint of the tree of `size` leaves (Ed25519 is
     /// deterministic: the same size always gives the same bytes).
-    pub async fn checkpoint(&self, size: u64) -> Result<Vec<u8>, LedgerError> {
+    pub async fn checkpoint(&self, size: u64) -> Result<Vec<u8>, TlogError> {
         self.claim().await?;
         let root = self
             .with_hashes(|r| tlog_tiles::tree_hash(size, &r))
@@ -165,7 +165,7 @@ impl Ledger {
 
     /// Signs the log as it stands and publishes it unless a checkpoint of
     /// that size is published already. Returns the newest published one.
-    pub async fn publish(&self) -> Result<(u64, String), LedgerError> {
+    pub async fn publish(&self) -> Result<(u64, String), TlogError> {
         let size = self.size().await?;
         let latest = self.store.latest_checkpoint().await?;
         if let Some((s, text)) = &latest {
@@ -184,7 +184,7 @@ impl Ledger {
     }
 
     /// The newest published checkpoint (publishing one if none is).
-    pub async fn latest(&self) -> Result<(u64, String), LedgerError> {
+    pub async fn latest(&self) -> Result<(u64, String), TlogError> {
         match self.store.latest_checkpoint().await? {
             Some(c) => Ok(c),
             None => self.publish().await,
@@ -193,20 +193,26 @@ impl Ledger {
 
     /// Leaf `index`'s inclusion in the tree of `size` leaves, with that
     /// tree's signed checkpoint.
-    pub async fn inclusion(&self, index: u64, size: u64) -> Result<InclusionProof, LedgerError> {
+    pub async fn inclusion(&self, index: u64, size: u64) -> Result<InclusionProof, TlogError> {
         let current = self.size().await?;
         Self::check_size(size, current)?;
         if index >= size {
-            return Err(LedgerError::Invalid(format!(
+            return Err(TlogError::Invalid(format!(
                 "leaf {index} is not in the tree of size {size}"
             )));
         }
+        self.proof_in(index, size).await
+    }
+
+    /// The proof of leaf `index` in the tree of `size` leaves, which the
+    /// caller knows the log holds.
+    async fn proof_in(&self, index: u64, size: u64) -> Result<InclusionProof, TlogError> {
         let leaf = self
             .store
             .log_entries(index, index + 1)
             .await?
             .pop()
-            .ok_or_else(|| LedgerError::NotFound(format!("the log has no leaf {index}")))?;
+            .ok_or_else(|| TlogError::NotFound(format!("the log has no leaf {index}")))?;
         self.claim().await?;
         // The proof and the root in one read of the stored hashes.
         let (proof, root) = self
@@ -230,11 +236,11 @@ impl Ledger {
     }
 
     /// Proof that the tree of `from` leaves is a prefix of that of `to`.
-    pub async fn consistency(&self, from: u64, to: u64) -> Result<ConsistencyProof, LedgerError> {
+    pub async fn consistency(&self, from: u64, to: u64) -> Result<ConsistencyProof, TlogError> {
         let current = self.size().await?;
         Self::check_size(to, current)?;
         if from > to {
-            return Err(LedgerError::Invalid(format!(
+            return Err(TlogError::Invalid(format!(
                 "from ({from}) must not be larger than to ({to})"
             )));
         }
@@ -252,9 +258,9 @@ impl Ledger {
     }
 
     /// Leaves `start..end` (at most [`MAX_ENTRIES`]).
-    pub async fn entries(&self, start: u64, end: u64) -> Result<Vec<LogEntry>, LedgerError> {
+    pub async fn entries(&self, start: u64, end: u64) -> Result<Vec<LogEntry>, TlogError> {
         if end < start || end - start > MAX_ENTRIES {
-            return Err(LedgerError::Invalid(format!(
+            return Err(TlogError::Invalid(format!(
                 "ask for 1 to {MAX_ENTRIES} leaves at once (start {start}, end {end})"
             )));
         }
@@ -262,7 +268,7 @@ impl Ledger {
     }
 
     /// The bytes of a tlog-tiles path, if the log holds that tile.
-    pub async fn tile(&self, path: &TilePath) -> Result<Option<Vec<u8>>, LedgerError> {
+    pub async fn tile(&self, path: &TilePath) -> Result<Option<Vec<u8>>, TlogError> {
         let size = self.size().await?;
         if !path.within(size) {
             return Ok(None);
@@ -289,8 +295,10 @@ impl Ledger {
     /// A receipt's log part: the leaf at `index`, proved against the tree
     /// that ends with it, whose checkpoint is signed now and identically
     /// every later time (so a replayed upload gets the same receipt).
-    pub async fn receipt_part(&self, index: u64) -> Result<ReceiptLog, LedgerError> {
-        let p = self.inclusion(index, index + 1).await?;
+    pub async fn receipt_part(&self, index: u64) -> Result<ReceiptLog, TlogError> {
+        // The tree that ends with a stored leaf exists once the leaf does
+        // (leaves are only appended): no size to check against.
+        let p = self.proof_in(index, index + 1).await?;
         Ok(ReceiptLog {
             index,
             tree_size: p.tree_size,
