@@ -11,7 +11,7 @@ pub mod serve;
 pub mod snapshot;
 pub mod verify;
 
-pub use wattcounts_submit::{client, config_file, keys, pack_cmd, EXIT_REJECTED, EXIT_USAGE};
+pub use wattcounts_submit::{config_file, EXIT_REJECTED, EXIT_USAGE};
 
 use std::process::ExitCode;
 
@@ -47,16 +47,9 @@ pub struct Cli {
 pub enum Command {
     /// Run the service (SQLite in --data-dir by default).
     Serve(Box<ServeConfig>),
-    /// Write a new OpenSSH Ed25519 key pair (PATH and PATH.pub).
-    Keygen(keys::KeygenArgs),
-    /// Pack a harness run folder into a submission bundle (.tar.gz).
-    Pack(pack_cmd::PackArgs),
-    /// Sign a bundle (writes BUNDLE.sig in ssh-keygen's sshsig format).
-    Sign(keys::SignArgs),
-    /// Register a handle and public key with a service.
-    Register(client::RegisterArgs),
-    /// Upload a bundle and its signature; prints the receipt as JSON.
-    Submit(client::SubmitArgs),
+    /// keygen, pack, sign, register, submit: wattcounts-submit's.
+    #[command(flatten)]
+    Submitter(wattcounts_submit::cli::SubmitterCommand),
     /// Synthetic harness data (the demo and the test fixtures).
     #[command(subcommand)]
     Demo(demo::DemoCommand),
@@ -107,11 +100,7 @@ pub fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Serve(cfg) => serve::run(*cfg).await.map(|_| ExitCode::SUCCESS),
-            Command::Keygen(a) => keys::keygen(&a).map(|_| ExitCode::SUCCESS),
-            Command::Pack(a) => pack_cmd::run(&a).map(|_| ExitCode::SUCCESS),
-            Command::Sign(a) => keys::sign(&a).map(|_| ExitCode::SUCCESS),
-            Command::Register(a) => client::register(&a).await.map(|_| ExitCode::SUCCESS),
-            Command::Submit(a) => client::submit(&a).await,
+            Command::Submitter(c) => c.run().await,
             Command::Demo(d) => demo::run(d).await.map(|_| ExitCode::SUCCESS),
             Command::Admin(c) => admin::run(c).await,
             Command::Checks(a) => admin::list(&a).map(|_| ExitCode::SUCCESS),

@@ -34,6 +34,17 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    #[command(flatten)]
+    Submitter(SubmitterCommand),
+    /// Check a receipt without trusting the service.
+    #[command(subcommand)]
+    Verify(VerifyCommand),
+}
+
+/// The steps from a harness folder to a stored submission, shared with
+/// `wattcounts` (which flattens them into its own subcommands).
+#[derive(Debug, Subcommand)]
+pub enum SubmitterCommand {
     /// Write a new OpenSSH Ed25519 key pair (PATH and PATH.pub).
     Keygen(keys::KeygenArgs),
     /// Pack a harness run folder into a submission bundle (.tar.gz).
@@ -44,9 +55,19 @@ pub enum Command {
     Register(client::RegisterArgs),
     /// Upload a bundle and its signature; prints the receipt as JSON.
     Submit(client::SubmitArgs),
-    /// Check a receipt without trusting the service.
-    #[command(subcommand)]
-    Verify(VerifyCommand),
+}
+
+impl SubmitterCommand {
+    /// Runs the step; only `register` and `submit` touch the network.
+    pub async fn run(self) -> anyhow::Result<ExitCode> {
+        match self {
+            SubmitterCommand::Keygen(a) => keys::keygen(&a).map(|_| ExitCode::SUCCESS),
+            SubmitterCommand::Pack(a) => pack_cmd::run(&a).map(|_| ExitCode::SUCCESS),
+            SubmitterCommand::Sign(a) => keys::sign(&a).map(|_| ExitCode::SUCCESS),
+            SubmitterCommand::Register(a) => client::register(&a).await.map(|_| ExitCode::SUCCESS),
+            SubmitterCommand::Submit(a) => client::submit(&a).await,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -69,12 +90,8 @@ pub fn main() -> ExitCode {
     let matches = cmd.get_matches_from(args);
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let result = match cli.command {
-        Command::Keygen(a) => keys::keygen(&a).map(|_| ExitCode::SUCCESS),
-        Command::Pack(a) => pack_cmd::run(&a).map(|_| ExitCode::SUCCESS),
-        Command::Sign(a) => keys::sign(&a).map(|_| ExitCode::SUCCESS),
         Command::Verify(VerifyCommand::Receipt(a)) => verify_receipt::run(&a),
-        Command::Register(a) => network(client::register(&a)).map(|_| ExitCode::SUCCESS),
-        Command::Submit(a) => network(client::submit(&a)),
+        Command::Submitter(c) => runtime().and_then(|rt| rt.block_on(c.run())),
     };
     match result {
         Ok(code) => code,
@@ -85,12 +102,10 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// Runs one request on a runtime of its own: only `register` and `submit`
-/// touch the network, so the offline commands never start one.
-fn network<T>(f: impl std::future::Future<Output = anyhow::Result<T>>) -> anyhow::Result<T> {
+/// One thread is enough: a submitter's command makes one request at a time.
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| anyhow::anyhow!("cannot start the async runtime: {e}"))?
-        .block_on(f)
+        .map_err(|e| anyhow::anyhow!("cannot start the async runtime: {e}"))
 }
