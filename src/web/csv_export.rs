@@ -88,7 +88,7 @@ pub fn to_csv(entries: &[LeaderboardRow], first_rank: usize) -> Vec<u8> {
 
 #[utoipa::path(get, path = "/api/v1/leaderboard.csv", tag = "leaderboard",
     summary = "The leaderboard page as CSV, with the JSON's filters",
-    params(super::openapi::LeaderboardParams),
+    params(super::params::LeaderboardParams),
     responses((status = 200, description = "One row per group; the header names the columns",
         content_type = "text/csv", body = String)))]
 pub async fn leaderboard_csv(

@@ -205,7 +205,7 @@ pub struct GpuList {
 
 #[utoipa::path(get, path = "/api/v1/gpus", tag = "gpus",
     summary = "Every catalogue GPU with the view's groups and models on it",
-    params(super::openapi::ViewParams),
+    params(super::params::ViewParams),
     responses((status = 200, body = GpuList)))]
 pub async fn gpus_json(
     State(s): State<AppState>,
@@ -414,7 +414,7 @@ pub struct GpuDetail {
 #[utoipa::path(get, path = "/api/v1/gpus/{id}", tag = "gpus",
     summary = "One GPU across models, in one scenario",
     params(("id" = String, Path, description = "Catalogue GPU id, e.g. `h100-sxm`"),
-        super::openapi::ScenarioParam, super::openapi::ViewParams),
+        super::params::ScenarioParam, super::params::ViewParams),
     responses((status = 200, body = GpuDetail),
         (status = 404, description = "No such GPU in the catalogue", body = super::error::ErrorBody)))]
 pub async fn gpu_json(
@@ -781,7 +781,7 @@ pub struct CompareAnswer {
 
 #[utoipa::path(get, path = "/api/v1/compare", tag = "gpus",
     summary = "Two or more GPUs side by side per model, with the saving and its verdict",
-    params(super::openapi::CompareParams, super::openapi::ViewParams),
+    params(super::params::CompareParams, super::params::ViewParams),
     responses((status = 200, body = CompareAnswer)))]
 pub async fn compare_json(
     State(s): State<AppState>,

@@ -3,6 +3,7 @@
 pub mod admin_api;
 pub mod admin_pages;
 pub mod api;
+pub mod api_page;
 pub mod auth;
 pub mod cache;
 pub mod cache_policy;
@@ -18,6 +19,7 @@ pub mod input_guard;
 pub mod models_pages;
 pub mod openapi;
 pub mod pages;
+pub mod params;
 pub mod server;
 pub mod snapshots;
 pub mod submission_page;
@@ -222,7 +224,7 @@ pub fn app(state: AppState) -> Router {
         )
         .route(
             "/api",
-            declare(&state, DataVersioned, get(openapi::api_page)),
+            declare(&state, DataVersioned, get(api_page::api_page)),
         )
         .route("/healthz", declare(&state, NoStore, get(api::healthz)))
         .route("/readyz", declare(&state, NoStore, get(api::readyz)))

@@ -175,7 +175,7 @@ pub struct ModelEntry {
 
 #[utoipa::path(get, path = "/api/v1/models", tag = "models",
     summary = "Every model of the view with its best GPU per scenario",
-    params(super::openapi::ModelSearchParams, super::openapi::ViewParams),
+    params(super::params::ModelSearchParams, super::params::ViewParams),
     responses((status = 200, body = ModelIndex)))]
 pub async fn models_json(
     State(s): State<AppState>,
@@ -529,7 +529,7 @@ pub struct PerThousand {
     summary = "Which GPU uses the least energy for one model, per scenario",
     description = "`id` is the Hugging Face id and holds a `/` (`meta-llama/Llama-3.1-8B-Instruct`), sent as it is. Deadlines (`ttft_ms`, `itl_ms`, `min_tok_s`) add choices marked `custom`.",
     params(("id" = String, Path, description = "The model's Hugging Face id"),
-        super::openapi::DeadlineParams, super::openapi::ViewParams),
+        super::params::DeadlineParams, super::params::ViewParams),
     responses((status = 200, body = ModelAnswer),
         (status = 404, description = "No accepted data for this model in the view", body = super::error::ErrorBody)))]
 pub async fn model_json(

@@ -392,7 +392,7 @@ pub struct LeaderboardAnswer {
 #[utoipa::path(get, path = "/api/v1/leaderboard", tag = "leaderboard",
     summary = "Leaderboard rows: one per group (GPU × model × scenario × rate × protocol × origin)",
     description = "Rows rank GPUs within each model (`rank_in_model`). Unknown parameters and bad values are a 400 naming the parameter.",
-    params(super::openapi::LeaderboardParams),
+    params(super::params::LeaderboardParams),
     responses((status = 200, body = LeaderboardAnswer)))]
 pub async fn leaderboard_json(
     State(s): State<AppState>,

@@ -3,7 +3,7 @@
 //! edited, `gpu_energy` is recomputed so the arithmetic check still holds).
 //! Faults edit the first model's files, iteration 1 unless said otherwise.
 
-use super::writer::RunFolder;
+use super::folder::{model_dir_name, RunFolder};
 use crate::bundle::harness::{self, Scenario};
 use crate::catalog::GpuSpec;
 
@@ -359,7 +359,7 @@ fn rename_first_model(run: &mut RunFolder, new_id: &str) {
             t.get(0, "model").to_string()
         })
         .expect("first model has batch results");
-    let new_dir = super::writer::model_dir_name(new_id);
+    let new_dir = model_dir_name(new_id);
     for (path, data) in run.files.iter_mut() {
         if let Some(rest) = path.strip_prefix(&format!("{first_dir}/")) {
             *path = format!("{new_dir}/{rest}");

@@ -21,9 +21,16 @@
 /// by an older generator are not reused.
 pub const GENERATOR_VERSION: u32 = 2;
 
+// Arrows: writer → (physics, faults, options, folder); options → faults;
+// faults → folder. The physical model knows nothing of faults or files.
 pub mod faults;
+pub mod folder;
+pub mod options;
 pub mod physics;
 pub mod writer;
 
-pub use physics::{fits, Fault, SynthOptions};
-pub use writer::{generate_run, model_dir_name, write_run, RunFolder};
+pub use faults::Fault;
+pub use folder::{model_dir_name, RunFolder};
+pub use options::SynthOptions;
+pub use physics::fits;
+pub use writer::{generate_run, write_run};

@@ -7,45 +7,13 @@ use rand::rngs::StdRng;
 use rand::Rng;
 use rayon::prelude::*;
 
+use super::folder::{model_dir_name, RunFolder};
+use super::options::SynthOptions;
 use super::physics::{
-    exponential, normal, request_lengths, rng_for, Engine, SynthOptions, Thermal, SAMPLE_PERIOD_S,
+    exponential, normal, request_lengths, rng_for, Engine, Thermal, SAMPLE_PERIOD_S,
 };
 use crate::bundle::harness::{self, Scenario};
 use crate::catalog::{GpuSpec, ModelSpec};
-
-/// One run folder, in memory: relative paths and contents.
-#[derive(Debug, Clone)]
-pub struct RunFolder {
-    /// `run_YYYYmmdd_HHMMSS`, as the harness names it.
-    pub name: String,
-    pub config_yaml: String,
-    pub files: Vec<(String, Vec<u8>)>,
-    /// Models left out because they do not fit the GPU's memory.
-    pub skipped_models: Vec<String>,
-}
-
-impl RunFolder {
-    /// The files with `marker` as a comment line at the end of
-    /// system_info.txt: the same measurements, another run to the service
-    /// (its run-content digest differs). Tests and benchmarks that need
-    /// many distinct submissions use it.
-    pub fn files_marked(&self, marker: &str) -> Vec<(String, Vec<u8>)> {
-        self.files
-            .iter()
-            .map(|(p, d)| {
-                let mut d = d.clone();
-                if p == "system_info.txt" {
-                    d.extend(format!("\n# {marker}\n").bytes());
-                }
-                (p.clone(), d)
-            })
-            .collect()
-    }
-}
-
-pub fn model_dir_name(model_id: &str) -> String {
-    model_id.replace('/', "_")
-}
 
 const SAMPLING_PARAMS: &str = "SamplingParams(n=1, presence_penalty=0.0, frequency_penalty=0.0, repetition_penalty=1.0, temperature=0.0, top_p=1.0, top_k=0, min_p=0.0, seed=123, stop=[], stop_token_ids=[], bad_words=[], include_stop_str_in_output=False, ignore_eos=False, max_tokens=256, min_tokens=0, logprobs=None, prompt_logprobs=None, skip_special_tokens=True, spaces_between_special_tokens=True, truncate_prompt_tokens=None, guided_decoding=None, extra_args=None)";
 
