@@ -153,7 +153,7 @@ impl Ingestor {
                 "key_revoked",
                 format!(
                     "the key {fingerprint} was revoked at {}; sign with a current key",
-                    crate::store::ts(&revoked)
+                    crate::timestamp::ts(&revoked)
                 ),
             )
             .into());

@@ -150,7 +150,7 @@ async fn monitor(a: LogArgs) -> anyhow::Result<ExitCode> {
             let state = MonitorState {
                 verifier_key: key.clone(),
                 checkpoint: signed,
-                checked_at: crate::store::ts(&chrono::Utc::now()),
+                checked_at: crate::timestamp::ts(&chrono::Utc::now()),
             };
             let tmp = a.state.with_extension("tmp");
             std::fs::write(&tmp, serde_json::to_vec_pretty(&state)?)?;

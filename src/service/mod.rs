@@ -26,11 +26,11 @@ use crate::domain::{Origin, Status};
 use crate::ingest::{IngestError, Ingestor, Novelty};
 use crate::leaderboard::{LeaderboardRow, ProtocolFilter, Query};
 use crate::limits::RateLimits;
+use crate::receipt::ModerationEvent;
 use crate::receipt::Receipt;
 use crate::store::blobs::BlobStore;
 use crate::store::{
-    Actor, DatasetCounts, GroupView, ModerationEvent, Store, StoreError, SubmissionRecord,
-    TableCounts,
+    Actor, DatasetCounts, GroupView, Store, StoreError, SubmissionRecord, TableCounts,
 };
 
 pub use moderation::{Decision, ModerationError};

@@ -174,7 +174,7 @@ impl Tlog {
             }
         }
         let signed = String::from_utf8(self.checkpoint(size).await?).map_err(internal)?;
-        let at = crate::store::ts(&chrono::Utc::now());
+        let at = crate::timestamp::ts(&chrono::Utc::now());
         self.store.publish_checkpoint(size, &signed, &at).await?;
         Ok(self
             .store

@@ -416,7 +416,7 @@ fn write_into(
         &[],
     ));
 
-    let created_at = crate::store::ts(&now);
+    let created_at = crate::timestamp::ts(&now);
     let mut handles: BTreeMap<String, u64> = BTreeMap::new();
     for s in &submissions {
         *handles.entry(s.handle.clone()).or_default() += 1;

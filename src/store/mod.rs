@@ -51,8 +51,8 @@ pub struct KeyRecord {
 }
 
 use crate::domain::Status;
-pub use wattcounts_core::receipt::ModerationEvent;
-pub use wattcounts_core::timestamp::ts;
+use wattcounts_core::receipt::ModerationEvent;
+use wattcounts_core::timestamp::ts;
 
 /// What is stored already under a submission_id or a run content.
 #[derive(Debug, Clone, Default, PartialEq)]

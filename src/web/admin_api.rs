@@ -63,7 +63,7 @@ pub async fn review_queue(s: &AppState) -> Result<Vec<QueueItem>, ApiError> {
         out.push(QueueItem {
             submission_id: r.id,
             submitter: r.handle,
-            received_at: crate::store::ts(&r.received_at),
+            received_at: crate::timestamp::ts(&r.received_at),
             gpu: r.gpu_name,
             run_name: r.run_name,
             demo: r.is_demo,
@@ -159,7 +159,7 @@ pub async fn suspend(
     s.service.suspend(&handle, &by).await?;
     Ok(Json(Suspended {
         submitter: handle,
-        suspended_at: crate::store::ts(&by.at),
+        suspended_at: crate::timestamp::ts(&by.at),
     })
     .into_response())
 }
@@ -204,7 +204,7 @@ pub async fn revoke(
 
     Ok(Json(Revoked {
         fingerprint: body.fingerprint.trim().to_string(),
-        revoked_from: crate::store::ts(&at.unwrap_or(by.at)),
+        revoked_from: crate::timestamp::ts(&at.unwrap_or(by.at)),
         rejected_submissions: rejected,
     })
     .into_response())

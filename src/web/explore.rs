@@ -303,7 +303,7 @@ async fn gpu_data(
         .map(|r| GpuSubmission {
             submission_id: r.id.to_string(),
             submitter: r.handle,
-            received_at: crate::store::ts(&r.received_at),
+            received_at: crate::timestamp::ts(&r.received_at),
             received: format::date(&r.received_at),
             demo: r.is_demo,
         })

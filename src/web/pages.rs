@@ -170,7 +170,7 @@ pub async fn stats_json(State(s): State<AppState>) -> Result<Response, ApiError>
         .into_iter()
         .map(|r| LatestSubmission {
             submission_id: r.id,
-            received_at: crate::store::ts(&r.received_at),
+            received_at: crate::timestamp::ts(&r.received_at),
             submitter: r.handle,
             gpu: r.gpu_name,
             iterations: r.iterations,

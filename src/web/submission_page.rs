@@ -11,7 +11,7 @@ use super::error::ApiError;
 use super::pages::{render, PageError, VERSION};
 use super::AppState;
 use crate::checks::{fmt_figure, CheckResult};
-use crate::store::ModerationEvent;
+use crate::receipt::ModerationEvent;
 
 struct CheckRow {
     id: String,

@@ -324,7 +324,7 @@ async fn key_revocation_from_a_time(app: TestApp) {
     let gz = bundle_of(&fault_run(Fault::None, 1), "alice", &key);
     let (_, before) = app.submit(&gz, &sign(&key, &gz)).await;
     tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    let cut = wattcounts::store::ts(&chrono::Utc::now());
+    let cut = wattcounts::timestamp::ts(&chrono::Utc::now());
     tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     let gz = bundle_of(&fault_run(Fault::None, 2), "alice", &key);
     let (_, after) = app.submit(&gz, &sign(&key, &gz)).await;

@@ -191,7 +191,7 @@ async fn revoking_a_key_from_a_time_rejects_only_later_bundles() {
         if seed == 1 {
             // The key is void from just after the first bundle arrived.
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-            cut = wattcounts::store::ts(&chrono::Utc::now());
+            cut = wattcounts::timestamp::ts(&chrono::Utc::now());
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
     }
