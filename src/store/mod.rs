@@ -95,6 +95,17 @@ pub struct NewSubmission {
     pub checks: Vec<CheckResult>,
 }
 
+impl NewSubmission {
+    /// The iterations the row counts (its stored `iterations`).
+    pub fn iterations(&self) -> u64 {
+        self.runs.len() as u64
+    }
+    /// The power samples of all its iterations (its stored `power_samples`).
+    pub fn power_samples(&self) -> u64 {
+        self.runs.iter().map(|r| r.power_samples).sum()
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum InsertOutcome {
     /// Stored; the receipt of what was written (the caller reads nothing

@@ -1239,8 +1239,8 @@ macro_rules! sql_store {
                 .bind(&s.manifest_json)
                 .bind(serde_json::to_string(&s.protocol).map_err(json_err)?)
                 .bind(&s.content_sha256)
-                .bind(s.runs.len() as i64)
-                .bind(s.runs.iter().map(|r| r.power_samples as i64).sum::<i64>())
+                .bind(s.iterations() as i64)
+                .bind(s.power_samples() as i64)
                 .execute(&mut *tx)
                 .await;
                 if let Err(e) = res {

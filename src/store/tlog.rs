@@ -196,8 +196,9 @@ macro_rules! log_store {
         }
 
         /// Appends leaves at the end of the log and records each row's
-        /// index. Called last in a write transaction: the log lock is the
-        /// last lock it takes.
+        /// index; returns the first one's (0 when there are none). Called
+        /// last in a write transaction: the log lock is the last lock it
+        /// takes.
         async fn append_leaves(
             tx: &mut $conn,
             leaves: &[($crate::store::tlog::LogTarget, Vec<u8>)],
@@ -214,6 +215,7 @@ macro_rules! log_store {
                 .fetch_one(&mut *tx)
                 .await
                 .map_err(db_err)?;
+            let first = n as u64;
             for (target, leaf) in leaves {
                 let size = n as u64;
                 let hashes = tree_op_in(tx, |r| tlog_tiles::stored_hashes(size, leaf, &r)).await?;
@@ -246,7 +248,7 @@ macro_rules! log_store {
                 set.execute(&mut *tx).await.map_err(db_err)?;
                 n += 1;
             }
-            Ok(n as u64 - leaves.len() as u64)
+            Ok(first)
         }
 
         #[async_trait]

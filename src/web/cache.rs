@@ -36,9 +36,6 @@ struct CachedAnswer {
     /// The body gzipped once, with its own ETag, for clients that take it
     /// (compressing per request would cost more than rendering).
     gzip: Option<(HeaderValue, Bytes)>,
-    /// The route that computed it: an answer from the cache is counted
-    /// under that route too (see `telemetry`).
-    route: Option<super::telemetry::Route>,
 }
 
 /// Bodies smaller than this are not worth compressing.
@@ -134,15 +131,9 @@ fn matches_etag(headers: &HeaderMap, etag: &HeaderValue) -> bool {
         })
 }
 
+/// The kept answer (the route layer outside marks the route for the
+/// metrics, hit or miss).
 fn answer(entry: &CachedAnswer, request: &HeaderMap, hit: bool) -> Response {
-    let mut resp = answer_bytes(entry, request, hit);
-    if let Some(r) = &entry.route {
-        resp.extensions_mut().insert(r.clone());
-    }
-    resp
-}
-
-fn answer_bytes(entry: &CachedAnswer, request: &HeaderMap, hit: bool) -> Response {
     let cache_state = HeaderValue::from_static(if hit { "hit" } else { "miss" });
     let (etag, body, gzip) = match &entry.gzip {
         Some((tag, bytes)) if accepts_gzip(request) => (tag, bytes, true),
@@ -230,7 +221,6 @@ pub async fn layer(State(s): State<AppState>, req: Request, next: Next) -> Respo
         etag,
         body,
         gzip,
-        route: parts.extensions.get::<super::telemetry::Route>().cloned(),
     };
     if entry.body.len() <= MAX_CACHED {
         s.cache.put(key, entry.clone(), s.service.data_version());
