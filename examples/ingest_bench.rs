@@ -146,7 +146,7 @@ async fn main() -> anyhow::Result<()> {
         let mut cfg = wattcounts::config::ServeConfig::defaults(dir.path());
         // Cold answers for the leaderboard timings: nothing is cached.
         cfg.no_response_cache = true;
-        let state = wattcounts::web::AppState::with_store(store, &cfg, AUDIENCE.into())?;
+        let state = wattcounts::app::with_store(store, &cfg, AUDIENCE.into())?;
         let ingestor = state.service.clone();
         let (mut stages, mut iterations, mut samples, mut unpacked) =
             (StageTimings::default(), 0, 0, 0);

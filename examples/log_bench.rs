@@ -173,8 +173,7 @@ async fn main() -> anyhow::Result<()> {
         }
     };
     let cfg = wattcounts::config::ServeConfig::defaults(dir.path());
-    let state =
-        wattcounts::web::AppState::with_store(store.clone(), &cfg, support::AUDIENCE.into())?;
+    let state = wattcounts::app::with_store(store.clone(), &cfg, support::AUDIENCE.into())?;
     let service = state.service.clone();
     let router = wattcounts::web::app(state);
     service.start_log().await?;

@@ -432,7 +432,7 @@ async fn main() -> anyhow::Result<()> {
         let store = wattcounts::store::open(&db).await?;
         let mut cfg = wattcounts::config::ServeConfig::defaults(&data);
         cfg.no_response_cache = true;
-        let state = wattcounts::web::AppState::with_store(store, &cfg, audience.into())?;
+        let state = wattcounts::app::with_store(store, &cfg, audience.into())?;
         let demo_cache = root.join("demo-cache");
         std::fs::create_dir_all(&demo_cache)?;
         let t = Instant::now();

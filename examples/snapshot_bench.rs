@@ -31,7 +31,7 @@ async fn main() -> anyhow::Result<()> {
     let store =
         wattcounts::store::open(&format!("sqlite:{}", data.join("wattcounts.db").display()))
             .await?;
-    let state = wattcounts::web::AppState::with_store(
+    let state = wattcounts::app::with_store(
         store.clone(),
         &wattcounts::config::ServeConfig::defaults(&data),
         "https://bench.wattcounts.test".into(),

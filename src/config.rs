@@ -8,9 +8,9 @@ use clap::Args;
 
 use anyhow::Context;
 
-use crate::bundle::unpack::UnpackLimits;
-use crate::checks::Thresholds;
-use crate::web::auth::Maintainers;
+use wattcounts_core::bundle::unpack::UnpackLimits;
+use wattcounts_core::checks::Thresholds;
+use wattcounts_web::auth::Maintainers;
 
 #[derive(Debug, Clone, Args, serde::Serialize)]
 pub struct ServeConfig {
@@ -141,11 +141,11 @@ pub struct ServeConfig {
 
     /// Grid carbon intensity the pages assume for gCO₂e per 1,000
     /// requests, grams per kWh (a presentation only: snapshots keep joules).
-    #[arg(long, env = "WATTCOUNTS_GRID_G_PER_KWH", default_value_t = crate::units::DEFAULT_GRID_G_PER_KWH, value_parser = non_negative)]
+    #[arg(long, env = "WATTCOUNTS_GRID_G_PER_KWH", default_value_t = wattcounts_core::units::DEFAULT_GRID_G_PER_KWH, value_parser = non_negative)]
     pub grid_g_per_kwh: f64,
     /// Power usage effectiveness the pages assume for the same figure
     /// (facility energy ÷ GPU energy, at least 1).
-    #[arg(long, env = "WATTCOUNTS_PUE", default_value_t = crate::units::DEFAULT_PUE, value_parser = at_least_one)]
+    #[arg(long, env = "WATTCOUNTS_PUE", default_value_t = wattcounts_core::units::DEFAULT_PUE, value_parser = at_least_one)]
     pub pue: f64,
 
     /// The transparency log's signing key (`PRIVATE+KEY+…`, as `wattcounts
@@ -201,8 +201,8 @@ pub fn load_log_key(
     path: &Path,
     origin: &str,
     create: bool,
-) -> anyhow::Result<crate::tlog::checkpoint::LogKey> {
-    use crate::tlog::checkpoint::LogKey;
+) -> anyhow::Result<wattcounts_core::tlog::checkpoint::LogKey> {
+    use wattcounts_core::tlog::checkpoint::LogKey;
     let read = |path: &Path| -> anyhow::Result<LogKey> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| anyhow::anyhow!("reading the log key {}: {e}", path.display()))?;
@@ -283,8 +283,8 @@ impl ServeConfig {
             register_limit_per_ip: 0,
             register_limit_per_key: 0,
             trusted_proxies: Vec::new(),
-            grid_g_per_kwh: crate::units::DEFAULT_GRID_G_PER_KWH,
-            pue: crate::units::DEFAULT_PUE,
+            grid_g_per_kwh: wattcounts_core::units::DEFAULT_GRID_G_PER_KWH,
+            pue: wattcounts_core::units::DEFAULT_PUE,
             log_key_file: None,
             log_publish_secs: 10,
             metrics_bind: None,
@@ -316,9 +316,12 @@ pub fn existing_database_url(data_dir: &Path, url: Option<&str>) -> anyhow::Resu
 pub fn file_stores(
     data_dir: &Path,
     blob_url: Option<&str>,
-) -> anyhow::Result<(crate::store::blobs::BlobStore, crate::snapshot::Library)> {
-    use crate::snapshot::Library;
-    use crate::store::blobs::BlobStore;
+) -> anyhow::Result<(
+    wattcounts_store::blobs::BlobStore,
+    wattcounts_snapshot::Library,
+)> {
+    use wattcounts_snapshot::Library;
+    use wattcounts_store::blobs::BlobStore;
     let made = |what: &str, e: std::io::Error| {
         anyhow::anyhow!("creating {what} under {}: {e}", data_dir.display())
     };
@@ -328,7 +331,7 @@ pub fn file_stores(
             Library::new(data_dir.join("snapshots")).map_err(|e| made("snapshots/", e))?,
         )),
         Some(url) => {
-            let bucket = crate::store::objects::open_url(url)?;
+            let bucket = wattcounts_store::objects::open_url(url)?;
             let scratch = data_dir.join("scratch");
             Ok((
                 BlobStore::with_objects(bucket.child("blobs")?, scratch.join("blobs"))
@@ -347,7 +350,10 @@ pub fn sqlite_path(data_dir: &Path) -> PathBuf {
 impl ServeConfig {
     /// The log's key: the configured file, else <data-dir>/log.key
     /// (created on first start, named after the public URL).
-    pub fn log_key(&self, public_url: &str) -> anyhow::Result<crate::tlog::checkpoint::LogKey> {
+    pub fn log_key(
+        &self,
+        public_url: &str,
+    ) -> anyhow::Result<wattcounts_core::tlog::checkpoint::LogKey> {
         match &self.log_key_file {
             Some(p) => load_log_key(p, &log_origin(public_url), false),
             None => load_log_key(
@@ -393,8 +399,8 @@ impl ServeConfig {
     pub fn maintainers(&self) -> anyhow::Result<Maintainers> {
         Maintainers::parse(&self.admin_tokens)
     }
-    pub fn rate_limits(&self) -> crate::limits::RateLimits {
-        crate::limits::RateLimits::new(
+    pub fn rate_limits(&self) -> wattcounts_service::limits::RateLimits {
+        wattcounts_service::limits::RateLimits::new(
             std::time::Duration::from_secs(self.rate_window_secs),
             self.submit_limit_per_ip,
             self.submit_limit_per_key,
@@ -402,9 +408,9 @@ impl ServeConfig {
             self.register_limit_per_key,
         )
     }
-    pub fn admission_limits(&self) -> crate::service::admission::AdmissionLimits {
-        let machine = crate::service::admission::AdmissionLimits::for_this_machine();
-        crate::service::admission::AdmissionLimits {
+    pub fn admission_limits(&self) -> wattcounts_service::admission::AdmissionLimits {
+        let machine = wattcounts_service::admission::AdmissionLimits::for_this_machine();
+        wattcounts_service::admission::AdmissionLimits {
             concurrent_ingests: self
                 .max_concurrent_ingests
                 .unwrap_or(machine.concurrent_ingests),
@@ -412,15 +418,15 @@ impl ServeConfig {
             staging_bytes: self.max_staging_bytes,
         }
     }
-    pub fn connection_limits(&self) -> crate::web::server::ConnectionLimits {
-        crate::web::server::ConnectionLimits {
+    pub fn connection_limits(&self) -> wattcounts_web::server::ConnectionLimits {
+        wattcounts_web::server::ConnectionLimits {
             header_timeout: std::time::Duration::from_secs(self.header_timeout_secs.max(1)),
             max_connections: self.max_connections,
             drain_timeout: std::time::Duration::from_secs(self.upload_timeout_secs),
         }
     }
-    pub fn footprint(&self) -> crate::units::Footprint {
-        crate::units::Footprint {
+    pub fn footprint(&self) -> wattcounts_core::units::Footprint {
+        wattcounts_core::units::Footprint {
             grid_g_per_kwh: self.grid_g_per_kwh,
             pue: self.pue,
         }

@@ -10,13 +10,13 @@ use std::time::Instant;
 
 use anyhow::Context;
 
-use crate::catalog;
-use crate::handles::DEMO_HANDLE;
-use crate::pack::{self, PackInput};
-use crate::service::Service;
-use crate::signing;
-use crate::store::NewSubmitter;
-use crate::synth::{self, SynthOptions};
+use wattcounts_core::catalog;
+use wattcounts_core::handles::DEMO_HANDLE;
+use wattcounts_core::pack::{self, PackInput};
+use wattcounts_core::signing;
+use wattcounts_core::synth::{self, SynthOptions};
+use wattcounts_service::Service;
+use wattcounts_store::NewSubmitter;
 
 #[derive(Debug, Clone, Default)]
 pub struct DemoSummary {
@@ -45,7 +45,7 @@ fn demo_key(dir: &Path) -> anyhow::Result<ssh_key::PrivateKey> {
 
 /// Short stable tag of an audience, for cache file names.
 fn audience_tag(audience: &str) -> String {
-    crate::digest::sha256_hex(audience.as_bytes())[..10].to_string()
+    wattcounts_core::digest::sha256_hex(audience.as_bytes())[..10].to_string()
 }
 
 /// Builds (or reads from the cache) the demo bundle of one GPU.

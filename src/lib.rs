@@ -1,27 +1,25 @@
 //! wattcounts: the open submission service for the Watt Counts benchmark of
-//! LLM-inference energy on GPUs: storage, the service's one door, dataset
-//! snapshots, the web and the command line.
+//! LLM-inference energy on GPUs. This crate is the binary's room: the
+//! command line, the configuration that wires the others together, and the
+//! demo data; the integration tests drive it.
 //!
-//! The pure rules (bundle parsing, checks, derived metrics, protocols,
-//! signing, the log's hashing, leaderboard aggregation, verdicts, the
-//! receipt) are the `wattcounts-core` crate, re-exported here under their
-//! old paths; the submitter's commands are `wattcounts-submit`. Inside this
-//! crate arrows point one way: `web` → `service` → `ingest` → core, and
-//! `service` → `store`. Nothing below `web` knows HTTP.
+//! The rooms are crates, so the compiler holds the arrows:
+//! `wattcounts-web` → `wattcounts-service` → `wattcounts-snapshot` →
+//! `wattcounts-store` → `wattcounts-core`. They are re-exported here under
+//! the paths the tests and tools name (`wattcounts::store`, …).
 
 pub use wattcounts_core::{
     analysis, bundle, catalog, checks, compare, deadline, derived, digest, domain, fuzz_targets,
     handles, leaderboard, pack, protocol, receipt, rejection, signing, spreadsheet, synth,
     timestamp, tlog, units, verdict,
 };
+pub use wattcounts_service as service;
+pub use wattcounts_service::{ingest, limits, telemetry};
+pub use wattcounts_snapshot as snapshot;
+pub use wattcounts_store as store;
+pub use wattcounts_web as web;
 
+pub mod app;
 pub mod cli;
 pub mod config;
 pub mod demo;
-pub mod ingest;
-pub mod limits;
-pub mod service;
-pub mod snapshot;
-pub mod store;
-pub mod telemetry;
-pub mod web;

@@ -2,7 +2,7 @@
 
 use clap::{Args, Subcommand};
 
-use crate::checks::{self, Severity, Thresholds};
+use wattcounts_core::checks::{self, Severity, Thresholds};
 
 #[derive(Debug, Subcommand)]
 pub enum AdminCommand {
@@ -79,7 +79,7 @@ pub async fn run(cmd: AdminCommand) -> anyhow::Result<std::process::ExitCode> {
             if origin.is_empty() || origin.contains(['+', ' ', '\n']) {
                 anyhow::bail!("--origin must be non-empty and hold no '+' or spaces (e.g. energy.example.org/log)");
             }
-            let (secret, key) = crate::tlog::checkpoint::LogKey::generate(origin)
+            let (secret, key) = wattcounts_core::tlog::checkpoint::LogKey::generate(origin)
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
             crate::config::write_secret(&a.out, &secret)
                 .map_err(|e| anyhow::anyhow!("writing {}: {e}", a.out.display()))?;
@@ -96,7 +96,7 @@ pub async fn run(cmd: AdminCommand) -> anyhow::Result<std::process::ExitCode> {
             if name.is_empty() || name.contains([':', ',']) {
                 anyhow::bail!("--name must be non-empty and hold no ':' or ','");
             }
-            let (token, hash) = crate::web::auth::new_token();
+            let (token, hash) = wattcounts_web::auth::new_token();
             println!("token for {name} (shown once; the service stores only its hash):");
             println!("  {token}");
             println!("configure the service with:");
@@ -110,9 +110,9 @@ pub async fn run(cmd: AdminCommand) -> anyhow::Result<std::process::ExitCode> {
 /// Prints one line per group of lookalike handles.
 async fn handle_collisions(a: &HandleCollisionsArgs) -> anyhow::Result<std::process::ExitCode> {
     let url = crate::config::existing_database_url(&a.data_dir, a.database_url.as_deref())?;
-    let store = crate::store::open(&url).await?;
+    let store = wattcounts_store::open(&url).await?;
     let handles = store.handles().await?;
-    let groups = crate::handles::collisions(handles.iter().map(String::as_str));
+    let groups = wattcounts_core::handles::collisions(handles.iter().map(String::as_str));
     for g in &groups {
         println!("lookalikes: {} (registered first: {})", g.join(", "), g[0]);
     }
@@ -131,9 +131,9 @@ async fn handle_collisions(a: &HandleCollisionsArgs) -> anyhow::Result<std::proc
 /// Prints one block per refused key; with --suspend, suspends each one's
 /// submitter under the moderation rules the admin API applies.
 async fn weak_keys(a: &WeakKeysArgs) -> anyhow::Result<()> {
-    use crate::service::moderation;
+    use wattcounts_service::moderation;
     let url = crate::config::existing_database_url(&a.data_dir, a.database_url.as_deref())?;
-    let store = crate::store::open(&url).await?;
+    let store = wattcounts_store::open(&url).await?;
     let (weak, total) = moderation::weak_keys(store.as_ref()).await?;
     for w in &weak {
         let k = &w.key;

@@ -4,8 +4,8 @@
 
 use clap::{Args, Subcommand};
 
-use crate::store::postgres::PgStore;
-use crate::store::sqlite::SqliteStore;
+use wattcounts_store::postgres::PgStore;
+use wattcounts_store::sqlite::SqliteStore;
 
 #[derive(Debug, Subcommand)]
 pub enum DbCommand {
@@ -68,7 +68,7 @@ pub async fn run(cmd: DbCommand) -> anyhow::Result<std::process::ExitCode> {
             let to = PgStore::open(&a.to, None).await?;
             let start = std::time::Instant::now();
             let report =
-                crate::store::copy::sqlite_to_postgres(from.pool(), to.pool(), |table, n| {
+                wattcounts_store::copy::sqlite_to_postgres(from.pool(), to.pool(), |table, n| {
                     eprintln!("copied {n:>9} rows of {table}");
                 })
                 .await?;
@@ -85,14 +85,14 @@ pub async fn run(cmd: DbCommand) -> anyhow::Result<std::process::ExitCode> {
 
 /// A service over a deployment's data for maintenance: it checks no
 /// audience and runs no rule again.
-async fn maintenance_service(a: &StoreArgs) -> anyhow::Result<crate::service::Service> {
+async fn maintenance_service(a: &StoreArgs) -> anyhow::Result<wattcounts_service::Service> {
     let url = crate::config::existing_database_url(&a.data_dir, a.database_url.as_deref())?;
-    let store = crate::store::open(&url).await?;
+    let store = wattcounts_store::open(&url).await?;
     let (blobs, _) = crate::config::file_stores(&a.data_dir, a.blob_url.as_deref())?;
-    Ok(crate::service::Service::new(
+    Ok(wattcounts_service::Service::new(
         store,
         blobs,
-        crate::analysis::IngestConfig {
+        wattcounts_core::analysis::IngestConfig {
             public_url: String::new(),
             unpack: Default::default(),
             thresholds: Default::default(),

@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-use crate::catalog;
-use crate::synth::{self, SynthOptions};
+use wattcounts_core::catalog;
+use wattcounts_core::synth::{self, SynthOptions};
 
 #[derive(Debug, Subcommand)]
 pub enum DemoCommand {

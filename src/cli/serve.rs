@@ -3,7 +3,7 @@
 use anyhow::Context;
 
 use crate::config::ServeConfig;
-use crate::web::{self, AppState};
+use wattcounts_web as web;
 
 pub async fn run(cfg: ServeConfig) -> anyhow::Result<()> {
     tracing_subscriber::fmt()
@@ -17,7 +17,7 @@ pub async fn run(cfg: ServeConfig) -> anyhow::Result<()> {
         .with_context(|| format!("cannot listen on {}", cfg.bind))?;
     let addr = listener.local_addr()?;
     let public_url = cfg.public_url_for(addr);
-    let state = AppState::build(&cfg, public_url.clone()).await?;
+    let state = crate::app::build(&cfg, public_url.clone()).await?;
     let (files, bytes) = state
         .service
         .recover(std::time::Duration::from_secs(cfg.orphan_grace_secs))
@@ -72,7 +72,7 @@ pub async fn run(cfg: ServeConfig) -> anyhow::Result<()> {
         cfg.database_url()
     );
     if let Some(bind) = cfg.metrics_bind {
-        let handle = crate::telemetry::install()?;
+        let handle = wattcounts_service::telemetry::install()?;
         let listener = tokio::net::TcpListener::bind(bind)
             .await
             .with_context(|| format!("cannot listen for metrics on {bind}"))?;
@@ -98,7 +98,7 @@ pub async fn run(cfg: ServeConfig) -> anyhow::Result<()> {
             if let Err(e) = crate::demo::load_if_empty(
                 &service,
                 &data_dir,
-                &crate::synth::SynthOptions::default(),
+                &wattcounts_core::synth::SynthOptions::default(),
             )
             .await
             {

@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-use crate::snapshot::{self, Library};
-use crate::store::blobs::BlobStore;
+use wattcounts_snapshot::{self as snapshot, Library};
+use wattcounts_store::blobs::BlobStore;
 
 #[derive(Debug, Subcommand)]
 pub enum SnapshotCommand {
@@ -35,10 +35,14 @@ pub struct StorageArgs {
 impl StorageArgs {
     async fn open(
         &self,
-    ) -> anyhow::Result<(std::sync::Arc<dyn crate::store::Store>, BlobStore, Library)> {
+    ) -> anyhow::Result<(
+        std::sync::Arc<dyn wattcounts_store::Store>,
+        BlobStore,
+        Library,
+    )> {
         let url =
             crate::config::existing_database_url(&self.data_dir, self.database_url.as_deref())?;
-        let store = crate::store::open(&url).await?;
+        let store = wattcounts_store::open(&url).await?;
         let (blobs, library) =
             crate::config::file_stores(&self.data_dir, self.blob_url.as_deref())?;
         // Folders published before the database listed snapshots.

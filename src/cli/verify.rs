@@ -9,8 +9,8 @@ use clap::{Args, Subcommand};
 
 use wattcounts_submit::verify_receipt::{self, key_arg, ReceiptArgs};
 
-use crate::snapshot::verify::{self, Location, LogOptions};
-use crate::tlog::audit::{self, MonitorStep};
+use wattcounts_core::tlog::audit::{self, MonitorStep};
+use wattcounts_snapshot::verify::{self, Location, LogOptions};
 
 #[derive(Debug, Subcommand)]
 pub enum VerifyCommand {
@@ -123,8 +123,10 @@ async fn monitor(a: LogArgs) -> anyhow::Result<ExitCode> {
     let kept_text = kept.as_ref().map(|s| s.checkpoint.as_str());
     // The proof the step needs, if the log grew since the kept checkpoint.
     let sizes = match (
-        kept_text.and_then(|k| crate::tlog::checkpoint::open_checkpoint(k.as_bytes(), &key).ok()),
-        crate::tlog::checkpoint::open_checkpoint(signed.as_bytes(), &key).ok(),
+        kept_text.and_then(|k| {
+            wattcounts_core::tlog::checkpoint::open_checkpoint(k.as_bytes(), &key).ok()
+        }),
+        wattcounts_core::tlog::checkpoint::open_checkpoint(signed.as_bytes(), &key).ok(),
     ) {
         (Some(old), Some(new)) => audit::proof_needed(Some(&old), &new),
         _ => None,
@@ -150,7 +152,7 @@ async fn monitor(a: LogArgs) -> anyhow::Result<ExitCode> {
             let state = MonitorState {
                 verifier_key: key.clone(),
                 checkpoint: signed,
-                checked_at: crate::timestamp::ts(&chrono::Utc::now()),
+                checked_at: wattcounts_core::timestamp::ts(&chrono::Utc::now()),
             };
             let tmp = a.state.with_extension("tmp");
             std::fs::write(&tmp, serde_json::to_vec_pretty(&state)?)?;

@@ -26,7 +26,7 @@ async fn a_file_over_the_entry_cap_is_refused_by_name() {
         .unwrap();
     let app = TestApp::configured(|c| c.max_entry_bytes = size - 1).await;
     let key = app.register("alice").await;
-    let gz = bundle("alice", &key);
+    let gz = BundleBuilder::fixture().by("alice", &key).build();
     let (status, body) = app.submit(&gz, &sign(&key, &gz)).await;
     assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{body}");
     assert_error(&body, "entry_too_large");
@@ -43,7 +43,7 @@ async fn a_file_over_the_entry_cap_is_refused_by_name() {
     // At the cap exactly, the same bundle is stored.
     let app = TestApp::configured(|c| c.max_entry_bytes = size).await;
     let key = app.register("alice").await;
-    let gz = bundle("alice", &key);
+    let gz = BundleBuilder::fixture().by("alice", &key).build();
     let (status, body) = app.submit(&gz, &sign(&key, &gz)).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
 }
@@ -73,7 +73,7 @@ async fn the_signature_is_checked_before_anything_is_unpacked() {
 async fn a_full_staging_disk_answers_503_with_retry_after() {
     let app = TestApp::configured(|c| c.max_staging_bytes = 4096).await;
     let key = app.register("alice").await;
-    let gz = bundle("alice", &key);
+    let gz = BundleBuilder::fixture().by("alice", &key).build();
     assert!(gz.len() > 4096);
     let (status, headers, body) = app
         .raw(multipart(&[
@@ -104,7 +104,7 @@ async fn ingests_beyond_the_queue_get_503_and_succeed_later() {
     let key = app.register("alice").await;
     let bundles: Vec<(Vec<u8>, Vec<u8>)> = (0..8)
         .map(|n| {
-            let gz = distinct_bundle("alice", &key, n);
+            let gz = BundleBuilder::fixture().marked(n).by("alice", &key).build();
             let sig = sign(&key, &gz);
             (gz, sig)
         })

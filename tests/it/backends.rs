@@ -110,7 +110,7 @@ async fn rebuild_yields_what_the_writes_kept(app: TestApp) {
     let send = |run: synth::RunFolder, who: &'static str, key: ssh_key::PrivateKey| {
         let app = &app;
         async move {
-            let gz = bundle_of(&run, who, &key);
+            let gz = BundleBuilder::of(&run).by(who, &key).build();
             let (_, r) = app.submit(&gz, &sign(&key, &gz)).await;
             r
         }
@@ -119,25 +119,36 @@ async fn rebuild_yields_what_the_writes_kept(app: TestApp) {
     let ok = send(fixture_run.clone(), "alice", alice.clone()).await;
     assert_eq!(ok["status"], "accepted");
     let approved = send(
-        reference_fault_run(Fault::WarmStart, 2),
+        BundleBuilder::faulty(Fault::WarmStart, 2)
+            .protocol(Protocol::Reference)
+            .generate(),
         "alice",
         alice.clone(),
     )
     .await;
     let refused = send(
-        reference_fault_run(Fault::WarmStart, 3),
+        BundleBuilder::faulty(Fault::WarmStart, 3)
+            .protocol(Protocol::Reference)
+            .generate(),
         "alice",
         alice.clone(),
     )
     .await;
     let pending = send(
-        reference_fault_run(Fault::WarmStart, 5),
+        BundleBuilder::faulty(Fault::WarmStart, 5)
+            .protocol(Protocol::Reference)
+            .generate(),
         "alice",
         alice.clone(),
     )
     .await;
     assert_eq!(pending["status"], "needs_review");
-    let off = send(fault_run(Fault::None, 6), "alice", alice.clone()).await;
+    let off = send(
+        BundleBuilder::faulty(Fault::None, 6).generate(),
+        "alice",
+        alice.clone(),
+    )
+    .await;
     for (r, decision) in [(&approved, "approve"), (&refused, "reject")] {
         let (status, body) = app
             .admin_post(
@@ -150,7 +161,14 @@ async fn rebuild_yields_what_the_writes_kept(app: TestApp) {
             .await;
         assert_eq!(status, StatusCode::OK, "{body}");
     }
-    let bobs = send(reference_fault_run(Fault::None, 4), "bob", bob.clone()).await;
+    let bobs = send(
+        BundleBuilder::faulty(Fault::None, 4)
+            .protocol(Protocol::Reference)
+            .generate(),
+        "bob",
+        bob.clone(),
+    )
+    .await;
     assert_eq!(bobs["status"], "accepted");
     let (status, body) = app
         .admin_post(
@@ -188,7 +206,7 @@ async fn rebuild_yields_what_the_writes_kept(app: TestApp) {
     // A deployment from before the read model, holding a run stored twice.
     let dup = app
         .insert_directly(
-            &bundle_of(&fixture_run, "alice", &alice),
+            &BundleBuilder::of(&fixture_run).by("alice", &alice).build(),
             &alice,
             wattcounts::domain::Status::Accepted,
             "recorded-before-the-rule",
@@ -225,7 +243,7 @@ async fn rebuild_yields_what_the_writes_kept(app: TestApp) {
 
 async fn submit_replay_and_read_back(app: TestApp) {
     let key = app.register("alice").await;
-    let gz = bundle("alice", &key);
+    let gz = BundleBuilder::fixture().by("alice", &key).build();
     let sig = sign(&key, &gz);
     let (status, receipt) = app.submit(&gz, &sig).await;
     assert_eq!(status, StatusCode::CREATED, "{receipt}");
@@ -255,8 +273,10 @@ async fn submit_replay_and_read_back(app: TestApp) {
 
 async fn bad_bundle_stores_nothing(app: TestApp) {
     let key = app.register("alice").await;
-    let files = edited_files(harness_suffix(), |t| t.replacen("[", "[oops, ", 1));
-    let gz = bundle_with(files, "alice", &key);
+    let gz = BundleBuilder::fixture()
+        .edit(harness_suffix(), |t| t.replacen("[", "[oops, ", 1))
+        .by("alice", &key)
+        .build();
     let (status, body) = app.submit(&gz, &sign(&key, &gz)).await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
     app.assert_nothing_stored().await;
@@ -268,7 +288,7 @@ fn harness_suffix() -> &'static str {
 
 async fn reused_submission_id_is_a_conflict(app: TestApp) {
     let key = app.register("alice").await;
-    let mut m = manifest_json("alice", &key);
+    let mut m = BundleBuilder::fixture().by("alice", &key).manifest_json();
     let files = fixture().files.clone();
     let first = archive(&serde_json::to_vec(&m).unwrap(), &files);
     assert_eq!(
@@ -295,7 +315,9 @@ async fn taken_handle_and_key_are_conflicts(app: TestApp) {
 
 async fn review_and_decision_are_recorded(app: TestApp) {
     let key = app.register("alice").await;
-    let gz = bundle_of(&fault_run(Fault::WarmStart, 42), "alice", &key);
+    let gz = BundleBuilder::faulty(Fault::WarmStart, 42)
+        .by("alice", &key)
+        .build();
     let (_, r) = app.submit(&gz, &sign(&key, &gz)).await;
     assert_eq!(r["status"], "needs_review");
     let id = r["submission_id"].as_str().unwrap().to_string();
@@ -321,12 +343,16 @@ async fn review_and_decision_are_recorded(app: TestApp) {
 
 async fn key_revocation_from_a_time(app: TestApp) {
     let key = app.register("alice").await;
-    let gz = bundle_of(&fault_run(Fault::None, 1), "alice", &key);
+    let gz = BundleBuilder::faulty(Fault::None, 1)
+        .by("alice", &key)
+        .build();
     let (_, before) = app.submit(&gz, &sign(&key, &gz)).await;
     tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     let cut = wattcounts::timestamp::ts(&chrono::Utc::now());
     tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    let gz = bundle_of(&fault_run(Fault::None, 2), "alice", &key);
+    let gz = BundleBuilder::faulty(Fault::None, 2)
+        .by("alice", &key)
+        .build();
     let (_, after) = app.submit(&gz, &sign(&key, &gz)).await;
     let fp = wattcounts::signing::fingerprint(key.public_key());
     let (status, body) = app
@@ -351,7 +377,9 @@ async fn key_revocation_from_a_time(app: TestApp) {
         (b["status"].as_str(), a["status"].as_str()),
         (Some("accepted"), Some("rejected"))
     );
-    let gz = bundle_of(&fault_run(Fault::None, 3), "alice", &key);
+    let gz = BundleBuilder::faulty(Fault::None, 3)
+        .by("alice", &key)
+        .build();
     let (status, body) = app.submit(&gz, &sign(&key, &gz)).await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     assert_eq!(body["error"]["code"], "key_revoked");
@@ -366,7 +394,7 @@ async fn suspension_blocks_new_bundles(app: TestApp) {
         )
         .await;
     assert_eq!(status, StatusCode::OK);
-    let gz = bundle("alice", &key);
+    let gz = BundleBuilder::fixture().by("alice", &key).build();
     let (status, body) = app.submit(&gz, &sign(&key, &gz)).await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     assert_eq!(body["error"]["code"], "submitter_suspended");
@@ -375,9 +403,12 @@ async fn suspension_blocks_new_bundles(app: TestApp) {
 
 async fn leaderboard_counts_and_latest(app: TestApp) {
     let key = app.register("alice").await;
-    let gz = bundle("alice", &key);
+    let gz = BundleBuilder::fixture().by("alice", &key).build();
     app.submit(&gz, &sign(&key, &gz)).await;
-    let flagged = bundle_of(&reference_fault_run(Fault::WarmStart, 9), "alice", &key);
+    let flagged = BundleBuilder::faulty(Fault::WarmStart, 9)
+        .protocol(Protocol::Reference)
+        .by("alice", &key)
+        .build();
     app.submit(&flagged, &sign(&key, &flagged)).await;
 
     let (_, board) = app.get("/api/v1/leaderboard?scenario=batch").await;
@@ -408,7 +439,9 @@ async fn leaderboard_counts_and_latest(app: TestApp) {
 async fn consistency_compares_with_stored_peers(app: TestApp) {
     let key = app.register("alice").await;
     for seed in [1, 2, 3] {
-        let gz = bundle_of(&fault_run(Fault::None, seed), "alice", &key);
+        let gz = BundleBuilder::faulty(Fault::None, seed)
+            .by("alice", &key)
+            .build();
         let (_, r) = app.submit(&gz, &sign(&key, &gz)).await;
         assert_eq!(r["status"], "accepted", "{:#}", r["checks"]);
     }
@@ -443,7 +476,9 @@ async fn consistency_compares_with_stored_peers(app: TestApp) {
         })
         .collect();
     assert!(app.store.peer_groups(&other_keys).await.unwrap().is_empty());
-    let gz = bundle_of(&fault_run(Fault::HalfPower, 4), "alice", &key);
+    let gz = BundleBuilder::faulty(Fault::HalfPower, 4)
+        .by("alice", &key)
+        .build();
     let (_, r) = app.submit(&gz, &sign(&key, &gz)).await;
     assert_eq!(r["status"], "needs_review");
 }
@@ -455,7 +490,7 @@ async fn parallel_distinct_submissions_all_land(app: TestApp) {
     let app = Arc::new(app);
     let mut set = tokio::task::JoinSet::new();
     for n in 0..32 {
-        let gz = distinct_bundle("alice", &key, n);
+        let gz = BundleBuilder::fixture().marked(n).by("alice", &key).build();
         let sig = sign(&key, &gz);
         let app = app.clone();
         set.spawn(async move { app.submit(&gz, &sig).await });
@@ -475,7 +510,7 @@ async fn parallel_distinct_submissions_all_land(app: TestApp) {
 /// answer is the same receipt.
 async fn one_bundle_sent_concurrently_is_stored_once(app: TestApp) {
     let key = app.register("alice").await;
-    let gz = bundle("alice", &key);
+    let gz = BundleBuilder::fixture().by("alice", &key).build();
     let sig = sign(&key, &gz);
     let app = Arc::new(app);
     let mut set = tokio::task::JoinSet::new();
@@ -513,7 +548,7 @@ async fn sqlite_data_copies_to_postgres() {
         (Fault::WarmStart, 2),
         (Fault::Overheated, 3),
     ] {
-        let gz = bundle_of(&fault_run(fault, seed), "alice", &key);
+        let gz = BundleBuilder::faulty(fault, seed).by("alice", &key).build();
         let (_, r) = old.submit(&gz, &sign(&key, &gz)).await;
         ids.push(r["submission_id"].as_str().unwrap().to_string());
     }
@@ -558,7 +593,9 @@ async fn sqlite_data_copies_to_postgres() {
     let board = "/api/v1/leaderboard?include_review=true";
     assert_eq!(new.get(board).await.1, old.get(board).await.1);
     // New rows get fresh ids after the copied ones.
-    let gz = bundle_of(&fault_run(Fault::None, 4), "alice", &key);
+    let gz = BundleBuilder::faulty(Fault::None, 4)
+        .by("alice", &key)
+        .build();
     assert_eq!(
         new.submit(&gz, &sign(&key, &gz)).await.0,
         StatusCode::CREATED

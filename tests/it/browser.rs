@@ -45,7 +45,7 @@ async fn every_page_in_headless_chromium() {
     let data = tempfile::tempdir().unwrap();
     let url = format!("sqlite:{}", data.path().join("wattcounts.db").display());
     let store = wattcounts::store::open(&url).await.unwrap();
-    let state = wattcounts::web::AppState::with_store(
+    let state = wattcounts::app::with_store(
         store.clone(),
         &wattcounts::config::ServeConfig::defaults(data.path()),
         AUDIENCE.into(),
@@ -58,8 +58,8 @@ async fn every_page_in_headless_chromium() {
     // reader comes with), the reference protocol.
     let mut first_id = String::new();
     for gpu in ["l4", "h100-pcie", "h100-nvl"] {
-        let run = small_run(gpu, &[SMALL, LLAMA]);
-        let gz = bundle_of(&run, "alice", &key);
+        let run = BundleBuilder::on(gpu, &[SMALL, LLAMA]).generate();
+        let gz = BundleBuilder::of(&run).by("alice", &key).build();
         let (_, r) = service.submit(gz.clone(), sign(&key, &gz)).await.unwrap();
         first_id = r.submission_id.to_string();
     }
@@ -84,8 +84,10 @@ async fn every_page_in_headless_chromium() {
     let (verdict_model, verdict_at) = verdict_page.expect("the fixture has a verdict");
     let (tie_model, tie_at) = tie_page.expect("the fixture has a tie");
     // A model named like a script: it must show as text (and await review).
-    let hostile = fixture_with_model_named(HOSTILE);
-    let gz = bundle_with(hostile, "alice", &key);
+    let gz = BundleBuilder::fixture()
+        .model_named(HOSTILE)
+        .by("alice", &key)
+        .build();
     let (_, r) = service.submit(gz.clone(), sign(&key, &gz)).await.unwrap();
     assert_eq!(r.status, wattcounts::domain::Status::NeedsReview);
     // A published snapshot for the snapshot pages.

@@ -39,7 +39,7 @@ fn without_marker(tar: &[u8]) -> Vec<u8> {
 /// alice registered, with one bundle stored: (her key, the bundle).
 async fn alice_with_a_bundle(app: &TestApp) -> (ssh_key::PrivateKey, Vec<u8>) {
     let key = app.register("alice").await;
-    let gz = bundle("alice", &key);
+    let gz = BundleBuilder::fixture().by("alice", &key).build();
     let (status, body) = app.submit(&gz, &sign(&key, &gz)).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     (key, gz)
@@ -65,7 +65,7 @@ async fn refused_at(app: &TestApp, key: &ssh_key::PrivateKey, gz: &[u8], offset:
 async fn bytes_after_the_archive_are_refused_and_nothing_is_stored() {
     for app in both().await {
         let key = app.register("alice").await;
-        let good = bundle("alice", &key);
+        let good = BundleBuilder::fixture().by("alice", &key).build();
         let tar = gunzip(&good);
         let hidden = tar_with("system_info.txt.sh", b"#!/bin/sh\necho unseen\n");
 
@@ -131,7 +131,7 @@ fn maintenance_command(app: &TestApp, args: &[&str]) -> String {
 async fn the_audit_lists_stored_bundles_that_break_the_rule() {
     for app in both().await {
         let (key, _) = alice_with_a_bundle(&app).await;
-        let other = distinct_bundle("alice", &key, 1);
+        let other = BundleBuilder::fixture().marked(1).by("alice", &key).build();
         let mut tailed = other.clone();
         tailed.extend_from_slice(b"appended after the gzip stream");
         let id = app.insert_stored_as_of_old(&other, &tailed, &key).await;
@@ -189,8 +189,9 @@ const BAD_VALUES: &[&str] = &[
 const PAGE_PARAMETERS: &[&str] = &["q", "ref", "done", "submission_id", "scenario", "origin"];
 
 /// Every GET route the router registers, with its path parameters filled in.
-fn get_routes() -> Vec<String> {
+async fn get_routes() -> Vec<String> {
     router_routes()
+        .await
         .into_iter()
         .filter(|(method, _)| method == "get")
         .map(|(_, path)| {
@@ -238,7 +239,7 @@ async fn no_query_byte_reaches_a_handler() {
         let mut names = documented_parameters(&doc);
         assert!(names.len() >= 10, "{names:?}");
         names.extend(PAGE_PARAMETERS.iter().map(|s| s.to_string()));
-        let routes = get_routes();
+        let routes = get_routes().await;
         assert!(routes.len() >= 40, "{routes:?}");
         let mut cases = 0;
         for route in &routes {

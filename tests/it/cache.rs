@@ -30,7 +30,7 @@ fn etag(r: &axum::response::Response) -> String {
 async fn cached_answers_revalidate_and_go_stale_on_new_data() {
     let app = TestApp::new().await;
     let key = app.register("alice").await;
-    let gz = bundle("alice", &key);
+    let gz = BundleBuilder::fixture().by("alice", &key).build();
     app.submit(&gz, &sign(&key, &gz)).await;
 
     let path = "/api/v1/leaderboard?scenario=batch";
@@ -53,7 +53,9 @@ async fn cached_answers_revalidate_and_go_stale_on_new_data() {
         .is_empty());
 
     // A flagged submission, then its approval: each makes the answer stale.
-    let flagged = bundle_of(&fault_run(Fault::WarmStart, 5), "alice", &key);
+    let flagged = BundleBuilder::faulty(Fault::WarmStart, 5)
+        .by("alice", &key)
+        .build();
     let (_, r) = app.submit(&flagged, &sign(&key, &flagged)).await;
     let after_submit = get(&app, path, &[]).await;
     assert_eq!(
@@ -89,8 +91,10 @@ async fn leaderboard_csv_keeps_numbers_and_defuses_formulas() {
     let app = TestApp::new().await;
     let key = app.register("mallory").await;
     let evil = "=cmd|' /C calc'!A0";
-    let files = fixture_with_model_named(evil);
-    let gz = bundle_with(files, "mallory", &key);
+    let gz = BundleBuilder::fixture()
+        .model_named(evil)
+        .by("mallory", &key)
+        .build();
     let (status, body) = app.submit(&gz, &sign(&key, &gz)).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
 
@@ -158,7 +162,7 @@ async fn other_instances_writes_make_answers_stale() {
         "cached on a"
     );
     let key = b.register("alice").await;
-    let gz = bundle("alice", &key);
+    let gz = BundleBuilder::fixture().by("alice", &key).build();
     assert_eq!(b.submit(&gz, &sign(&key, &gz)).await.0, StatusCode::CREATED);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     loop {
@@ -181,10 +185,11 @@ async fn other_instances_writes_make_answers_stale() {
 async fn every_route_declares_its_cache_policy() {
     let app = TestApp::new().await;
     let key = app.register("alice").await;
-    let gz = bundle("alice", &key);
+    let gz = BundleBuilder::fixture().by("alice", &key).build();
     let (_, receipt) = app.submit(&gz, &sign(&key, &gz)).await;
     let id = receipt["submission_id"].as_str().unwrap();
     let routes: Vec<String> = router_routes()
+        .await
         .into_iter()
         .filter(|(m, _)| m == "get")
         .map(|(_, p)| p)

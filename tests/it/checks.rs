@@ -11,7 +11,7 @@ use wattcounts::synth::Fault;
 async fn receipt_for(fault: Fault) -> Value {
     let app = TestApp::new().await;
     let key = app.register("alice").await;
-    let gz = bundle_of(&fault_run(fault, 42), "alice", &key);
+    let gz = BundleBuilder::faulty(fault, 42).by("alice", &key).build();
     let (status, body) = app.submit(&gz, &sign(&key, &gz)).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     body
@@ -197,10 +197,14 @@ async fn unknown_gpu_is_rejected_with_the_known_ones_listed() {
 async fn manifest_gpu_differing_from_nvidia_smi_is_rejected() {
     let app = TestApp::new().await;
     let key = app.register("alice").await;
-    let run = fault_run(Fault::None, 42);
-    let mut m =
-        wattcounts::pack::build_manifest(&run_pack_input(&run, run.files.clone(), "alice", &key))
-            .unwrap();
+    let run = BundleBuilder::faulty(Fault::None, 42).generate();
+    let mut m = wattcounts::pack::build_manifest(
+        &BundleBuilder::of(&run)
+            .files(run.files.clone())
+            .by("alice", &key)
+            .pack_input(),
+    )
+    .unwrap();
     m.system.gpu.name = "NVIDIA H100 PCIe".into();
     let gz = archive(&serde_json::to_vec(&m).unwrap(), &run.files);
     let (status, r) = app.submit(&gz, &sign(&key, &gz)).await;
@@ -320,13 +324,17 @@ async fn outlier_against_accepted_peers_needs_review() {
     let key = app.register("alice").await;
     // Three clean runs of the same GPU and model (other seeds) are accepted...
     for seed in [1, 2, 3] {
-        let gz = bundle_of(&fault_run(Fault::None, seed), "alice", &key);
+        let gz = BundleBuilder::faulty(Fault::None, seed)
+            .by("alice", &key)
+            .build();
         let (status, r) = app.submit(&gz, &sign(&key, &gz)).await;
         assert_eq!(status, StatusCode::CREATED);
         assert_eq!(r["status"], "accepted", "{:#}", r["checks"]);
     }
     // ...then one at half the power is far from them.
-    let gz = bundle_of(&fault_run(Fault::HalfPower, 4), "alice", &key);
+    let gz = BundleBuilder::faulty(Fault::HalfPower, 4)
+        .by("alice", &key)
+        .build();
     let (_, r) = app.submit(&gz, &sign(&key, &gz)).await;
     let c = assert_verdict(&r, "consistency.robust_z", "needs_review", "warn");
     assert!(figure(&c) < -3.5, "{c:#}");
@@ -341,7 +349,9 @@ async fn outlier_against_accepted_peers_needs_review() {
 async fn rejected_bundles_stay_off_the_leaderboard() {
     let app = TestApp::new().await;
     let key = app.register("alice").await;
-    let gz = bundle_of(&fault_run(Fault::Overheated, 42), "alice", &key);
+    let gz = BundleBuilder::faulty(Fault::Overheated, 42)
+        .by("alice", &key)
+        .build();
     let (_, r) = app.submit(&gz, &sign(&key, &gz)).await;
     assert_eq!(r["status"], "rejected");
     let (_, board) = app.get("/api/v1/leaderboard?include_review=true").await;

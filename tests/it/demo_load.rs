@@ -79,7 +79,7 @@ async fn loads_every_gpu_once_and_marks_it_demo() {
 async fn no_demo_next_to_real_data() {
     let app = TestApp::new().await;
     let key = app.register("alice").await;
-    let b = bundle("alice", &key);
+    let b = BundleBuilder::fixture().by("alice", &key).build();
     app.submit(&b, &sign(&key, &b)).await;
     let loaded = wattcounts::demo::load_if_empty(&app.service, app.dir.path(), &tiny())
         .await

@@ -17,8 +17,8 @@ async fn app_with_two_gpus() -> TestApp {
     let app = TestApp::new().await;
     let key = app.register("alice").await;
     for gpu in ["l4", "h100-pcie"] {
-        let run = small_run(gpu, &[MODEL, "meta-llama/Llama-3.2-3B-Instruct"]);
-        let gz = bundle_of(&run, "alice", &key);
+        let run = BundleBuilder::on(gpu, &[MODEL, "meta-llama/Llama-3.2-3B-Instruct"]).generate();
+        let gz = BundleBuilder::of(&run).by("alice", &key).build();
         let (status, r) = app.submit(&gz, &sign(&key, &gz)).await;
         assert_eq!(status, StatusCode::CREATED);
         assert_eq!(r["status"], "accepted", "{gpu}: {:#}", r["checks"]);
@@ -174,7 +174,7 @@ async fn browser_upload_form_stores_or_explains() {
         2
     );
 
-    let gz = bundle("alice", &key);
+    let gz = BundleBuilder::fixture().by("alice", &key).build();
     let sig = sign(&key, &gz);
     // From another site (or naming none), the form is refused and nothing stored.
     for origin in [Some("https://evil.example"), Some("null"), None] {
@@ -238,10 +238,12 @@ async fn browser_upload_form_stores_or_explains() {
     assert_eq!(resp.into_body().collect().await.unwrap().to_bytes(), gz);
 
     // A broken bundle: an error page naming file, row and column.
-    let files = edited_files("llm_batch_optimized_results.csv", |t| {
-        t.replacen("[", "[oops, ", 1)
-    });
-    let bad = bundle_with(files, "alice", &key);
+    let bad = BundleBuilder::fixture()
+        .edit("llm_batch_optimized_results.csv", |t| {
+            t.replacen("[", "[oops, ", 1)
+        })
+        .by("alice", &key)
+        .build();
     let sig = sign(&key, &bad);
     let mut req = multipart(&[("bundle", &bad), ("signature", &sig)]);
     *req.uri_mut() = "/submit".parse().unwrap();

@@ -36,7 +36,7 @@ fn blob_count(app: &TestApp) -> usize {
 async fn a_repacked_run_is_one_submission() {
     let app = TestApp::new().await;
     let key = app.register("alice").await;
-    let first = bundle("alice", &key);
+    let first = BundleBuilder::fixture().by("alice", &key).build();
     let (status, receipt) = app.submit(&first, &sign(&key, &first)).await;
     assert_eq!(status, StatusCode::CREATED);
     let id = receipt["submission_id"].as_str().unwrap().to_string();
@@ -45,7 +45,7 @@ async fn a_repacked_run_is_one_submission() {
     let blobs = blob_count(&app);
 
     // The same run folder packed again: only the submission_id differs.
-    let again = bundle("alice", &key);
+    let again = BundleBuilder::fixture().by("alice", &key).build();
     assert_ne!(again, first);
     let (status, body) = app.submit(&again, &sign(&key, &again)).await;
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
@@ -73,11 +73,13 @@ async fn a_repacked_run_is_one_submission() {
 async fn a_rejected_run_sent_again_names_its_status() {
     let app = TestApp::new().await;
     let key = app.register("alice").await;
-    let run = reference_fault_run(Fault::GpuEnergyMismatch, 3);
-    let gz = bundle_of(&run, "alice", &key);
+    let run = BundleBuilder::faulty(Fault::GpuEnergyMismatch, 3)
+        .protocol(Protocol::Reference)
+        .generate();
+    let gz = BundleBuilder::of(&run).by("alice", &key).build();
     let (_, r) = app.submit(&gz, &sign(&key, &gz)).await;
     assert_eq!(r["status"], "rejected");
-    let again = bundle_of(&run, "alice", &key);
+    let again = BundleBuilder::of(&run).by("alice", &key).build();
     let (status, body) = app.submit(&again, &sign(&key, &again)).await;
     assert_eq!(status, StatusCode::CONFLICT);
     assert!(body["error"]["message"]
@@ -91,7 +93,7 @@ async fn a_rejected_run_sent_again_names_its_status() {
 async fn an_off_protocol_run_gets_groups_of_its_own() {
     let app = TestApp::new().await;
     let key = app.register("alice").await;
-    let gz = bundle("alice", &key);
+    let gz = BundleBuilder::fixture().by("alice", &key).build();
     let (status, body) = app.submit(&gz, &sign(&key, &gz)).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let (_, before) = app.get("/api/v1/leaderboard?per_page=1000").await;
@@ -107,7 +109,7 @@ async fn an_off_protocol_run_gets_groups_of_its_own() {
         &models,
         &SynthOptions::small(),
     );
-    let gz = bundle_of(&small, "alice", &key);
+    let gz = BundleBuilder::of(&small).by("alice", &key).build();
     let (status, r) = app.submit(&gz, &sign(&key, &gz)).await;
     assert_eq!(status, StatusCode::CREATED, "{r}");
     assert_eq!(r["protocol"]["batch_label"], "prompts/iteration 40");
@@ -144,16 +146,18 @@ async fn an_off_protocol_run_gets_groups_of_its_own() {
 async fn rows_of_two_protocols_in_one_bundle_are_refused() {
     let app = TestApp::new().await;
     let key = app.register("alice").await;
-    let files = edited_files(
-        "Qwen2.5-0.5B-Instruct/llm_batch_optimized_results.csv",
-        |s| {
-            // The second data row asks for fewer tokens than the rest.
-            let mut lines: Vec<String> = s.lines().map(str::to_string).collect();
-            lines[2] = lines[2].replace("max_tokens=256", "max_tokens=128");
-            lines.join("\n") + "\n"
-        },
-    );
-    let gz = bundle_with(files, "alice", &key);
+    let gz = BundleBuilder::fixture()
+        .edit(
+            "Qwen2.5-0.5B-Instruct/llm_batch_optimized_results.csv",
+            |s| {
+                // The second data row asks for fewer tokens than the rest.
+                let mut lines: Vec<String> = s.lines().map(str::to_string).collect();
+                lines[2] = lines[2].replace("max_tokens=256", "max_tokens=128");
+                lines.join("\n") + "\n"
+            },
+        )
+        .by("alice", &key)
+        .build();
     let (status, body) = app.submit(&gz, &sign(&key, &gz)).await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
     assert_error(&body, "protocol_inconsistent");
@@ -173,8 +177,10 @@ async fn demo_and_real_data_are_never_merged() {
     let app = TestApp::new().await;
     let demo_key = new_key();
     add_submitter(app.store.as_ref(), "demo", &demo_key).await;
-    let demo_run = reference_fault_run(Fault::None, 7);
-    let gz = bundle_of(&demo_run, "demo", &demo_key);
+    let demo_run = BundleBuilder::faulty(Fault::None, 7)
+        .protocol(Protocol::Reference)
+        .generate();
+    let gz = BundleBuilder::of(&demo_run).by("demo", &demo_key).build();
     let (_, demo) = app.submit(&gz, &sign(&demo_key, &gz)).await;
     assert_eq!(demo["demo"], true);
 
@@ -188,7 +194,10 @@ async fn demo_and_real_data_are_never_merged() {
     // A real submission on the same GPU and model (made with the same
     // generator, another seed).
     let key = app.register("alice").await;
-    let gz = bundle_of(&reference_fault_run(Fault::None, 8), "alice", &key);
+    let gz = BundleBuilder::faulty(Fault::None, 8)
+        .protocol(Protocol::Reference)
+        .by("alice", &key)
+        .build();
     let (_, real) = app.submit(&gz, &sign(&key, &gz)).await;
     let (_, board) = app.get("/api/v1/leaderboard?scenario=batch").await;
     assert_eq!(board["origin"], "real", "real data is the default now");
@@ -223,7 +232,7 @@ async fn demo_and_real_data_are_never_merged() {
     assert_eq!(old["origin"], "real");
 
     // The demo's own run, sent as real data, is the same run: refused.
-    let copy = bundle_of(&demo_run, "alice", &key);
+    let copy = BundleBuilder::of(&demo_run).by("alice", &key).build();
     let (status, body) = app.submit(&copy, &sign(&key, &copy)).await;
     assert_eq!(status, StatusCode::CONFLICT);
     assert!(body["error"]["message"]
@@ -259,12 +268,12 @@ async fn demo_and_real_data_are_never_merged() {
 async fn a_gpu_page_lists_its_submissions_under_newer_ones_elsewhere() {
     let app = TestApp::new().await;
     let key = app.register("alice").await;
-    let gz = bundle("alice", &key);
+    let gz = BundleBuilder::fixture().by("alice", &key).build();
     let (_, l4) = app.submit(&gz, &sign(&key, &gz)).await;
     // 501 newer submissions on another GPU, stored directly (fast).
-    let h100 = small_run("h100-pcie", &["Qwen/Qwen2.5-0.5B-Instruct"]);
+    let h100 = BundleBuilder::on("h100-pcie", &["Qwen/Qwen2.5-0.5B-Instruct"]).generate();
     app.insert_copies(
-        &bundle_of(&h100, "alice", &key),
+        &BundleBuilder::of(&h100).by("alice", &key).build(),
         &key,
         501,
         wattcounts::domain::Status::Accepted,

@@ -28,7 +28,7 @@ async fn two_writers_on_one_sqlite_file_take_turns() {
     ));
     let review = a
         .insert_copies(
-            &bundle("alice", &key),
+            &BundleBuilder::fixture().by("alice", &key).build(),
             &key,
             40,
             wattcounts::domain::Status::NeedsReview,
@@ -36,7 +36,10 @@ async fn two_writers_on_one_sqlite_file_take_turns() {
         .await;
     let mut jobs = tokio::task::JoinSet::new();
     for n in 0..8 {
-        let (a, gz) = (a.clone(), distinct_bundle("alice", &key, n));
+        let (a, gz) = (
+            a.clone(),
+            BundleBuilder::fixture().marked(n).by("alice", &key).build(),
+        );
         let sig = sign(&key, &gz);
         jobs.spawn(async move { a.submit(&gz, &sig).await });
     }
@@ -137,7 +140,7 @@ async fn sign_in_from_another_site_sets_no_cookie() {
 async fn no_path_byte_makes_a_500() {
     let app = TestApp::new().await;
     let key = app.register("alice").await;
-    let gz = bundle("alice", &key);
+    let gz = BundleBuilder::fixture().by("alice", &key).build();
     let (_, r) = app.submit(&gz, &sign(&key, &gz)).await;
     let id = r["submission_id"].as_str().unwrap().to_string();
     let templates = [
@@ -192,7 +195,7 @@ async fn refused(
 async fn control_characters_and_unsafe_integers_in_the_manifest_are_refused() {
     let app = TestApp::new().await;
     let key = app.register("alice").await;
-    let m = manifest_json("alice", &key);
+    let m = BundleBuilder::fixture().by("alice", &key).manifest_json();
     let mut nul = m.clone();
     nul["run"]["name"] = json!("run\u{0}name");
     let mut bell = m.clone();
@@ -221,16 +224,18 @@ async fn control_characters_and_unsafe_integers_in_the_manifest_are_refused() {
 async fn a_control_character_in_a_model_id_is_refused() {
     let app = TestApp::new().await;
     let key = app.register("alice").await;
-    let files = edited_files(
-        "Qwen2.5-0.5B-Instruct/llm_batch_optimized_results.csv",
-        |t| {
-            t.replace(
-                "Qwen/Qwen2.5-0.5B-Instruct",
-                "Qwen/Qwen2.5\u{0}-0.5B-Instruct",
-            )
-        },
-    );
-    let gz = bundle_with(files, "alice", &key);
+    let gz = BundleBuilder::fixture()
+        .edit(
+            "Qwen2.5-0.5B-Instruct/llm_batch_optimized_results.csv",
+            |t| {
+                t.replace(
+                    "Qwen/Qwen2.5-0.5B-Instruct",
+                    "Qwen/Qwen2.5\u{0}-0.5B-Instruct",
+                )
+            },
+        )
+        .by("alice", &key)
+        .build();
     let body = refused(&app, &key, &gz, "csv_control_character").await;
     let d = first_detail(&body);
     assert_eq!(d["column"], "model");
@@ -250,7 +255,10 @@ async fn a_trace_whose_figures_overflow_is_refused() {
             format!("[{}]", vec!["1.7e308"; n].join(", "))
         })
     });
-    let gz = bundle_with(files, "alice", &key);
+    let gz = BundleBuilder::fixture()
+        .files(files)
+        .by("alice", &key)
+        .build();
     let body = refused(&app, &key, &gz, "figure_not_finite").await;
     let d = first_detail(&body);
     assert_eq!(d["row"], 2);
@@ -266,7 +274,7 @@ async fn a_trace_whose_figures_overflow_is_refused() {
 async fn recovery_removes_orphans_and_keeps_what_rows_reference() {
     let app = TestApp::new().await;
     let key = app.register("alice").await;
-    let gz = bundle("alice", &key);
+    let gz = BundleBuilder::fixture().by("alice", &key).build();
     let (_, r) = app.submit(&gz, &sign(&key, &gz)).await;
     let blobs = app.dir.path().join("blobs");
     std::fs::create_dir_all(blobs.join("tmp")).unwrap();
@@ -309,22 +317,24 @@ fn edit_cells(
     suffix: &str,
     edit: impl Fn(usize, &str, &str) -> Option<String>,
 ) -> Vec<(String, Vec<u8>)> {
-    edited_files(suffix, |t| {
-        let mut r = csv::Reader::from_reader(t.as_bytes());
-        let header = r.headers().unwrap().clone();
-        let mut w = csv::Writer::from_writer(Vec::new());
-        w.write_record(&header).unwrap();
-        for (i, rec) in r.records().enumerate() {
-            let rec: Vec<String> = rec
-                .unwrap()
-                .iter()
-                .zip(header.iter())
-                .map(|(cell, col)| edit(i, col, cell).unwrap_or_else(|| cell.to_string()))
-                .collect();
-            w.write_record(&rec).unwrap();
-        }
-        String::from_utf8(w.into_inner().unwrap()).unwrap()
-    })
+    BundleBuilder::fixture()
+        .edit(suffix, |t| {
+            let mut r = csv::Reader::from_reader(t.as_bytes());
+            let header = r.headers().unwrap().clone();
+            let mut w = csv::Writer::from_writer(Vec::new());
+            w.write_record(&header).unwrap();
+            for (i, rec) in r.records().enumerate() {
+                let rec: Vec<String> = rec
+                    .unwrap()
+                    .iter()
+                    .zip(header.iter())
+                    .map(|(cell, col)| edit(i, col, cell).unwrap_or_else(|| cell.to_string()))
+                    .collect();
+                w.write_record(&rec).unwrap();
+            }
+            String::from_utf8(w.into_inner().unwrap()).unwrap()
+        })
+        .bundle_files()
 }
 
 fn check<'a>(receipt: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
@@ -341,7 +351,10 @@ async fn stored(
     key: &ssh_key::PrivateKey,
     files: Vec<(String, Vec<u8>)>,
 ) -> serde_json::Value {
-    let gz = bundle_with(files, "alice", key);
+    let gz = BundleBuilder::fixture()
+        .files(files)
+        .by("alice", key)
+        .build();
     let (status, body) = app.submit(&gz, &sign(key, &gz)).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     body
@@ -407,12 +420,14 @@ async fn checks_never_pass_by_absence() {
     assert_ne!(r["status"], "accepted");
 
     // No power-limit lines in system_info.txt, and a limit that differs from it.
-    let without = edited_files("system_info.txt", |t| {
-        t.lines()
-            .filter(|l| !l.contains("Power Limit"))
-            .collect::<Vec<_>>()
-            .join("\n")
-    });
+    let without = BundleBuilder::fixture()
+        .edit("system_info.txt", |t| {
+            t.lines()
+                .filter(|l| !l.contains("Power Limit"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .bundle_files();
     // `pack` reads the limits from system_info.txt (and refuses without
     // them): a hand-made manifest, still saying 72 W, brings these bundles.
     let r = with_manifest_of_fixture(&app, &key, without).await;
@@ -425,13 +440,15 @@ async fn checks_never_pass_by_absence() {
             .contains("has no 'Current Power Limit' line"),
         "{c:#}"
     );
-    let lowered = edited_files("system_info.txt", |t| {
-        t.replacen(
-            "Current Power Limit               : 72.00 W",
-            "Current Power Limit               : 60.00 W",
-            1,
-        )
-    });
+    let lowered = BundleBuilder::fixture()
+        .edit("system_info.txt", |t| {
+            t.replacen(
+                "Current Power Limit               : 72.00 W",
+                "Current Power Limit               : 60.00 W",
+                1,
+            )
+        })
+        .bundle_files();
     let r = with_manifest_of_fixture(&app, &key, lowered).await;
     let c = check(&r, "identity.power_limit");
     assert_eq!(c["outcome"], "warn", "{c:#}");
@@ -451,7 +468,7 @@ async fn with_manifest_of_fixture(
     key: &ssh_key::PrivateKey,
     files: Vec<(String, Vec<u8>)>,
 ) -> serde_json::Value {
-    let mut m = manifest_json("alice", key);
+    let mut m = BundleBuilder::fixture().by("alice", key).manifest_json();
     for f in m["files"].as_array_mut().unwrap() {
         let data = &files.iter().find(|(p, _)| *p == f["path"]).unwrap().1;
         f["bytes"] = json!(data.len());

@@ -44,7 +44,7 @@ async fn two_instances_one_database() {
     let client = reqwest::Client::new();
 
     // One bundle, both instances, at the same moment.
-    let gz = bundle("alice", &key);
+    let gz = BundleBuilder::fixture().by("alice", &key).build();
     let sig = sign(&key, &gz);
     let (ra, rb) = tokio::join!(
         submit_over_http(&client, &a.url, gz.clone(), sig.clone()),
@@ -59,7 +59,10 @@ async fn two_instances_one_database() {
     // 64 distinct bundles spread over both, 16 in flight at a time.
     let mut pending: Vec<(String, Vec<u8>, Vec<u8>)> = (0..64)
         .map(|i| {
-            let gz = distinct_bundle("alice", &key, i + 1);
+            let gz = BundleBuilder::fixture()
+                .marked(i + 1)
+                .by("alice", &key)
+                .build();
             let sig = sign(&key, &gz);
             let server = if i % 2 == 0 { &a.url } else { &b.url };
             (server.clone(), gz, sig)
@@ -145,7 +148,7 @@ async fn two_instances_on_postgres_and_s3_serve_each_others_files() {
     let (a, b) = (start(dir_a.path()), start(dir_b.path()));
     let client = reqwest::Client::new();
 
-    let gz = bundle("alice", &key);
+    let gz = BundleBuilder::fixture().by("alice", &key).build();
     let (status, receipt) = submit_over_http(&client, &a.url, gz.clone(), sign(&key, &gz)).await;
     assert_eq!(status, 201, "{receipt}");
     assert_eq!(store.counts().await.unwrap().submissions, 1);

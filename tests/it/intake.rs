@@ -11,7 +11,7 @@ use wattcounts::bundle::harness;
 async fn happy_path_receipt_and_replay() {
     let app = TestApp::new().await;
     let key = app.register("alice").await;
-    let bundle = bundle("alice", &key);
+    let bundle = BundleBuilder::fixture().by("alice", &key).build();
     let sig = sign(&key, &bundle);
 
     let (status, receipt) = app.submit(&bundle, &sig).await;
@@ -64,7 +64,7 @@ async fn happy_path_receipt_and_replay() {
 async fn metrics_are_derived_from_the_csvs() {
     let app = TestApp::new().await;
     let key = app.register("alice").await;
-    let bundle = bundle("alice", &key);
+    let bundle = BundleBuilder::fixture().by("alice", &key).build();
     let (_, receipt) = app.submit(&bundle, &sign(&key, &bundle)).await;
     // Recompute one configuration by hand from the fixture's results CSV.
     let (_, csv) = fixture()
@@ -99,7 +99,7 @@ async fn metrics_are_derived_from_the_csvs() {
 async fn same_id_other_bytes_is_409() {
     let app = TestApp::new().await;
     let key = app.register("alice").await;
-    let mut m = manifest_json("alice", &key);
+    let mut m = BundleBuilder::fixture().by("alice", &key).manifest_json();
     let files = fixture().files.clone();
     let first = archive(serde_json::to_vec(&m).unwrap().as_slice(), &files);
     let (status, _) = app.submit(&first, &sign(&key, &first)).await;
@@ -118,7 +118,7 @@ async fn same_id_other_bytes_is_409() {
 async fn oversize_body_is_413() {
     let app = TestApp::with_limit(10_000).await;
     let key = app.register("alice").await;
-    let bundle = bundle("alice", &key);
+    let bundle = BundleBuilder::fixture().by("alice", &key).build();
     assert!(bundle.len() > 10_000);
     let (status, body) = app.submit(&bundle, &sign(&key, &bundle)).await;
     assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
@@ -131,7 +131,7 @@ async fn oversize_body_without_length_is_413_while_streaming() {
     use axum::body::Body;
     let app = TestApp::with_limit(10_000).await;
     let key = app.register("alice").await;
-    let bundle = bundle("alice", &key);
+    let bundle = BundleBuilder::fixture().by("alice", &key).build();
     let req = multipart(&[("bundle", &bundle), ("signature", &sign(&key, &bundle))]);
     let (mut parts, body) = req.into_parts();
     parts.headers.remove("content-length");

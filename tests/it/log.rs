@@ -31,7 +31,7 @@ async fn submit_many(
 ) -> Vec<String> {
     let mut ids = Vec::new();
     for i in from..from + n {
-        let gz = distinct_bundle(handle, key, i);
+        let gz = BundleBuilder::fixture().marked(i).by(handle, key).build();
         let (status, body) = app.submit(&gz, &sign(key, &gz)).await;
         assert_eq!(status, StatusCode::CREATED, "{body}");
         ids.push(body["submission_id"].as_str().unwrap().to_string());
@@ -72,7 +72,7 @@ fn memory_tree(leaves: &[String]) -> StoredHashes {
 async fn receipts_carry_a_proof_that_verifies_offline() {
     let app = TestApp::new().await;
     let key = app.register("alice").await;
-    let gz = bundle("alice", &key);
+    let gz = BundleBuilder::fixture().by("alice", &key).build();
     let sig = sign(&key, &gz);
     let (status, first) = app.submit(&gz, &sig).await;
     assert_eq!(status, StatusCode::CREATED, "{first}");
@@ -277,7 +277,7 @@ async fn proofs_match_the_tree_in_memory(app: TestApp) {
     // Many leaves quickly: rows inserted through the store's own insert
     // (each appends its leaf in its transaction).
     app.insert_copies(
-        &bundle("alice", &key),
+        &BundleBuilder::fixture().by("alice", &key).build(),
         &key,
         297,
         wattcounts::domain::Status::Accepted,
@@ -599,7 +599,9 @@ async fn two_postgres_instances_keep_one_linear_log() {
     };
     let b = TestApp::postgres_in(&schema, |_| {}).await.unwrap();
     let key = a.register("alice").await;
-    let bundles: Vec<Vec<u8>> = (0..24).map(|i| distinct_bundle("alice", &key, i)).collect();
+    let bundles: Vec<Vec<u8>> = (0..24)
+        .map(|i| BundleBuilder::fixture().marked(i).by("alice", &key).build())
+        .collect();
     let mut tasks = Vec::new();
     for (i, gz) in bundles.into_iter().enumerate() {
         let sig = sign(&key, &gz);

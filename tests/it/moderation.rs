@@ -13,7 +13,9 @@ use wattcounts::synth::Fault;
 async fn app_with_flagged() -> (TestApp, ssh_key::PrivateKey, String) {
     let app = TestApp::new().await;
     let key = app.register("alice").await;
-    let gz = bundle_of(&fault_run(Fault::WarmStart, 42), "alice", &key);
+    let gz = BundleBuilder::faulty(Fault::WarmStart, 42)
+        .by("alice", &key)
+        .build();
     let (status, r) = app.submit(&gz, &sign(&key, &gz)).await;
     assert_eq!(status, StatusCode::CREATED);
     assert_eq!(r["status"], "needs_review", "{:#}", r["checks"]);
@@ -164,7 +166,9 @@ async fn suspended_submitters_cannot_submit() {
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    let gz = bundle_of(&fault_run(Fault::None, 7), "alice", &key);
+    let gz = BundleBuilder::faulty(Fault::None, 7)
+        .by("alice", &key)
+        .build();
     let (status, body) = app.submit(&gz, &sign(&key, &gz)).await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     assert_eq!(body["error"]["code"], "submitter_suspended");
@@ -184,7 +188,9 @@ async fn revoking_a_key_from_a_time_rejects_only_later_bundles() {
     let mut ids = Vec::new();
     let mut cut = String::new();
     for seed in [1, 2] {
-        let gz = bundle_of(&fault_run(Fault::None, seed), "alice", &key);
+        let gz = BundleBuilder::faulty(Fault::None, seed)
+            .by("alice", &key)
+            .build();
         let (_, r) = app.submit(&gz, &sign(&key, &gz)).await;
         assert_eq!(r["status"], "accepted");
         ids.push(r["submission_id"].as_str().unwrap().to_string());

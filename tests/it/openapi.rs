@@ -47,15 +47,73 @@ async fn the_document_is_pinned() {
 }
 
 /// The router's routes under /api/, /healthz, /readyz and /.well-known/.
-fn json_routes() -> BTreeSet<(String, String)> {
+async fn json_routes() -> BTreeSet<(String, String)> {
     router_routes()
+        .await
         .into_iter()
-        .filter(|(_, path)| {
-            (path.starts_with("/api/")
-                || ["/healthz", "/readyz", "/.well-known/wattcounts-log"].contains(&path.as_str()))
-                && path != "/api/openapi.json"
-        })
+        .filter(|(_, path)| wattcounts::web::routes::is_api_path(path))
         .collect()
+}
+
+/// The route table refuses an API path registered as a page: it could not
+/// be in the document.
+#[tokio::test]
+#[should_panic(expected = "is an API path: register it with Table::api")]
+async fn an_api_route_without_documentation_cannot_be_registered() {
+    let app = TestApp::new().await;
+    let cfg = test_config(app.dir.path(), |_| {});
+    let state = wattcounts::app::with_store(app.store.clone(), &cfg, AUDIENCE.into()).unwrap();
+    let _ = wattcounts::web::routes::Table::new(&state).get(
+        "/api/v1/undocumented",
+        wattcounts::web::cache_policy::CachePolicy::NoStore,
+        || async { "no" },
+    );
+}
+
+/// What the document says a route reads is what it accepts, as one list:
+/// each documented query parameter, even empty (as a form sends it), is
+/// never an `unknown_parameter`; a name it does not document is refused
+/// with one that names it. Both on every documented GET with a query.
+#[tokio::test]
+async fn documented_query_parameters_are_the_accepted_ones() {
+    let app = TestApp::new().await;
+    let doc = document(&app).await;
+    let mut checked = 0;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        let Some(op) = item.get("get") else { continue };
+        let names: Vec<&str> = op["parameters"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|p| p["in"] == "query")
+            .map(|p| p["name"].as_str().unwrap())
+            .collect();
+        if names.is_empty() {
+            continue;
+        }
+        // Path parameters filled so their extractors pass (a UUID where
+        // one is read); the query is read before any lookup.
+        let url = path.replace("{id}", "00000000-0000-4000-8000-000000000000");
+        let all: Vec<String> = names.iter().map(|n| format!("{n}=")).collect();
+        let (status, body) = app.get(&format!("{url}?{}", all.join("&"))).await;
+        assert_ne!(
+            body["error"]["code"], "unknown_parameter",
+            "{path} refused a documented parameter ({status}): {body}"
+        );
+        let (status, body) = app.get(&format!("{url}?undocumented_name=1")).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{path}: {body}");
+        assert_eq!(body["error"]["code"], "unknown_parameter", "{path}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains("'undocumented_name'"), "{path}: {message}");
+        for name in &names {
+            assert!(
+                message.contains(name),
+                "{path} does not list {name}: {message}"
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked >= 10, "only {checked} routes document a query");
 }
 
 #[tokio::test]
@@ -63,7 +121,7 @@ async fn every_json_route_is_in_it_with_its_errors() {
     let app = TestApp::new().await;
     let doc = document(&app).await;
     let paths = doc["paths"].as_object().unwrap();
-    let routes = json_routes();
+    let routes = json_routes().await;
     assert!(routes.len() >= 27, "the route scan found {routes:?}");
     let mut documented = BTreeSet::new();
     for (path, item) in paths {
@@ -232,16 +290,17 @@ async fn schemathesis_finds_no_server_error_and_no_answer_off_the_document() {
     let key = app.register("alice").await;
     let mut accepted = Vec::new();
     for i in 0..3 {
-        let gz = distinct_bundle("alice", &key, i + 1);
+        let gz = BundleBuilder::fixture()
+            .marked(i + 1)
+            .by("alice", &key)
+            .build();
         let (status, body) = app.submit(&gz, &sign(&key, &gz)).await;
         assert_eq!(status, StatusCode::CREATED, "{body}");
         accepted.push(body["submission_id"].as_str().unwrap().to_string());
     }
-    let gz = bundle_of(
-        &fault_run(wattcounts::synth::Fault::WarmStart, 42),
-        "alice",
-        &key,
-    );
+    let gz = BundleBuilder::faulty(wattcounts::synth::Fault::WarmStart, 42)
+        .by("alice", &key)
+        .build();
     let (status, held) = app.submit(&gz, &sign(&key, &gz)).await;
     assert_eq!(held["status"], "needs_review", "{status} {held}");
     let (status, snapshot) = app

@@ -112,11 +112,11 @@ async fn a_scrape_shows_ingest_stages_routes_and_outcomes() {
         let (client, url) = (&client, &server.url);
         async move { submit_over_http(client, url, bundle, sig).await.0 }
     };
-    let gz = bundle("alice", &key);
+    let gz = BundleBuilder::fixture().by("alice", &key).build();
     assert_eq!(upload(gz.clone(), sign(&key, &gz)).await, 201);
     assert_eq!(upload(gz.clone(), sign(&key, &gz)).await, 200);
     // New bytes with the signature of other bytes: refused before anything is unpacked.
-    let other = distinct_bundle("alice", &key, 1);
+    let other = BundleBuilder::fixture().marked(1).by("alice", &key).build();
     assert_eq!(upload(other, sign(&key, &gz)).await, 403);
     for path in [
         "/leaderboard",

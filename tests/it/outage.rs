@@ -73,7 +73,7 @@ async fn database_outage_is_a_quick_503_and_heals() {
         .unwrap();
     let app = TestApp::with_store(bounded(store), tempfile::tempdir().unwrap(), 256 << 20);
     let key = app.register("alice").await;
-    let first = bundle("alice", &key);
+    let first = BundleBuilder::fixture().by("alice", &key).build();
     assert_eq!(
         app.submit(&first, &sign(&key, &first)).await.0,
         StatusCode::CREATED
@@ -92,7 +92,7 @@ async fn database_outage_is_a_quick_503_and_heals() {
         "answered after {waited:?}"
     );
 
-    let retried = distinct_bundle("alice", &key, 1);
+    let retried = BundleBuilder::fixture().marked(1).by("alice", &key).build();
     let sig = sign(&key, &retried);
     let t = Instant::now();
     let (status, _) = app.submit(&retried, &sig).await;
@@ -254,7 +254,7 @@ async fn a_silent_cut_is_a_503_within_3_s_and_heals() {
         .unwrap();
     let app = TestApp::with_store(bounded(pg), tempfile::tempdir().unwrap(), 256 << 20);
     let key = app.register("alice").await;
-    let first = bundle("alice", &key);
+    let first = BundleBuilder::fixture().by("alice", &key).build();
     assert_eq!(
         app.submit(&first, &sign(&key, &first)).await.0,
         StatusCode::CREATED
@@ -284,7 +284,7 @@ async fn a_silent_cut_is_a_503_within_3_s_and_heals() {
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
     assert!(t.elapsed() < quick, "answered after {:?}", t.elapsed());
     eprintln!("silent cut, new request: 503 after {:?}", t.elapsed());
-    let retried = distinct_bundle("alice", &key, 1);
+    let retried = BundleBuilder::fixture().marked(1).by("alice", &key).build();
     let sig = sign(&key, &retried);
     let t = Instant::now();
     let (status, body) = app.submit(&retried, &sig).await;

@@ -7,7 +7,7 @@ use scraper::Selector;
 async fn app_with_data() -> TestApp {
     let app = TestApp::new().await;
     let key = app.register("alice").await;
-    let b = bundle("alice", &key);
+    let b = BundleBuilder::fixture().by("alice", &key).build();
     assert_eq!(app.submit(&b, &sign(&key, &b)).await.0, StatusCode::CREATED);
     app
 }
@@ -118,8 +118,10 @@ async fn hostile_model_names_show_as_text() {
     let app = TestApp::new().await;
     let key = app.register("mallory").await;
     let evil = "<script>alert(1)</script>";
-    let files = fixture_with_model_named(evil);
-    let b = bundle_with(files, "mallory", &key);
+    let b = BundleBuilder::fixture()
+        .model_named(evil)
+        .by("mallory", &key)
+        .build();
     let (status, body) = app.submit(&b, &sign(&key, &b)).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     // An unknown model goes to review; the review toggle shows it.

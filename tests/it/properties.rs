@@ -84,7 +84,7 @@ fn apply(mut bytes: Vec<u8>, edits: &[Edit]) -> Vec<u8> {
 fn valid_bundle() -> &'static (Vec<u8>, Vec<u8>) {
     static B: std::sync::OnceLock<(Vec<u8>, Vec<u8>)> = std::sync::OnceLock::new();
     B.get_or_init(|| {
-        let gz = bundle("alice", &new_key());
+        let gz = BundleBuilder::fixture().by("alice", &new_key()).build();
         let tar = gunzip(&gz);
         (gz, tar)
     })
@@ -134,7 +134,14 @@ proptest! {
 
 fn manifest_text() -> &'static Vec<u8> {
     static M: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
-    M.get_or_init(|| serde_json::to_vec_pretty(&manifest_json("alice", &new_key())).unwrap())
+    M.get_or_init(|| {
+        serde_json::to_vec_pretty(
+            &BundleBuilder::fixture()
+                .by("alice", &new_key())
+                .manifest_json(),
+        )
+        .unwrap()
+    })
 }
 
 fn schema() -> &'static ManifestSchema {

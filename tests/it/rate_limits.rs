@@ -41,13 +41,16 @@ async fn submissions_per_key_are_limited(app: TestApp, twin: Option<TestApp>) {
     let key = app.register("alice").await;
     let twin = twin.as_ref().unwrap_or(&app);
     for n in 0..3 {
-        let gz = distinct_bundle("alice", &key, n);
+        let gz = BundleBuilder::fixture().marked(n).by("alice", &key).build();
         // Alternate instances: the count is the database's, not theirs.
         let to = if n % 2 == 0 { &app } else { twin };
         let (status, body) = to.submit(&gz, &sign(&key, &gz)).await;
         assert_eq!(status, StatusCode::CREATED, "{body}");
     }
-    let gz = distinct_bundle("alice", &key, 99);
+    let gz = BundleBuilder::fixture()
+        .marked(99)
+        .by("alice", &key)
+        .build();
     let (status, headers, body) = twin
         .raw(multipart(&[
             ("bundle", gz.as_slice()),
@@ -72,7 +75,7 @@ async fn submissions_per_key_are_limited(app: TestApp, twin: Option<TestApp>) {
 
     // Another key is not held back by alice's count.
     let bob = app.register("bob").await;
-    let gz = distinct_bundle("bob", &bob, 100);
+    let gz = BundleBuilder::fixture().marked(100).by("bob", &bob).build();
     let (status, body) = twin.submit(&gz, &sign(&bob, &gz)).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
 }
@@ -165,7 +168,7 @@ async fn submissions_per_address_are_limited() {
     })
     .await;
     let key = app.register("alice").await;
-    let gz = bundle("alice", &key);
+    let gz = BundleBuilder::fixture().by("alice", &key).build();
     let sig = sign(&key, &gz);
     let send = |peer: &'static str| {
         from_peer(

@@ -19,8 +19,8 @@ const GPUS: [&str; 3] = ["l4", "h100-pcie", "h100-nvl"];
 async fn submit_fixture(app: &TestApp) {
     let key = app.register("alice").await;
     for gpu in GPUS {
-        let run = small_run(gpu, &[SMALL, LLAMA]);
-        let gz = bundle_of(&run, "alice", &key);
+        let run = BundleBuilder::on(gpu, &[SMALL, LLAMA]).generate();
+        let gz = BundleBuilder::of(&run).by("alice", &key).build();
         let (status, r) = app.submit(&gz, &sign(&key, &gz)).await;
         assert_eq!(status, StatusCode::CREATED, "{r:#}");
         assert_eq!(r["status"], "accepted", "{gpu}: {:#}", r["checks"]);
@@ -343,7 +343,7 @@ async fn compare_names_the_best_and_never_counts_a_missing_gpu_as_a_loser() {
     submit_fixture(&app).await;
     // A T4 that measured only the small model.
     let key = app.register("bob").await;
-    let gz = bundle_of(&small_run("t4", &[SMALL]), "bob", &key);
+    let gz = BundleBuilder::on("t4", &[SMALL]).by("bob", &key).build();
     let (status, r) = app.submit(&gz, &sign(&key, &gz)).await;
     assert_eq!(status, StatusCode::CREATED, "{r:#}");
 

@@ -233,7 +233,7 @@ mod forged_keys {
             .unwrap();
         let good = app.register("alice").await;
         // A real bundle, "signed" with mallory's key.
-        let bundle = bundle("alice", &good);
+        let bundle = BundleBuilder::fixture().by("alice", &good).build();
         let forged = forged_signature(IDENTITY, signing::SUBMISSION_NAMESPACE, &bundle);
         let (status, body) = app.submit(&bundle, forged.as_bytes()).await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{body}");

@@ -132,7 +132,7 @@ async fn empty_bundle() {
 #[tokio::test]
 async fn file_missing_from_manifest() {
     let (app, key) = setup().await;
-    let m = manifest_json("alice", &key);
+    let m = BundleBuilder::fixture().by("alice", &key).manifest_json();
     let mut files = fixture().files.clone();
     files.push(("notes/extra.txt".into(), b"not listed".to_vec()));
     let gz = archive(serde_json::to_vec(&m).unwrap().as_slice(), &files);
@@ -143,7 +143,7 @@ async fn file_missing_from_manifest() {
 #[tokio::test]
 async fn file_listed_but_absent() {
     let (app, key) = setup().await;
-    let m = manifest_json("alice", &key);
+    let m = BundleBuilder::fixture().by("alice", &key).manifest_json();
     let files: Vec<_> = fixture()
         .files
         .iter()
@@ -162,9 +162,11 @@ async fn file_listed_but_absent() {
 #[tokio::test]
 async fn digest_mismatch() {
     let (app, key) = setup().await;
-    let m = manifest_json("alice", &key);
+    let m = BundleBuilder::fixture().by("alice", &key).manifest_json();
     // Same size, one byte changed after the manifest was made.
-    let files = edited_files("system_info.txt", |t| t.replacen("AMD", "AMX", 1));
+    let files = BundleBuilder::fixture()
+        .edit("system_info.txt", |t| t.replacen("AMD", "AMX", 1))
+        .bundle_files();
     let gz = archive(serde_json::to_vec(&m).unwrap().as_slice(), &files);
     let body = refuse_invalid(&app, &key, &gz, "digest_mismatch").await;
     let d = first_detail(&body);
@@ -176,8 +178,10 @@ async fn digest_mismatch() {
 #[tokio::test]
 async fn size_mismatch() {
     let (app, key) = setup().await;
-    let m = manifest_json("alice", &key);
-    let files = edited_files("system_info.txt", |t| format!("{t}\nextra line"));
+    let m = BundleBuilder::fixture().by("alice", &key).manifest_json();
+    let files = BundleBuilder::fixture()
+        .edit("system_info.txt", |t| format!("{t}\nextra line"))
+        .bundle_files();
     let gz = archive(serde_json::to_vec(&m).unwrap().as_slice(), &files);
     let body = refuse_invalid(&app, &key, &gz, "size_mismatch").await;
     assert!(first_detail(&body)["pointer"]
@@ -207,7 +211,7 @@ async fn manifest_not_json() {
 #[tokio::test]
 async fn manifest_duplicate_keys() {
     let (app, key) = setup().await;
-    let m = manifest_json("alice", &key);
+    let m = BundleBuilder::fixture().by("alice", &key).manifest_json();
     let text = serde_json::to_string(&m).unwrap();
     // A second "name" inside system.gpu: readers would disagree on the GPU.
     let text = text.replacen(
@@ -227,7 +231,7 @@ async fn manifest_duplicate_keys() {
 #[tokio::test]
 async fn manifest_nan() {
     let (app, key) = setup().await;
-    let m = manifest_json("alice", &key);
+    let m = BundleBuilder::fixture().by("alice", &key).manifest_json();
     let text = serde_json::to_string(&m).unwrap();
     let text = text.replacen("\"power_limit_w\":72.0", "\"power_limit_w\":NaN", 1);
     assert!(text.contains("NaN"));
@@ -242,7 +246,7 @@ async fn manifest_nan() {
 #[tokio::test]
 async fn manifest_wrong_types() {
     let (app, key) = setup().await;
-    let mut m = manifest_json("alice", &key);
+    let mut m = BundleBuilder::fixture().by("alice", &key).manifest_json();
     m["system"]["gpu"]["count"] = Value::String("one".into());
     m["harness"]["config"]["ITERATIONS"] = Value::from(2.5);
     let body = refuse(
@@ -269,7 +273,7 @@ async fn manifest_wrong_types() {
 #[tokio::test]
 async fn manifest_unknown_schema_version() {
     let (app, key) = setup().await;
-    let mut m = manifest_json("alice", &key);
+    let mut m = BundleBuilder::fixture().by("alice", &key).manifest_json();
     m["schema_version"] = Value::from(2);
     let body = refuse(
         &app,
@@ -285,7 +289,7 @@ async fn manifest_unknown_schema_version() {
 #[tokio::test]
 async fn audience_of_another_service() {
     let (app, key) = setup().await;
-    let mut m = manifest_json("alice", &key);
+    let mut m = BundleBuilder::fixture().by("alice", &key).manifest_json();
     m["audience"] = Value::String("https://other.example".into());
     let body = refuse(
         &app,
@@ -302,7 +306,7 @@ async fn audience_of_another_service() {
 async fn unregistered_key() {
     let (app, _) = setup().await;
     let stranger = new_key();
-    let gz = bundle("alice", &stranger);
+    let gz = BundleBuilder::fixture().by("alice", &stranger).build();
     let body = refuse(&app, &stranger, &gz, StatusCode::FORBIDDEN, "unknown_key").await;
     assert!(body["error"]["message"]
         .as_str()
@@ -313,7 +317,7 @@ async fn unregistered_key() {
 #[tokio::test]
 async fn signature_over_other_bytes() {
     let (app, key) = setup().await;
-    let gz = bundle("alice", &key);
+    let gz = BundleBuilder::fixture().by("alice", &key).build();
     let (status, body) = app.submit(&gz, &sign(&key, b"some other file")).await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     assert_error(&body, "bad_signature");
@@ -324,7 +328,7 @@ async fn signature_over_other_bytes() {
 #[tokio::test]
 async fn wrong_namespace() {
     let (app, key) = setup().await;
-    let gz = bundle("alice", &key);
+    let gz = BundleBuilder::fixture().by("alice", &key).build();
     let sig = signing::sign(&key, "file", &gz).unwrap();
     let (status, body) = app.submit(&gz, sig.as_bytes()).await;
     assert_eq!(status, StatusCode::FORBIDDEN);
@@ -335,7 +339,7 @@ async fn wrong_namespace() {
 #[tokio::test]
 async fn garbage_signature() {
     let (app, key) = setup().await;
-    let gz = bundle("alice", &key);
+    let gz = BundleBuilder::fixture().by("alice", &key).build();
     let (status, body) = app.submit(&gz, b"not a signature").await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_error(&body, "bad_signature_format");
@@ -345,7 +349,7 @@ async fn garbage_signature() {
 #[tokio::test]
 async fn revoked_key_but_earlier_bundles_stay() {
     let (app, key) = setup().await;
-    let early = bundle("alice", &key);
+    let early = BundleBuilder::fixture().by("alice", &key).build();
     let (status, receipt) = app.submit(&early, &sign(&key, &early)).await;
     assert_eq!(status, StatusCode::CREATED);
     let fp = signing::fingerprint(key.public_key());
@@ -357,7 +361,7 @@ async fn revoked_key_but_earlier_bundles_stay() {
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["rejected_submissions"], json!([]));
-    let late = bundle("alice", &key);
+    let late = BundleBuilder::fixture().by("alice", &key).build();
     let (status, body) = app.submit(&late, &sign(&key, &late)).await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     assert_error(&body, "key_revoked");
@@ -373,14 +377,16 @@ async fn manifest_names_another_key() {
     let (app, key) = setup().await;
     let other = app.register("bob").await;
     // Packed for bob's key but signed by alice.
-    let gz = bundle("bob", &other);
+    let gz = BundleBuilder::fixture().by("bob", &other).build();
     refuse(&app, &key, &gz, StatusCode::FORBIDDEN, "key_mismatch").await;
 }
 
 async fn refuse_csv(suffix: &str, edit: impl Fn(&str) -> String, code: &str) -> Value {
     let (app, key) = setup().await;
-    let files = edited_files(suffix, edit);
-    let gz = bundle_with(files, "alice", &key);
+    let gz = BundleBuilder::fixture()
+        .edit(suffix, edit)
+        .by("alice", &key)
+        .build();
     refuse(&app, &key, &gz, StatusCode::UNPROCESSABLE_ENTITY, code).await
 }
 

@@ -207,7 +207,7 @@ async fn shutdown_lets_an_upload_in_flight_finish() {
         .unwrap();
     assert_eq!(r.status(), 201);
 
-    let gz = bundle("alice", &key);
+    let gz = BundleBuilder::fixture().by("alice", &key).build();
     let sig = sign(&key, &gz);
     let req = multipart(&[("bundle", gz.as_slice()), ("signature", &sig)]);
     let ctype = req.headers()["content-type"].to_str().unwrap().to_string();

@@ -33,12 +33,24 @@ struct Bundles {
 
 fn bundles() -> Bundles {
     let key = new_key();
-    let h100 = small_run("h100-pcie", &["Qwen/Qwen2.5-0.5B-Instruct"]);
     Bundles {
-        accepted: vec![bundle("alice", &key), bundle_of(&h100, "alice", &key)],
-        formula: bundle_with(fixture_with_model_named(FORMULA_MODEL), "alice", &key),
-        pending: bundle_with(fixture_with_model_named(PENDING_MODEL), "alice", &key),
-        rejected: bundle_of(&fault_run(Fault::GpuEnergyMismatch, 7), "alice", &key),
+        accepted: vec![
+            BundleBuilder::fixture().by("alice", &key).build(),
+            BundleBuilder::on("h100-pcie", &[QWEN])
+                .by("alice", &key)
+                .build(),
+        ],
+        formula: BundleBuilder::fixture()
+            .model_named(FORMULA_MODEL)
+            .by("alice", &key)
+            .build(),
+        pending: BundleBuilder::fixture()
+            .model_named(PENDING_MODEL)
+            .by("alice", &key)
+            .build(),
+        rejected: BundleBuilder::faulty(Fault::GpuEnergyMismatch, 7)
+            .by("alice", &key)
+            .build(),
         key,
     }
 }
@@ -759,7 +771,7 @@ async fn snapshots_during_ingest_are_consistent(app: TestApp) {
     // Six distinct runs of the same data: the consistency check cannot
     // flag one, whichever order they land in.
     for n in 1..=6 {
-        let gz = distinct_bundle("alice", &key, n);
+        let gz = BundleBuilder::fixture().marked(n).by("alice", &key).build();
         let sig = sign(&key, &gz);
         let router = app.router.clone();
         jobs.spawn(async move {

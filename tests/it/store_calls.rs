@@ -48,10 +48,10 @@ async fn upload_within_budget(inner: Arc<dyn Store>, dir: tempfile::TempDir, bac
     let key = app.register("alice").await;
     // `serve` claims the log's key at start (`Service::start_log`); this
     // app does it with its first upload, which is not the one measured.
-    let warm_up = distinct_bundle("alice", &key, 1);
+    let warm_up = BundleBuilder::fixture().marked(1).by("alice", &key).build();
     let (status, body) = app.submit(&warm_up, &sign(&key, &warm_up)).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
-    let bundle = bundle("alice", &key);
+    let bundle = BundleBuilder::fixture().by("alice", &key).build();
     let signature = sign(&key, &bundle);
     calls.take();
 

@@ -3,7 +3,7 @@
 //! folders in the real format.
 #![allow(dead_code)]
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
@@ -14,17 +14,18 @@ use ssh_key::PrivateKey;
 use tower::ServiceExt;
 
 use sha2::Digest;
-use wattcounts::catalog;
 use wattcounts::config::ServeConfig;
-use wattcounts::pack::{self, PackInput};
+use wattcounts::pack;
 use wattcounts::service::Service;
 use wattcounts::signing;
 use wattcounts::store::{Store, TableCounts};
-use wattcounts::synth::{self, RunFolder, SynthOptions};
-use wattcounts::web::{self, AppState};
+use wattcounts::web;
 
+pub mod bundles;
 pub mod s3;
 pub mod skips;
+
+pub use bundles::{fixture, BundleBuilder, Protocol, QWEN};
 
 pub use skips::{skip, Need};
 
@@ -132,27 +133,20 @@ pub fn gunzip(gz: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Every (method, path) the router registers, read from the source that
-/// registers them (axum cannot list its routes); `{*rest}` reads `{rest}`.
-pub fn router_routes() -> Vec<(String, String)> {
-    let src = include_str!("../../../src/web/mod.rs");
-    let mut out = Vec::new();
-    let mut rest = src;
-    while let Some(i) = rest.find(".route(") {
-        rest = &rest[i + ".route(".len()..];
-        let path = rest.trim_start().trim_start_matches('"');
-        let path = &path[..path.find('"').unwrap()];
-        // The handler's method router: the first get( or post( after the
-        // path (routes are wrapped in cache_policy::declare).
-        let at = |m: &str| rest.find(m).unwrap_or(usize::MAX);
-        let method = if at("get(") < at("post(") {
-            "get"
-        } else {
-            "post"
-        };
-        out.push((method.to_string(), path.replace("{*", "{")));
-    }
-    out
+/// Every (method, path) the router registers, as its route table lists
+/// them (`{*rest}` reads `{rest}`), from a throwaway instance.
+pub async fn router_routes() -> Vec<(String, String)> {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite:{}", dir.path().join("routes.db").display());
+    let store = wattcounts::store::sqlite::SqliteStore::open(&url)
+        .await
+        .unwrap();
+    let cfg = test_config(dir.path(), |_| {});
+    let state = wattcounts::app::with_store(Arc::new(store), &cfg, AUDIENCE.into()).unwrap();
+    web::route_list(&state)
+        .into_iter()
+        .map(|r| (r.method.to_string(), r.path))
+        .collect()
 }
 
 /// A PostgreSQL store as `store::open` gives it to `serve`: every call bounded.
@@ -261,7 +255,7 @@ impl TestApp {
         tweak: impl FnOnce(&mut ServeConfig),
     ) -> Self {
         let cfg = test_config(dir.path(), tweak);
-        let state = AppState::with_store(store.clone(), &cfg, AUDIENCE.into()).unwrap();
+        let state = wattcounts::app::with_store(store.clone(), &cfg, AUDIENCE.into()).unwrap();
         TestApp {
             service: state.service.clone(),
             router: web::app(state),
@@ -300,7 +294,8 @@ impl TestApp {
             let cfg = test_config(dir.path(), |c| c.no_response_cache = true);
             let (blobs, library) = in_bucket(&bucket, dir.path());
             let state =
-                AppState::with_files(store.clone(), &cfg, AUDIENCE.into(), blobs, library).unwrap();
+                wattcounts::app::with_files(store.clone(), &cfg, AUDIENCE.into(), blobs, library)
+                    .unwrap();
             states.push((store, state));
             dirs.push(dir);
         }
@@ -343,7 +338,8 @@ impl TestApp {
         let cfg = test_config(dir.path(), |_| {});
         let (blobs, library) = in_bucket(&bucket, dir.path());
         let state =
-            AppState::with_files(store.clone(), &cfg, AUDIENCE.into(), blobs, library).unwrap();
+            wattcounts::app::with_files(store.clone(), &cfg, AUDIENCE.into(), blobs, library)
+                .unwrap();
         TestApp {
             service: state.service.clone(),
             router: web::app(state),
@@ -428,7 +424,7 @@ impl TestApp {
             "maintainer:{}",
             hex::encode(sha2::Sha256::digest("wct_the-next-token"))
         )];
-        web::app(AppState::with_store(self.store.clone(), &cfg, AUDIENCE.into()).unwrap())
+        web::app(wattcounts::app::with_store(self.store.clone(), &cfg, AUDIENCE.into()).unwrap())
     }
 
     pub async fn register_with(
@@ -684,132 +680,9 @@ pub fn multipart(parts: &[(&str, &[u8])]) -> Request<Body> {
         .unwrap()
 }
 
-/// An L4 run of two small models in the harness's format, on the reference
-/// protocol (generated once).
-pub fn fixture() -> &'static RunFolder {
-    static RUN: OnceLock<RunFolder> = OnceLock::new();
-    RUN.get_or_init(|| {
-        let gpu = catalog::gpu_by_id("l4").unwrap();
-        let models = [
-            catalog::model_by_id("Qwen/Qwen2.5-0.5B-Instruct").unwrap(),
-            catalog::model_by_id("meta-llama/Llama-3.2-3B-Instruct").unwrap(),
-        ];
-        synth::generate_run(gpu, &models, &SynthOptions::reference_quick())
-    })
-}
-
-pub fn pack_input(files: Vec<(String, Vec<u8>)>, handle: &str, key: &PrivateKey) -> PackInput {
-    run_pack_input(fixture(), files, handle, key)
-}
-
-/// A small L4 run of one model carrying `fault`, with its own seed.
-pub fn fault_run(fault: synth::Fault, seed: u64) -> RunFolder {
-    let gpu = catalog::gpu_by_id("l4").unwrap();
-    let model = catalog::model_by_id("Qwen/Qwen2.5-0.5B-Instruct").unwrap();
-    synth::generate_run(
-        gpu,
-        &[model],
-        &SynthOptions {
-            seed,
-            fault,
-            ..SynthOptions::small()
-        },
-    )
-}
-
-/// The same on the reference protocol (three iterations): its rows join
-/// the default view.
-pub fn reference_fault_run(fault: synth::Fault, seed: u64) -> RunFolder {
-    let gpu = catalog::gpu_by_id("l4").unwrap();
-    let model = catalog::model_by_id("Qwen/Qwen2.5-0.5B-Instruct").unwrap();
-    synth::generate_run(
-        gpu,
-        &[model],
-        &SynthOptions {
-            seed,
-            fault,
-            ..SynthOptions::reference_quick()
-        },
-    )
-}
-
-/// Packs any generated run for `handle`.
-pub fn bundle_of(run: &RunFolder, handle: &str, key: &PrivateKey) -> Vec<u8> {
-    pack::pack(&run_pack_input(run, run.files.clone(), handle, key))
-        .unwrap()
-        .bytes
-}
-
-pub fn run_pack_input(
-    run: &RunFolder,
-    files: Vec<(String, Vec<u8>)>,
-    handle: &str,
-    key: &PrivateKey,
-) -> PackInput {
-    PackInput {
-        run_name: run.name.clone(),
-        files,
-        config_file: "config-v2.yaml".into(),
-        config_yaml: run.config_yaml.clone(),
-        handle: handle.into(),
-        key_fingerprint: signing::fingerprint(key.public_key()),
-        audience: AUDIENCE.into(),
-        harness_commit: "abc1234".into(),
-        vllm_version: Some("0.14.0".into()),
-        declare_power_limit: false,
-    }
-}
-
-/// Packs the fixture (optionally with edited files) for `handle`.
-pub fn bundle_with(files: Vec<(String, Vec<u8>)>, handle: &str, key: &PrivateKey) -> Vec<u8> {
-    pack::pack(&pack_input(files, handle, key)).unwrap().bytes
-}
-
-/// The fixture with its run content made unique by `n` (a comment line in
-/// system_info.txt): another run as far as the service can tell.
-pub fn distinct_bundle(handle: &str, key: &PrivateKey, n: usize) -> Vec<u8> {
-    bundle_with(
-        fixture().files_marked(&format!("run copy {n}")),
-        handle,
-        key,
-    )
-}
-
-pub fn bundle(handle: &str, key: &PrivateKey) -> Vec<u8> {
-    bundle_with(fixture().files.clone(), handle, key)
-}
-
-/// The manifest a pack would write, as JSON to edit, and the files.
-pub fn manifest_json(handle: &str, key: &PrivateKey) -> Value {
-    let m = pack::build_manifest(&pack_input(fixture().files.clone(), handle, key)).unwrap();
-    serde_json::to_value(m).unwrap()
-}
-
 /// An archive from a manifest text and files, no questions asked.
 pub fn archive(manifest: &[u8], files: &[(String, Vec<u8>)]) -> Vec<u8> {
     pack::archive(manifest, files).unwrap()
-}
-
-/// Replaces one fixture file's content via `edit`.
-pub fn edited_files(suffix: &str, edit: impl Fn(&str) -> String) -> Vec<(String, Vec<u8>)> {
-    let mut hit = false;
-    let files = fixture()
-        .files
-        .iter()
-        .map(|(p, d)| {
-            if p.ends_with(suffix) && !hit {
-                hit = true;
-                (
-                    p.clone(),
-                    edit(std::str::from_utf8(d).unwrap()).into_bytes(),
-                )
-            } else {
-                (p.clone(), d.clone())
-            }
-        })
-        .collect();
-    assert!(hit, "no fixture file ends with {suffix}");
-    files
 }
 
 /// One raw tar entry for hostile archives: name bytes, type, data, link target.
@@ -934,37 +807,6 @@ pub fn spawn_server_with_env<S: AsRef<std::ffi::OsStr>>(
     // Keep draining stderr so the server never blocks on a full pipe.
     std::thread::spawn(move || for _ in lines {});
     Server { child, url }
-}
-
-/// The fixture's files with the first model's id replaced in every file
-/// (for hostile or unknown model names).
-pub fn fixture_with_model_named(name: &str) -> Vec<(String, Vec<u8>)> {
-    fixture()
-        .files
-        .iter()
-        .map(|(p, d)| {
-            let text = String::from_utf8(d.clone()).unwrap();
-            (
-                p.clone(),
-                text.replace("Qwen/Qwen2.5-0.5B-Instruct", name)
-                    .into_bytes(),
-            )
-        })
-        .collect()
-}
-
-/// A reference-protocol run (three iterations) of catalogue models on a
-/// catalogue GPU.
-pub fn small_run(gpu: &str, models: &[&str]) -> RunFolder {
-    let models: Vec<&catalog::ModelSpec> = models
-        .iter()
-        .map(|m| catalog::model_by_id(m).unwrap())
-        .collect();
-    synth::generate_run(
-        catalog::gpu_by_id(gpu).unwrap(),
-        &models,
-        &SynthOptions::reference_quick(),
-    )
 }
 
 /// Registers `handle` with `key` straight in the store (no HTTP).

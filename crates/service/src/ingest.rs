@@ -1,0 +1,380 @@
+//! The submission pipeline, stage by stage:
+//! sha256 of the exact bytes → replay lookup → signature against a
+//! registered key → safe unpack → manifest schema → audience → file list and
+//! digests → harness CSVs → derived metrics → one transaction + blob.
+//!
+//! The pure stages (unpack to checks) are `wattcounts_core::analysis`; this
+//! module verifies the signature against the registered key, runs the
+//! analysis on a worker thread, adds the checks that need stored peers,
+//! and stores the result with its blob. It knows nothing of HTTP.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use chrono::Utc;
+
+use crate::limits::LimitError;
+use wattcounts_core::analysis::{analyse_stream, IngestConfig, StageTimings};
+use wattcounts_core::bundle::manifest::ManifestSchema;
+use wattcounts_core::bundle::MANIFEST_NAME;
+use wattcounts_core::checks;
+use wattcounts_core::handles::DEMO_HANDLE;
+use wattcounts_core::receipt::Receipt;
+use wattcounts_core::rejection::{Detail, RejectKind, Rejection};
+use wattcounts_core::signing;
+use wattcounts_store::blobs::{BlobStore, StagedBundle};
+use wattcounts_store::receipt::{self as stored_receipt, Stored};
+use wattcounts_store::{InsertOutcome, NewSubmission, Store, StoreError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum IngestError {
+    #[error("{0}")]
+    Rejected(Rejection),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl From<Rejection> for IngestError {
+    fn from(r: Rejection) -> Self {
+        IngestError::Rejected(r)
+    }
+}
+
+impl From<LimitError> for IngestError {
+    fn from(e: LimitError) -> Self {
+        match e {
+            LimitError::Limited(r) => r.into(),
+            LimitError::Store(s) => s.into(),
+        }
+    }
+}
+
+/// Whether an upload's bytes were stored by this request or before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Novelty {
+    /// Stored now.
+    Created,
+    /// These bytes were stored before; same receipt, nothing new stored.
+    Replayed,
+}
+
+pub struct Ingestor {
+    store: Arc<dyn Store>,
+    pub blobs: BlobStore,
+    schema: Arc<ManifestSchema>,
+    pub config: IngestConfig,
+    /// Submissions per signing key (and the other request limits).
+    pub limits: crate::limits::RateLimits,
+}
+
+impl Ingestor {
+    pub fn new(
+        store: Arc<dyn Store>,
+        blobs: BlobStore,
+        config: IngestConfig,
+        limits: crate::limits::RateLimits,
+    ) -> Self {
+        Ingestor {
+            store,
+            blobs,
+            schema: Arc::new(ManifestSchema::new()),
+            config,
+            limits,
+        }
+    }
+
+    pub async fn receipt(&self, id: uuid::Uuid) -> Result<Option<Receipt>, StoreError> {
+        let Some(rec) = self.store.submission(id).await? else {
+            return Ok(None);
+        };
+        let configurations = self.store.configurations(id).await?;
+        let checks = self.store.check_results(id).await?;
+        let moderation = self.store.moderation_events(id).await?;
+        Ok(Some(stored_receipt::build(Stored {
+            record: rec,
+            configurations,
+            checks,
+            moderation,
+        })))
+    }
+
+    /// The stored receipt of these bytes, if they were stored already.
+    pub async fn known(&self, sha256_hex: &str) -> Result<Option<(Novelty, Receipt)>, IngestError> {
+        match self.store.submission_by_digest(sha256_hex).await? {
+            Some(id) => self.existing(id).await.map(Some),
+            None => Ok(None),
+        }
+    }
+
+    async fn existing(&self, id: uuid::Uuid) -> Result<(Novelty, Receipt), IngestError> {
+        let r = self
+            .receipt(id)
+            .await?
+            .ok_or_else(|| IngestError::Internal(format!("submission {id} vanished")))?;
+        Ok((Novelty::Replayed, r))
+    }
+
+    /// Ingests a bundle already streamed to a staging file (digested on
+    /// the way) with its signature: nothing but the signature and the
+    /// entries that are parsed is ever held in memory.
+    pub async fn submit_staged(
+        &self,
+        bundle: StagedBundle,
+        signature: Vec<u8>,
+        t: &mut StageTimings,
+    ) -> Result<(Novelty, Receipt), IngestError> {
+        // The same bytes again were answered before this (`known`, one
+        // lookup); bytes stored by a request running beside this one are
+        // the insert's `SameBytes`.
+        let digest = bundle.sha256_hex.clone();
+
+        let start = Instant::now();
+        let sig = signing::parse_signature(&signature, signing::SUBMISSION_NAMESPACE, "signature")?;
+        let fingerprint = signing::signer_fingerprint(&sig);
+        self.limits
+            .count(
+                &*self.store,
+                crate::limits::Action::Submit,
+                crate::limits::Subject::Key(&fingerprint),
+            )
+            .await?;
+        let key = self.store.key_by_fingerprint(&fingerprint).await?.ok_or_else(|| {
+            Rejection::forbidden(
+                "unknown_key",
+                format!("no registered submitter has the key {fingerprint}; register it first (wattcounts register)"),
+            )
+            .with(Detail::new(format!("signing key {fingerprint}")).file("signature"))
+        })?;
+        let now = Utc::now();
+        if let Some(revoked) = key.revoked_at.filter(|r| *r <= now) {
+            return Err(Rejection::forbidden(
+                "key_revoked",
+                format!(
+                    "the key {fingerprint} was revoked at {}; sign with a current key",
+                    wattcounts_core::timestamp::ts(&revoked)
+                ),
+            )
+            .into());
+        }
+        if key.submitter_suspended_at.is_some() {
+            return Err(Rejection::forbidden(
+                "submitter_suspended",
+                format!(
+                    "submitter '{}' is suspended; contact the maintainers",
+                    key.handle
+                ),
+            )
+            .into());
+        }
+        let public = signing::parse_stored_key(&key.public_key)?;
+        // Checked against the digests taken while the body streamed in,
+        // before a byte of the archive is inflated.
+        signing::verify_digests(
+            &public,
+            signing::SUBMISSION_NAMESPACE,
+            &bundle.digests,
+            &sig,
+            "signature",
+        )?;
+        t.verify = start.elapsed();
+
+        let bundle_bytes = bundle.len;
+        // The staged file goes to disk while the analysis reads it (from
+        // the page cache).
+        let bundle = Arc::new(bundle);
+        let synced = {
+            let b = bundle.clone();
+            blocking(move || b.sync())
+        };
+        let analysed = {
+            let cfg = self.config.clone();
+            let schema = self.schema.clone();
+            let bundle = bundle.clone();
+            blocking(move || {
+                let mut local = StageTimings::default();
+                let r = bundle
+                    .open()
+                    .map_err(|e| IngestError::Internal(format!("reading the staged bundle: {e}")))
+                    .map(|f| {
+                        let source = std::io::BufReader::with_capacity(256 * 1024, f);
+                        analyse_stream(source, bundle.len, &schema, &cfg, &mut local)
+                    });
+                (r, local)
+            })
+        };
+        let (synced, analysed) = tokio::join!(synced, analysed);
+        synced?.map_err(|e| IngestError::Internal(format!("flushing the staged bundle: {e}")))?;
+        let bundle = Arc::into_inner(bundle).expect("the workers are done with it");
+        let analysis = {
+            let (r, local) = analysed?;
+            t.decompress = local.decompress;
+            t.parse = local.parse;
+            t.derive = local.derive;
+            t.checks = local.checks;
+            t.unpacked_bytes = local.unpacked_bytes;
+            r??
+        };
+        let m = &analysis.manifest;
+        if m.submitter.key_fingerprint != fingerprint {
+            return Err(Rejection::forbidden(
+                "key_mismatch",
+                format!(
+                    "the manifest names key {} but the bundle was signed with {fingerprint}",
+                    m.submitter.key_fingerprint
+                ),
+            )
+            .with(
+                Detail::new("submitter key differs from the signing key")
+                    .file(MANIFEST_NAME)
+                    .pointer("/submitter/key_fingerprint"),
+            )
+            .into());
+        }
+        if !m.submitter.handle.eq_ignore_ascii_case(&key.handle) {
+            return Err(Rejection::forbidden(
+                "handle_mismatch",
+                format!(
+                    "the manifest names submitter '{}' but the signing key belongs to '{}'",
+                    m.submitter.handle, key.handle
+                ),
+            )
+            .with(
+                Detail::new("handle differs from the key's owner")
+                    .file(MANIFEST_NAME)
+                    .pointer("/submitter/handle"),
+            )
+            .into());
+        }
+        let claims = self
+            .store
+            .prior_claims(m.submission_id, &analysis.content_sha256)
+            .await?;
+        if let Some(known) = &claims.id_digest {
+            if *known != digest {
+                return Err(id_taken(m.submission_id).into());
+            }
+        }
+        // The same run, packed again (a new submission_id), is one submission.
+        if let Some((id, status, stored_digest)) = claims.same_content {
+            // These very bytes, stored a moment ago by a request running
+            // beside this one: a replay, not a second run.
+            if stored_digest == digest {
+                return self.existing(id).await;
+            }
+            return Err(run_already_stored(id, status).into());
+        }
+
+        // Consistency needs the accepted results already stored, of the
+        // same groups (GPU, protocol, origin).
+        let start = Instant::now();
+        let gpu_id = analysis.gpu.map(|g| g.id.clone());
+        let is_demo = key.handle == DEMO_HANDLE;
+        let mut check_results = analysis.checks;
+        let peers = match &gpu_id {
+            Some(g) => {
+                let keys: Vec<String> = analysis
+                    .configurations
+                    .iter()
+                    .map(|c| {
+                        wattcounts_core::leaderboard::group_of(
+                            Some(g),
+                            &m.system.gpu.name,
+                            is_demo,
+                            &analysis.protocol,
+                            c,
+                        )
+                        .key
+                        .canonical()
+                    })
+                    .collect();
+                self.store.peer_groups(&keys).await?
+            }
+            None => Vec::new(),
+        };
+        check_results.push(checks::consistency(
+            &analysis.configurations,
+            &peers,
+            &self.config.thresholds,
+        ));
+        let status = checks::status_from_checks(&check_results);
+        t.checks += start.elapsed();
+
+        let start = Instant::now();
+        let blob_path = {
+            let blobs = self.blobs.clone();
+            blocking(move || blobs.commit(bundle))
+                .await?
+                .map_err(|e| IngestError::Internal(format!("writing the bundle blob: {e}")))?
+        };
+        let new = NewSubmission {
+            id: m.submission_id,
+            bundle_sha256: digest,
+            submitter_id: key.submitter_id,
+            handle: key.handle.clone(),
+            key_id: key.key_id,
+            key_fingerprint: key.fingerprint.clone(),
+            status,
+            received_at: now,
+            gpu_name: m.system.gpu.name.clone(),
+            gpu_id,
+            run_name: m.run.name.clone(),
+            is_demo,
+            bundle_bytes,
+            blob_path,
+            signature: String::from_utf8_lossy(&signature).into_owned(),
+            manifest_json: serde_json::to_string(m)
+                .map_err(|e| IngestError::Internal(e.to_string()))?,
+            protocol: analysis.protocol,
+            content_sha256: analysis.content_sha256,
+            runs: analysis.runs,
+            configurations: analysis.configurations,
+            checks: check_results,
+        };
+        let outcome = self.store.insert_submission(&new).await?;
+        t.store = start.elapsed();
+        match outcome {
+            InsertOutcome::Inserted(r) => Ok((Novelty::Created, *r)),
+            // Another request stored the same bytes first.
+            InsertOutcome::SameBytes(id) => self.existing(id).await,
+            InsertOutcome::IdTaken => Err(id_taken(new.id).into()),
+            // Another request stored the same run content first.
+            InsertOutcome::SameContent(id, status) => Err(run_already_stored(id, status).into()),
+        }
+    }
+}
+
+fn run_already_stored(id: uuid::Uuid, status: wattcounts_core::domain::Status) -> Rejection {
+    Rejection::new(
+        RejectKind::Conflict,
+        "run_already_submitted",
+        format!(
+            "this run's harness files are already stored as submission {id} (status {status}); the same run counts once, whatever its submission_id"
+        ),
+    )
+    .with(Detail::new(format!("same run content as {id}")).file(MANIFEST_NAME).pointer("/files"))
+}
+
+fn id_taken(id: uuid::Uuid) -> Rejection {
+    Rejection::new(
+        RejectKind::Conflict,
+        "submission_id_reused",
+        format!(
+            "submission_id {id} is already stored with different bytes; pack again for a fresh id"
+        ),
+    )
+    .with(
+        Detail::new("known submission_id, other bundle digest")
+            .file(MANIFEST_NAME)
+            .pointer("/submission_id"),
+    )
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, IngestError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| IngestError::Internal(format!("worker failed: {e}")))
+}

@@ -1,0 +1,514 @@
+//! The one door between HTTP (or the CLI) and the data: every operation a
+//! handler can ask for. It owns the store (private: handlers never name
+//! it), the blob store and the data version that response caches key on,
+//! and bumps that version on every write it makes.
+
+pub mod admin_sessions;
+pub mod admission;
+pub mod bundle_audit;
+pub mod moderation;
+pub mod rebuild;
+pub mod register;
+pub mod tlog;
+pub mod upload;
+
+pub mod ingest;
+pub mod limits;
+pub mod telemetry;
+
+/// Snapshots are published and listed through the service; their types
+/// (options, the library, the manifest) are the snapshot crate's.
+pub use wattcounts_snapshot as snapshot;
+
+/// The store's types that callers are handed: the rows and counts a page
+/// shows, the moderator named on a decision, the store's error and where
+/// stored files are read from. The web names them through here and has no
+/// path to the store itself.
+pub mod read {
+    pub use wattcounts_store::objects::Objects;
+    pub use wattcounts_store::{
+        Actor, DatasetCounts, Facets, GroupView, StoreError, SubmissionRecord, TableCounts,
+    };
+}
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use crate::ingest::{IngestError, Ingestor, Novelty};
+use crate::limits::RateLimits;
+use wattcounts_core::analysis::{IngestConfig, StageTimings};
+use wattcounts_core::checks::CheckResult;
+use wattcounts_core::derived::ConfigurationMetrics;
+use wattcounts_core::domain::{Origin, Status};
+use wattcounts_core::leaderboard::{LeaderboardRow, ProtocolFilter, Query};
+use wattcounts_core::receipt::ModerationEvent;
+use wattcounts_core::receipt::Receipt;
+use wattcounts_store::blobs::BlobStore;
+use wattcounts_store::{
+    Actor, DatasetCounts, GroupView, Store, StoreError, SubmissionRecord, TableCounts,
+};
+
+pub use moderation::{Decision, ModerationError};
+
+pub struct Service {
+    store: Arc<dyn Store>,
+    ingestor: Ingestor,
+    tlog: tlog::Tlog,
+    admission: admission::Admission,
+    /// Bumped whenever this instance changes what readers see.
+    data_version: AtomicU64,
+}
+
+/// One page of the leaderboard and the view it was read from.
+#[derive(Debug, Clone)]
+pub struct Board {
+    pub entries: Vec<LeaderboardRow>,
+    pub total: u64,
+    /// The origin shown (resolved when the reader did not choose).
+    pub origin: Origin,
+    /// Every view the read model holds (for the origin and protocol pickers).
+    pub views: Vec<GroupView>,
+}
+
+impl Service {
+    /// A service without rate limits or the log's key, admitting as many
+    /// ingests at once as the machine has cores (maintenance tools: it
+    /// stores and reads, but signs no checkpoint).
+    pub fn new(store: Arc<dyn Store>, blobs: BlobStore, config: IngestConfig) -> Self {
+        Self::with_limits(
+            store,
+            blobs,
+            config,
+            admission::AdmissionLimits::for_this_machine(),
+            RateLimits::off(),
+            None,
+        )
+    }
+
+    pub fn with_limits(
+        store: Arc<dyn Store>,
+        blobs: BlobStore,
+        config: IngestConfig,
+        admission: admission::AdmissionLimits,
+        rates: RateLimits,
+        log_key: Option<wattcounts_core::tlog::checkpoint::LogKey>,
+    ) -> Self {
+        Service {
+            tlog: tlog::Tlog::new(store.clone(), log_key),
+            ingestor: Ingestor::new(store.clone(), blobs, config, rates),
+            admission: admission::Admission::new(admission),
+            store,
+            data_version: AtomicU64::new(0),
+        }
+    }
+
+    pub fn limits(&self) -> &RateLimits {
+        &self.ingestor.limits
+    }
+
+    /// Counts a request of `action` from a client address against its
+    /// limit (the edge calls this before reading a body).
+    pub async fn count_request(
+        &self,
+        action: crate::limits::Action,
+        ip: std::net::IpAddr,
+    ) -> Result<(), crate::limits::LimitError> {
+        self.ingestor
+            .limits
+            .count(&*self.store, action, crate::limits::Subject::Ip(ip))
+            .await
+    }
+
+    pub fn config(&self) -> &IngestConfig {
+        &self.ingestor.config
+    }
+    pub fn blobs(&self) -> &BlobStore {
+        &self.ingestor.blobs
+    }
+    pub fn backend(&self) -> &'static str {
+        self.store.backend()
+    }
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        self.store.ping().await
+    }
+
+    /// Whether this instance can serve: the database answers and the blob
+    /// store's folder can be written (a probe file made and removed).
+    /// Says what is not ready.
+    pub async fn ready(&self) -> Result<(), String> {
+        self.store
+            .ping()
+            .await
+            .map_err(|e| format!("database: {e}"))?;
+        self.blobs()
+            .probe()
+            .await
+            .map_err(|e| format!("blob store ({}): {e}", self.blobs().objects().describe()))
+    }
+
+    /// Connections of the database pool: (in use, idle).
+    pub fn pool_stats(&self) -> (u32, u32) {
+        self.store.pool_stats()
+    }
+
+    pub fn data_version(&self) -> u64 {
+        self.data_version.load(Ordering::SeqCst)
+    }
+    /// Stored data changed: cached answers are stale.
+    fn changed(&self) {
+        self.data_version.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Notices what other instances write to a shared database: every
+    /// `every`, compares the store's data stamp with the last one seen and
+    /// marks the data changed when it moved. Runs until the process ends.
+    pub async fn watch_other_writers(self: Arc<Self>, every: Duration) {
+        let mut last = None;
+        loop {
+            match self.store.data_stamp().await {
+                Ok(stamp) => {
+                    if last.is_some_and(|l| l != stamp) {
+                        self.changed();
+                    }
+                    last = Some(stamp);
+                }
+                Err(e) => tracing::warn!(error = %e, "data stamp unavailable"),
+            }
+            tokio::time::sleep(every).await;
+        }
+    }
+
+    // Submissions.
+
+    pub async fn submit(
+        &self,
+        bundle: Vec<u8>,
+        signature: Vec<u8>,
+    ) -> Result<(Novelty, Receipt), IngestError> {
+        let mut t = StageTimings::default();
+        self.submit_timed(bundle, signature, &mut t).await
+    }
+
+    /// A bundle in memory: staged (and digested) like an upload, then
+    /// ingested; `t.hash` is the staging time.
+    pub async fn submit_timed(
+        &self,
+        bundle: Vec<u8>,
+        signature: Vec<u8>,
+        t: &mut StageTimings,
+    ) -> Result<(Novelty, Receipt), IngestError> {
+        let start = std::time::Instant::now();
+        let mut upload = self.begin_upload()?;
+        upload.write_all(bundle).await?;
+        let staged = upload.finish().await?;
+        t.hash = start.elapsed();
+        self.submit_upload(staged, signature, t).await
+    }
+
+    /// Starts receiving an upload into the staging folder.
+    pub fn begin_upload(&self) -> Result<upload::Upload, IngestError> {
+        let writer = self
+            .blobs()
+            .staging()
+            .map_err(|e| IngestError::Internal(format!("creating a staging file: {e}")))?;
+        Ok(upload::Upload::new(writer, self.admission.staging_claim()))
+    }
+
+    /// Ingests a received upload when its turn comes (503 when the queue
+    /// is full).
+    pub async fn submit_upload(
+        &self,
+        staged: upload::StagedUpload,
+        signature: Vec<u8>,
+        t: &mut StageTimings,
+    ) -> Result<(Novelty, Receipt), IngestError> {
+        // Bytes already stored are answered from the store before any
+        // check slot is taken: a replay costs one lookup, and a burst of
+        // retries cannot fill the queue that new bundles wait in.
+        let result = match self.ingestor.known(staged.sha256_hex()).await {
+            Ok(Some(known)) => Ok(known),
+            Ok(None) => {
+                let _turn = self.admission.ingest_turn().await?;
+                let (bundle, _claim) = staged.into_parts();
+                let result = self.ingestor.submit_staged(bundle, signature, t).await;
+                crate::telemetry::ingest_stages(t);
+                result
+            }
+            Err(e) => Err(e),
+        };
+        let (outcome, mut receipt) = match result {
+            Ok(r) => r,
+            Err(e) => {
+                if let IngestError::Rejected(r) = &e {
+                    crate::telemetry::rejection(r.code);
+                }
+                return Err(e);
+            }
+        };
+        crate::telemetry::submission(
+            match outcome {
+                Novelty::Created => "created",
+                Novelty::Replayed => "replayed",
+            },
+            receipt.status.as_str(),
+        );
+        if outcome == Novelty::Created {
+            self.changed();
+        }
+        // Stored already: a failure here is the log's, and the same bytes
+        // sent again answer with the whole receipt.
+        self.attach_log(&mut receipt)
+            .await
+            .map_err(|e| IngestError::Internal(e.to_string()))?;
+        Ok((outcome, receipt))
+    }
+
+    /// The receipt as it stands now, with its log proof.
+    pub async fn receipt(&self, id: Uuid) -> Result<Option<Receipt>, tlog::TlogError> {
+        let Some(mut r) = self.ingestor.receipt(id).await? else {
+            return Ok(None);
+        };
+        self.attach_log(&mut r).await?;
+        Ok(Some(r))
+    }
+
+    /// Adds the receipt's log part (tools without the log's key add none).
+    async fn attach_log(&self, r: &mut Receipt) -> Result<(), tlog::TlogError> {
+        if let (Some(index), Some(_)) = (r.log_index, self.tlog.verifier_key()) {
+            r.log = Some(self.tlog.receipt_part(index).await?);
+        }
+        Ok(())
+    }
+
+    /// The transparency log.
+    pub fn tlog(&self) -> &tlog::Tlog {
+        &self.tlog
+    }
+
+    /// Start-up: checks that this instance signs with the log's key,
+    /// appends leaves for whatever was stored before the log existed, and
+    /// publishes a checkpoint of the log as it stands. Returns how many
+    /// leaves were backfilled.
+    pub async fn start_log(&self) -> Result<u64, tlog::TlogError> {
+        self.tlog.claim().await?;
+        let backfilled = self.store.backfill_log().await?;
+        if backfilled > 0 {
+            self.changed();
+        }
+        self.tlog.publish().await?;
+        Ok(backfilled)
+    }
+
+    /// Publishes a checkpoint every `every` when the log has grown (and
+    /// right away on demand through [`tlog::Tlog::publish`]).
+    pub async fn publish_checkpoints(self: Arc<Self>, every: Duration) {
+        loop {
+            tokio::time::sleep(every).await;
+            if let Err(e) = self.tlog.publish().await {
+                tracing::warn!(error = %e, "publishing a log checkpoint failed");
+            }
+        }
+    }
+    pub async fn submission(&self, id: Uuid) -> Result<Option<SubmissionRecord>, StoreError> {
+        self.store.submission(id).await
+    }
+    pub async fn configurations(&self, id: Uuid) -> Result<Vec<ConfigurationMetrics>, StoreError> {
+        self.store.configurations(id).await
+    }
+    pub async fn check_results(&self, id: Uuid) -> Result<Vec<CheckResult>, StoreError> {
+        self.store.check_results(id).await
+    }
+    pub async fn moderation_events(&self, id: Uuid) -> Result<Vec<ModerationEvent>, StoreError> {
+        self.store.moderation_events(id).await
+    }
+    /// The manifest JSON and the signature text a bundle came with.
+    pub async fn submission_documents(
+        &self,
+        id: Uuid,
+    ) -> Result<Option<(String, String)>, StoreError> {
+        self.store.submission_documents(id).await
+    }
+    pub async fn latest_submissions(
+        &self,
+        limit: u32,
+    ) -> Result<Vec<SubmissionRecord>, StoreError> {
+        self.store.latest_submissions(limit).await
+    }
+    pub async fn submissions_on_gpu(
+        &self,
+        gpu_id: &str,
+        limit: u32,
+    ) -> Result<Vec<SubmissionRecord>, StoreError> {
+        self.store.submissions_on_gpu(gpu_id, limit).await
+    }
+    pub async fn review_queue(&self, limit: u32) -> Result<Vec<SubmissionRecord>, StoreError> {
+        self.store
+            .submissions_with_status(Status::NeedsReview, limit)
+            .await
+    }
+    pub async fn dataset_counts(&self) -> Result<DatasetCounts, StoreError> {
+        self.store.dataset_counts().await
+    }
+    /// Rows per table (tests, operations).
+    pub async fn table_counts(&self) -> Result<TableCounts, StoreError> {
+        self.store.counts().await
+    }
+
+    // Reading the read model.
+
+    /// The origin a reader sees when they do not choose: real data where the
+    /// protocol asked for (the reference one by default) has any, the demo
+    /// where only the demo has, real (empty) when neither has.
+    pub fn default_origin(views: &[GroupView], protocol: &ProtocolFilter) -> Origin {
+        let has = |o: Origin| {
+            views.iter().any(|v| {
+                v.origin == o
+                    && match protocol {
+                        ProtocolFilter::Reference => v.reference,
+                        ProtocolFilter::Id(id) => &v.protocol_id == id,
+                        ProtocolFilter::Any => true,
+                    }
+            })
+        };
+        if !has(Origin::Real) && has(Origin::Demo) {
+            Origin::Demo
+        } else {
+            Origin::Real
+        }
+    }
+
+    /// One page of groups, with the origin resolved.
+    pub async fn leaderboard(&self, q: &Query) -> Result<Board, StoreError> {
+        let views = self.store.group_views(q.include_review).await?;
+        let origin = q
+            .origin
+            .unwrap_or_else(|| Self::default_origin(&views, &q.protocol));
+        let q = Query {
+            origin: Some(origin),
+            ..q.clone()
+        };
+        let (entries, total) = self.store.groups(&q).await?;
+        Ok(Board {
+            entries,
+            total,
+            origin,
+            views,
+        })
+    }
+
+    /// The models, GPUs and rates of one view, for filter controls.
+    pub async fn facets(&self, q: &Query) -> Result<wattcounts_store::Facets, StoreError> {
+        self.store.group_facets(q).await
+    }
+
+    /// Every group of one view (pages that compare across a view: GPUs,
+    /// compare, model). Bounded by the number of configurations measured,
+    /// not by the number of runs or submissions.
+    pub async fn all_groups(&self, q: &Query) -> Result<Board, StoreError> {
+        self.leaderboard(&Query {
+            page: 1,
+            per_page: 100_000,
+            evidence_list: false,
+            ..q.clone()
+        })
+        .await
+    }
+
+    // Moderation: every decision changes what readers see.
+
+    pub async fn decide(
+        &self,
+        id: Uuid,
+        decision: Decision,
+        by: &Actor,
+    ) -> Result<Status, ModerationError> {
+        let r = moderation::decide(self.store.as_ref(), id, decision, by).await;
+        self.changed();
+        r
+    }
+    pub async fn suspend(&self, handle: &str, by: &Actor) -> Result<(), ModerationError> {
+        let r = moderation::suspend(self.store.as_ref(), handle, by).await;
+        self.changed();
+        r
+    }
+    pub async fn revoke(
+        &self,
+        fingerprint: &str,
+        effective_at: Option<DateTime<Utc>>,
+        by: &Actor,
+    ) -> Result<Vec<Uuid>, ModerationError> {
+        let r = moderation::revoke(self.store.as_ref(), fingerprint, effective_at, by).await;
+        self.changed();
+        r
+    }
+
+    /// Start-up recovery: removes staging files and blobs no submission
+    /// references, once older than `grace`. Returns (files, bytes).
+    pub async fn recover(&self, grace: Duration) -> anyhow::Result<(u64, u64)> {
+        let keep: std::collections::HashSet<String> =
+            self.store.blob_paths().await?.into_iter().collect();
+        let blobs = self.blobs().clone();
+        Ok(tokio::task::spawn_blocking(move || blobs.sweep(&keep, grace)).await??)
+    }
+
+    // Snapshots.
+
+    /// Every published snapshot, newest first.
+    pub async fn snapshots(
+        &self,
+        library: &wattcounts_snapshot::Library,
+    ) -> anyhow::Result<Vec<wattcounts_snapshot::Published>> {
+        library.list(self.store.as_ref()).await
+    }
+
+    /// One published snapshot (`latest`: the newest).
+    pub async fn snapshot(
+        &self,
+        library: &wattcounts_snapshot::Library,
+        id: &str,
+    ) -> anyhow::Result<Option<wattcounts_snapshot::Published>> {
+        library.get(self.store.as_ref(), id).await
+    }
+
+    /// Start-up: lists snapshot folders published before the database
+    /// listed them, and clears what crashed creations left.
+    pub async fn tidy_snapshots(
+        &self,
+        library: &wattcounts_snapshot::Library,
+    ) -> anyhow::Result<(usize, usize)> {
+        let imported = library.import_folders(self.store.as_ref()).await?;
+        let removed = library.remove_stale(self.store.as_ref()).await?;
+        Ok((imported, removed))
+    }
+
+    pub async fn create_snapshot(
+        &self,
+        library: &wattcounts_snapshot::library::Library,
+        options: &wattcounts_snapshot::create::Options,
+        progress: impl FnMut(&str) + Send + 'static,
+    ) -> anyhow::Result<wattcounts_snapshot::create::Created> {
+        let mut options = options.clone();
+        if options.log_key.is_none() {
+            self.tlog.claim().await?;
+            options.log_key = self.tlog.key_arc();
+        }
+        wattcounts_snapshot::create::create(
+            self.store.as_ref(),
+            self.blobs(),
+            library,
+            &options,
+            progress,
+        )
+        .await
+    }
+
+    /// The store, for the few tools that work below the service on purpose
+    /// (`db copy`, the scale benchmark's seeding). Handlers never call it.
+    pub fn store_for_tools(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+}
