@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The arrows Cargo cannot refuse on its own: what each crate's dependency
+# closure must not hold (../shared/DESIGN.md). Exits 1 naming the crate
+# and what crept in; prints each closure's size otherwise.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# crate : forbidden in its normal closure (space-separated)
+rules=(
+  "wattcounts-core:tokio axum hyper sqlx polars object_store askama reqwest"
+  "wattcounts-store:axum askama polars"
+  "wattcounts-snapshot:axum askama"
+  "wattcounts-service:axum askama"
+  "wattcounts-submit:polars sqlx axum object_store askama"
+)
+# crate : forbidden as a direct dependency
+direct=(
+  "wattcounts-web:wattcounts-store wattcounts-snapshot sqlx"
+)
+
+failed=0
+closure() { cargo tree -q -p "$1" -e normal --prefix none | sed 's/ (\*)$//' | awk '{print $1}' | sort -u; }
+for rule in "${rules[@]}"; do
+  crate=${rule%%:*}
+  names=$(closure "$crate")
+  for bad in ${rule#*:}; do
+    if grep -qx "$bad" <<<"$names"; then
+      echo "$crate: $bad is in its closure ($(cargo tree -q -p "$crate" -e normal -i "$bad" | tail -n +2 | head -n 3 | tr -s ' ' | tr '\n' ' '))"
+      failed=1
+    fi
+  done
+  echo "$crate: $(wc -l <<<"$names") crates in its closure; may not hold: ${rule#*:}"
+done
+for rule in "${direct[@]}"; do
+  crate=${rule%%:*}
+  names=$(cargo tree -q -p "$crate" -e normal --depth 1 --prefix none | tail -n +2 | awk '{print $1}' | sort -u)
+  for bad in ${rule#*:}; do
+    if grep -qx "$bad" <<<"$names"; then
+      echo "$crate: depends on $bad directly"
+      failed=1
+    fi
+  done
+  echo "$crate: may not depend directly on: ${rule#*:}"
+done
+exit $failed
