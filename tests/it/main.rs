@@ -21,6 +21,7 @@ mod log;
 mod moderation;
 mod openapi;
 mod operations;
+mod oracle;
 mod outage;
 mod pages;
 mod properties;

@@ -698,7 +698,7 @@ async fn postgres_and_sqlite_publish_the_same_files() {
 
 /// The Python interpreter with pyarrow, pandas and polars: WATTCOUNTS_PYTHON,
 /// or the venv `.ci/run` makes (target/pyenv), or python3.
-fn python() -> Option<PathBuf> {
+pub(crate) fn python() -> Option<PathBuf> {
     let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/pyenv/bin/python");
     let candidates = [
         std::env::var_os("WATTCOUNTS_PYTHON").map(PathBuf::from),

@@ -87,7 +87,7 @@ async fn apply(policy: CachePolicy, req: Request, next: Next) -> Response {
     let mut resp = next.run(req).await;
     debug_assert!(
         !resp.headers().contains_key(header::CACHE_CONTROL),
-        "the handler of {path} set Cache-Control itself; declare a CachePolicy where the route is registered (web/mod.rs), or put one in the response's extensions"
+        "the handler of {path} set Cache-Control itself; declare a CachePolicy where the route is registered (the route table in crates/web/src/lib.rs), or put one in the response's extensions"
     );
     // An error is about this request, never the URL's bytes.
     let chosen = if resp.status().is_client_error() || resp.status().is_server_error() {
@@ -114,7 +114,7 @@ pub async fn require_declared(req: Request, next: Next) -> Response {
         resp.extensions().get::<Declared>().is_some()
             || resp.status().is_client_error()
             || resp.status().is_server_error(),
-        "{path} answered {} without a declared CachePolicy: register its route with cache_policy::declare",
+        "{path} answered {} without a declared CachePolicy: register it through the route table (routes::Table), which declares one",
         resp.status()
     );
     resp

@@ -1,0 +1,538 @@
+//! The oracle: a tiny harness run written by hand (tests/fixtures/oracle:
+//! pandas CSVs with list cells, not made by the synth module) whose published
+//! figures are worked out below as literals, each with its arithmetic.
+//! The rules are the ones /methodology states (and it cites this file):
+//!
+//! - energy of an iteration = mean of its 10 Hz power samples × measured
+//!   duration, idle samples included (as the harness's `gpu_energy`);
+//! - per token = energy / generated tokens; per request = energy /
+//!   answered requests; throughput = generated tokens / duration;
+//! - batch time per output token = duration / generated tokens; server
+//!   ITL = mean over requests with ≥ 2 tokens of (e2e − ttft)/(tokens − 1);
+//! - percentiles at rank p·(n − 1) between the sorted values;
+//! - a configuration's figure is the median over its iterations, CV the
+//!   sample standard deviation over the mean, the interval the order
+//!   statistics around the median (for 3 values: min–max at 0.75);
+//! - a group's figure is the median of its members' medians, its interval
+//!   the same rule over the members.
+//!
+//! Member k of the group (k = 0, 1, 2; submitted by alice, bob, carol) is
+//! the same run with every power sample 2k W higher. Per iteration:
+//! batch: 0.5 s, 5 samples, 4 requests of 10 + 20 + 30 + 40 = 100 tokens;
+//! server (λ = 2/s, 1 s): 10 samples, 3 requests of 11, 21 and 8 tokens,
+//! TTFT 0.1, 0.2, 0.15 s, E2E 0.6, 0.8, 0.5 s.
+//!
+//! The run goes through the real intake, and the figures are read back
+//! from the JSON API, the CSV export, the HTML leaderboard (to the digits
+//! it prints) and the Parquet snapshot through pyarrow; each agrees with
+//! the literal to 1e-9 relative.
+
+use std::path::Path;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use serde_json::{json, Value};
+
+use crate::common::*;
+use wattcounts::synth::RunFolder;
+
+/// Agreement asked of every read-back of a figure.
+const REL: f64 = 1e-9;
+
+fn close(what: &str, got: f64, want: f64) {
+    assert!(
+        (got - want).abs() <= REL * want.abs().max(1e-300),
+        "{what}: read {got}, worked out {want}"
+    );
+}
+
+fn num(v: &Value, what: &str) -> f64 {
+    v.as_f64()
+        .unwrap_or_else(|| panic!("{what}: {v} is not a number"))
+}
+
+/// The protocols the run's two scenarios follow (4 prompts per batch
+/// iteration; 1 s server tests): off the reference, each its own view.
+const BATCH_PROTOCOL: &str = "7e184f3c1306";
+const SERVER_PROTOCOL: &str = "a6aa31fc5147";
+
+/// Member `k` of the oracle group as the harness left it on disk.
+fn member(k: usize) -> RunFolder {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/oracle");
+    let dir = root.join(format!("member-{k}"));
+    let mut files: Vec<(String, Vec<u8>)> = walk_files(&dir)
+        .into_iter()
+        .map(|p| {
+            let rel = p.strip_prefix(&dir).unwrap().to_string_lossy().into_owned();
+            (rel, std::fs::read(&p).unwrap())
+        })
+        .collect();
+    files.sort();
+    RunFolder {
+        name: format!("run_2025060{}_000000", k + 1),
+        config_yaml: std::fs::read_to_string(root.join("config-v2.yaml")).unwrap(),
+        files,
+        skipped_models: Vec::new(),
+    }
+}
+
+/// The three members, each accepted with every check passing; receipts.
+async fn submit_members(app: &TestApp) -> Vec<Value> {
+    let mut receipts = Vec::new();
+    for (k, handle) in ["alice", "bob", "carol"].into_iter().enumerate() {
+        let key = app.register(handle).await;
+        let gz = BundleBuilder::of(&member(k)).by(handle, &key).build();
+        let (status, body) = app.submit(&gz, &sign(&key, &gz)).await;
+        assert_eq!(status, StatusCode::CREATED, "member {k}: {body}");
+        let not_passed: Vec<&Value> = body["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["outcome"] != "pass" && c["outcome"] != "skip")
+            .collect();
+        assert!(not_passed.is_empty(), "member {k}: {not_passed:#?}");
+        assert_eq!(body["status"], "accepted", "member {k}");
+        receipts.push(body);
+    }
+    receipts
+}
+
+/// A configuration figure of a receipt: median, min, max, CV, interval.
+fn figure(config: &Value, name: &str, median: f64, min: f64, max: f64, cv: f64) {
+    let f = &config[name];
+    let at = |k: &str| format!("{} {name}.{k}", config["scenario"]);
+    close(&at("median"), num(&f["median"], name), median);
+    close(&at("min"), num(&f["min"], name), min);
+    close(&at("max"), num(&f["max"], name), max);
+    if cv == 0.0 {
+        assert_eq!(num(&f["cv"], name), 0.0, "{}", at("cv"));
+    } else {
+        close(&at("cv"), num(&f["cv"], name), cv);
+    }
+    // Three iterations: the interval is min–max, covering the median
+    // with 1 − 2 × (1/2)³ = 0.75.
+    close(&at("interval.lo"), num(&f["interval"]["lo"], name), min);
+    close(&at("interval.hi"), num(&f["interval"]["hi"], name), max);
+    close(
+        &at("confidence"),
+        num(&f["interval"]["confidence"], name),
+        0.75,
+    );
+}
+
+fn config<'a>(receipt: &'a Value, scenario: &str) -> &'a Value {
+    receipt["configurations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["scenario"] == scenario)
+        .unwrap_or_else(|| panic!("no {scenario} configuration"))
+}
+
+/// What one group row must say, whichever way it is read.
+struct Group {
+    protocol: &'static str,
+    scenario: &'static str,
+    ept: f64,
+    ept_lo: f64,
+    ept_hi: f64,
+    ept_cv: f64,
+    epr: f64,
+    throughput: f64,
+    power: f64,
+    ttft_p50: Option<f64>,
+    itl: Option<f64>,
+}
+
+fn groups() -> [Group; 2] {
+    [
+        // Member medians of energy per token: (21 + k) J / 100 tokens →
+        // 0.21, 0.22, 0.23 (member k's iterations: (42, 42.4, 41.6) + 2k W
+        // × 0.5 s = (21, 21.2, 20.8) + k J). Median 0.22, interval
+        // 0.21–0.23; CV the largest member's: sample sd of 0.208, 0.21,
+        // 0.212 is 0.002, over 0.21. Per request (21 + k)/4 → median 5.5;
+        // 100 tokens / 0.5 s = 200 tok/s; power median of 42, 44, 46.
+        Group {
+            protocol: BATCH_PROTOCOL,
+            scenario: "batch",
+            ept: 0.22,
+            ept_lo: 0.21,
+            ept_hi: 0.23,
+            ept_cv: 0.002 / 0.21,
+            epr: 5.5,
+            throughput: 200.0,
+            power: 44.0,
+            ttft_p50: None,
+            // Batch's ITL is the time per output token, 0.5 s / 100 (the
+            // page shows it in its own column, not as ITL).
+            itl: Some(0.005),
+        },
+        // Member medians: (32 + 2k) J / 40 tokens → 0.8, 0.85, 0.9 (power
+        // (32, 33, 31) + 2k W × 1 s); CV of member 0: sd of 0.775, 0.8,
+        // 0.825 is 0.025, over 0.8 = 0.03125. Per request (32 + 2k)/3 →
+        // median 34/3; 40 tokens / 1 s; TTFT p50 of 0.1, 0.15, 0.2 is
+        // 0.15; ITL mean of 0.5/10, 0.6/20, 0.35/7 = 0.13/3.
+        Group {
+            protocol: SERVER_PROTOCOL,
+            scenario: "server",
+            ept: 0.85,
+            ept_lo: 0.8,
+            ept_hi: 0.9,
+            ept_cv: 0.025 / 0.8,
+            epr: 34.0 / 3.0,
+            throughput: 40.0,
+            power: 34.0,
+            ttft_p50: Some(0.15),
+            itl: Some(0.13 / 3.0),
+        },
+    ]
+}
+
+/// A group row read from JSON, CSV (as text) or Parquet: `get` gives a
+/// column by the JSON field's name.
+fn check_group(source: &str, g: &Group, get: impl Fn(&str) -> Option<f64>) {
+    let at = |f: &str| format!("{source} {} {f}", g.scenario);
+    let must = |f: &str| get(f).unwrap_or_else(|| panic!("{}: missing", at(f)));
+    close(&at("energy_per_token_j"), must("energy_per_token_j"), g.ept);
+    close(&at("lo"), must("energy_per_token_lo_j"), g.ept_lo);
+    close(&at("hi"), must("energy_per_token_hi_j"), g.ept_hi);
+    close(
+        &at("confidence"),
+        must("energy_per_token_interval_confidence"),
+        0.75,
+    );
+    close(
+        &at("energy_per_token_cv"),
+        must("energy_per_token_cv"),
+        g.ept_cv,
+    );
+    close(
+        &at("energy_per_request_j"),
+        must("energy_per_request_j"),
+        g.epr,
+    );
+    close(
+        &at("throughput_tok_s"),
+        must("throughput_tok_s"),
+        g.throughput,
+    );
+    close(&at("power_mean_w"), must("power_mean_w"), g.power);
+    for (f, want) in [("ttft_p50_s", g.ttft_p50), ("itl_s", g.itl)] {
+        match want {
+            Some(w) => close(&at(f), must(f), w),
+            None => assert_eq!(get(f), None, "{}", at(f)),
+        }
+    }
+    // 3 members × 3 iterations, 3 submitters.
+    close(&at("iterations"), must("iterations"), 9.0);
+    close(&at("submissions"), must("submissions"), 3.0);
+    close(&at("submitters"), must("submitters"), 3.0);
+}
+
+/// The JSON leaderboard's row under the CSV's column names.
+fn json_column(row: &Value, name: &str) -> Option<f64> {
+    let v = match name {
+        "energy_per_token_lo_j" => &row["energy_per_token_interval"]["lo"],
+        "energy_per_token_hi_j" => &row["energy_per_token_interval"]["hi"],
+        "energy_per_token_interval_confidence" => &row["energy_per_token_interval"]["confidence"],
+        other => &row[other],
+    };
+    v.as_f64()
+}
+
+#[tokio::test]
+async fn every_published_figure_matches_the_hand_worked_oracle() {
+    let app = TestApp::new().await;
+    let receipts = submit_members(&app).await;
+
+    // The receipt of member 0, per configuration.
+    let r = &receipts[0];
+    assert_eq!(
+        r["counts"],
+        // 3 batch iterations of 5 samples, 3 server ones of 10.
+        json!({"configurations": 2, "iterations": 6, "models": 1, "power_samples": 45})
+    );
+    let batch = config(r, "batch");
+    // Iterations: (30+50+50+50+30)/5 = 42 W, (…+52…) 42.4 W, (…48…) 41.6 W;
+    // × 0.5 s = 21, 21.2, 20.8 J; / 100 tokens = 0.21, 0.212, 0.208 J;
+    // sample sd 0.002 (deviations ±0.002, 0; /2 = 4e-6).
+    figure(
+        batch,
+        "energy_per_token_j",
+        0.21,
+        0.208,
+        0.212,
+        0.002 / 0.21,
+    );
+    // / 4 answered requests: 5.25, 5.3, 5.2 J; sd 0.05.
+    figure(batch, "energy_per_request_j", 5.25, 5.2, 5.3, 0.05 / 5.25);
+    figure(batch, "throughput_tok_s", 200.0, 200.0, 200.0, 0.0);
+    figure(batch, "power_mean_w", 42.0, 41.6, 42.4, 0.4 / 42.0);
+    // Batch "ITL" is the time per output token: 0.5 s / 100.
+    figure(batch, "itl_s", 0.005, 0.005, 0.005, 0.0);
+    assert_eq!(batch["ttft_p50_s"], Value::Null);
+    assert_eq!(batch["e2e_p50_s"], Value::Null);
+    let server = config(r, "server");
+    // (20·4 + 40·6)/10 = 32 W (33 and 31 with one sample 30 instead of
+    // 20 or 40) × 1 s; / 40 tokens = 0.8, 0.825, 0.775; sd 0.025.
+    figure(server, "energy_per_token_j", 0.8, 0.775, 0.825, 0.03125);
+    figure(
+        server,
+        "energy_per_request_j",
+        32.0 / 3.0,
+        31.0 / 3.0,
+        11.0,
+        0.03125,
+    );
+    figure(server, "throughput_tok_s", 40.0, 40.0, 40.0, 0.0);
+    figure(server, "power_mean_w", 32.0, 31.0, 33.0, 0.03125);
+    // TTFT sorted 0.1, 0.15, 0.2: rank 0.5·2 = 1 → 0.15; E2E 0.5, 0.6,
+    // 0.8 → 0.6; ITL (0.6−0.1)/10 = 0.05, (0.8−0.2)/20 = 0.03,
+    // (0.5−0.15)/7 = 0.05 → mean 0.13/3.
+    figure(server, "ttft_p50_s", 0.15, 0.15, 0.15, 0.0);
+    figure(server, "e2e_p50_s", 0.6, 0.6, 0.6, 0.0);
+    figure(server, "itl_s", 0.13 / 3.0, 0.13 / 3.0, 0.13 / 3.0, 0.0);
+    // Members 1 and 2: 2 and 4 W more on every sample.
+    for (k, ept_batch, ept_server) in [(1, 0.22, 0.85), (2, 0.23, 0.9)] {
+        close(
+            &format!("member {k} batch"),
+            num(
+                &config(&receipts[k], "batch")["energy_per_token_j"]["median"],
+                "ept",
+            ),
+            ept_batch,
+        );
+        close(
+            &format!("member {k} server"),
+            num(
+                &config(&receipts[k], "server")["energy_per_token_j"]["median"],
+                "ept",
+            ),
+            ept_server,
+        );
+    }
+
+    // The groups through the JSON API and the CSV export.
+    for g in &groups() {
+        let query = format!("origin=real&protocol={}", g.protocol);
+        let (status, body) = app.get(&format!("/api/v1/leaderboard?{query}")).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let rows = body["entries"].as_array().unwrap();
+        assert_eq!(rows.len(), 1, "{body}");
+        assert_eq!(rows[0]["scenario"], g.scenario);
+        check_group("JSON", g, |c| json_column(&rows[0], c));
+
+        let (status, _, csv) = app
+            .raw(
+                Request::get(format!("/api/v1/leaderboard.csv?{query}"))
+                    .body(Body::empty())
+                    .unwrap(),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK);
+        let mut reader = csv::Reader::from_reader(&csv[..]);
+        let header = reader.headers().unwrap().clone();
+        let records: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+        assert_eq!(records.len(), 1);
+        check_group("CSV", g, |c| {
+            let i = header.iter().position(|h| h == c)?;
+            let cell = &records[0][i];
+            (!cell.is_empty()).then(|| cell.parse::<f64>().unwrap())
+        });
+    }
+
+    // The same rows as the HTML leaderboard prints them: three significant
+    // digits for J, W and Wh (5.5 J × 1000 / 3600 = 1.53 Wh per 1,000
+    // requests; 34/3 J → 3.15), CV in %, TTFT and ITL in ms.
+    for (protocol, want) in [
+        (
+            BATCH_PROTOCOL,
+            [
+                "0.2200.210–0.230",
+                "0.210–0.230",
+                "75 %",
+                "5.505.25–5.75",
+                "1.53",
+                "1.0 %",
+                "200200–200",
+                "44",
+                "–",
+                "–",
+                "5.00",
+                "9",
+                "3",
+                "3",
+            ],
+        ),
+        (
+            SERVER_PROTOCOL,
+            [
+                "0.8500.800–0.900",
+                "0.800–0.900",
+                "75 %",
+                "11.310.7–12.0",
+                "3.15",
+                "3.1 %",
+                "4040.0–40.0",
+                "34",
+                "150150–150",
+                "43.343.3–43.3",
+                "–",
+                "9",
+                "3",
+                "3",
+            ],
+        ),
+    ] {
+        let (status, doc) = html_page(
+            &app,
+            &format!("/leaderboard?origin=real&protocol={protocol}"),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK);
+        let cells = texts(&doc, "table tbody tr td");
+        // rank, GPU, model, then the figures (scenario at 6 skipped), then
+        // the protocol and the evidence link.
+        let figures: Vec<&str> = cells[3..6]
+            .iter()
+            .chain(&cells[7..18])
+            .map(String::as_str)
+            .collect();
+        assert_eq!(figures, want, "{protocol}: {cells:?}");
+    }
+
+    // Per 1,000 requests on the model page's JSON (server): 34/3 J ×
+    // 1000 / 3600 J/Wh = 3.148… Wh (interval 32/3 and 12 J: 2.963–3.333);
+    // gCO₂e = Wh / 1000 × 475 g/kWh × PUE 1.2.
+    let (status, m) = app
+        .get(&format!(
+            "/api/v1/models/Qwen/Qwen2.5-0.5B-Instruct?origin=real&protocol={SERVER_PROTOCOL}"
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{m}");
+    let point = &m["per_1000_requests"][0][0];
+    assert_eq!(point["gpu_id"], "l4");
+    let wh = |j: f64| j * 1000.0 / 3600.0;
+    let g = |j: f64| wh(j) / 1000.0 * 475.0 * 1.2;
+    for (field, f) in [
+        ("wh_per_1000_requests", &wh as &dyn Fn(f64) -> f64),
+        ("g_co2e_per_1000_requests", &g),
+    ] {
+        close(
+            &format!("{field} median"),
+            num(&point[field]["median"], field),
+            f(34.0 / 3.0),
+        );
+        close(
+            &format!("{field} lo"),
+            num(&point[field]["lo"], field),
+            f(32.0 / 3.0),
+        );
+        close(
+            &format!("{field} hi"),
+            num(&point[field]["hi"], field),
+            f(12.0),
+        );
+    }
+
+    parquet_agrees(&app).await;
+}
+
+/// The snapshot's Parquet files, read by pyarrow: the group rows, and
+/// member 0's iterations with the figures only the snapshot carries (p90s,
+/// the energy recomputed from the trace beside the one reported).
+async fn parquet_agrees(app: &TestApp) {
+    let Some(python) = crate::snapshots::python() else {
+        skip(
+            Need::Python,
+            "pyarrow is not installed (.ci/run installs it into target/pyenv: python3 -m venv \
+             target/pyenv && target/pyenv/bin/pip install -r scripts/snapshot/requirements.txt)",
+        );
+        return;
+    };
+    let (status, view) = app
+        .admin_post("/api/v1/admin/snapshots", json!({ "traces": false }))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{view}");
+    let dir = app
+        .dir
+        .path()
+        .join("snapshots")
+        .join(view["snapshot_id"].as_str().unwrap());
+    let script = "import json, sys, pyarrow.parquet as pq\n\
+        d = sys.argv[1]\n\
+        print(json.dumps({t: pq.read_table(f'{d}/{t}.parquet').to_pylist() for t in ('configurations', 'runs')}, default=str))";
+    let out = std::process::Command::new(&python)
+        .args(["-c", script])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tables: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for g in &groups() {
+        let rows: Vec<&Value> = tables["configurations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["protocol_id"] == g.protocol)
+            .collect();
+        assert_eq!(rows.len(), 1, "{g_scenario}", g_scenario = g.scenario);
+        // The snapshot names the interval's confidence without "interval_".
+        check_group("Parquet", g, |c| {
+            let c = if c == "energy_per_token_interval_confidence" {
+                "energy_per_token_confidence"
+            } else {
+                c
+            };
+            rows[0][c].as_f64()
+        });
+    }
+    let runs: Vec<&Value> = tables["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["submitter"] == "alice" && r["iteration"] == 0)
+        .collect();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    let run = |scenario: &str| *runs.iter().find(|r| r["scenario"] == scenario).unwrap();
+    let b = run("batch");
+    // Iteration 0: 42 W × 0.5 s, 100 tokens, 4 requests, samples 30–50 W.
+    for (f, want) in [
+        ("gpu_energy_j", 21.0),
+        ("reported_gpu_energy_j", 21.0),
+        ("energy_per_token_j", 0.21),
+        ("energy_per_request_j", 5.25),
+        ("throughput_tok_s", 200.0),
+        ("power_mean_w", 42.0),
+        ("power_max_w", 50.0),
+        ("power_min_w", 30.0),
+        ("power_samples", 5.0),
+        ("duration_s", 0.5),
+        ("generation_tokens", 100.0),
+        ("requests_ok", 4.0),
+        ("itl_s", 0.005),
+    ] {
+        close(&format!("Parquet runs batch {f}"), num(&b[f], f), want);
+    }
+    let s = run("server");
+    // TTFT p90 at rank 0.9·2 = 1.8: 0.15 + 0.8 × (0.2 − 0.15) = 0.19;
+    // E2E p90: 0.6 + 0.8 × (0.8 − 0.6) = 0.76.
+    for (f, want) in [
+        ("gpu_energy_j", 32.0),
+        ("energy_per_token_j", 0.8),
+        ("energy_per_request_j", 32.0 / 3.0),
+        ("ttft_p50_s", 0.15),
+        ("ttft_p90_s", 0.19),
+        ("e2e_p50_s", 0.6),
+        ("e2e_p90_s", 0.76),
+        ("itl_s", 0.13 / 3.0),
+        ("power_samples", 10.0),
+        ("requests_ok", 3.0),
+    ] {
+        close(&format!("Parquet runs server {f}"), num(&s[f], f), want);
+    }
+}
