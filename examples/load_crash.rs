@@ -55,9 +55,10 @@ async fn main() -> anyhow::Result<()> {
         None => (None, None),
     };
     let backend = if pg.is_some() { "PostgreSQL" } else { "SQLite" };
-    let bind = format!("127.0.0.1:{}", free_port());
-    let mut server = serve_on(&bind, data.path(), db_url.as_deref(), &[])?;
+    // Port 0 the first time; the restarts come back on the port it got.
+    let mut server = serve_on("127.0.0.1:0", data.path(), db_url.as_deref(), &[])?;
     let url = server.url.clone();
+    let bind = url.trim_start_matches("http://").to_string();
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(60))
         .build()?;

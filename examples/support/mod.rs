@@ -52,14 +52,6 @@ pub fn serve(data: &Path, database_url: Option<&str>, extra: &[&str]) -> anyhow:
     serve_on("127.0.0.1:0", data, database_url, extra)
 }
 
-/// A free loopback port (for a server that must come back on the same one).
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
 /// [`serve`] on a given address.
 pub fn serve_on(
     bind: &str,

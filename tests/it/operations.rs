@@ -100,13 +100,12 @@ fn value(samples: &[Sample], name: &str, labels: &[(&str, &str)]) -> f64 {
 async fn a_scrape_shows_ingest_stages_routes_and_outcomes() {
     let app = TestApp::new().await;
     let key = app.register("alice").await;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let metrics_bind = format!("127.0.0.1:{port}");
-    let server = app.spawn_serve(&["--metrics-bind", &metrics_bind]);
+    // Port 0: the server binds a free port and says which.
+    let server = app.spawn_serve(&["--metrics-bind", "127.0.0.1:0"]);
+    let metrics_url = server
+        .metrics_url
+        .clone()
+        .expect("serve names its metrics address");
     let client = reqwest::Client::new();
     let upload = |bundle: Vec<u8>, sig: Vec<u8>| {
         let (client, url) = (&client, &server.url);
@@ -132,11 +131,7 @@ async fn a_scrape_shows_ingest_stages_routes_and_outcomes() {
             .unwrap();
     }
 
-    let scrape = client
-        .get(format!("http://127.0.0.1:{port}/metrics"))
-        .send()
-        .await
-        .unwrap();
+    let scrape = client.get(&metrics_url).send().await.unwrap();
     assert_eq!(scrape.status(), 200);
     assert!(scrape.headers()["content-type"]
         .to_str()

@@ -734,6 +734,9 @@ pub fn first_detail(body: &Value) -> &Value {
 pub struct Server {
     child: std::process::Child,
     pub url: String,
+    /// `http://ADDR/metrics` when started with `--metrics-bind` (the
+    /// address the server bound, so a test can ask for port 0).
+    pub metrics_url: Option<String>,
 }
 
 impl Server {
@@ -795,18 +798,32 @@ pub fn spawn_server_with_env<S: AsRef<std::ffi::OsStr>>(
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let url = loop {
-        let line = lines
+    let mut next_line = || {
+        lines
             .next()
             .expect("server exited before listening")
-            .unwrap();
+            .unwrap()
+    };
+    let url = loop {
+        let line = next_line();
         if let Some(rest) = line.split("listening on ").nth(1) {
             break rest.split_whitespace().next().unwrap().to_string();
         }
     };
+    let wants_metrics = args.iter().any(|a| a.as_ref() == "--metrics-bind");
+    let metrics_url = wants_metrics.then(|| loop {
+        let line = next_line();
+        if let Some(rest) = line.split("metrics at ").nth(1) {
+            break rest.trim().to_string();
+        }
+    });
     // Keep draining stderr so the server never blocks on a full pipe.
     std::thread::spawn(move || for _ in lines {});
-    Server { child, url }
+    Server {
+        child,
+        url,
+        metrics_url,
+    }
 }
 
 /// Registers `handle` with `key` straight in the store (no HTTP).
