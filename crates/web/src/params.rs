@@ -21,7 +21,7 @@ use super::pages::PageError;
 /// A set of query parameters a handler reads.
 pub trait QuerySet: Sized {
     /// The parameter names it takes, as documented.
-    fn names() -> Vec<String>;
+    fn names() -> Vec<&'static str>;
     /// The set read from a raw query string; the error says why not.
     fn from_query(query: &str) -> Result<Self, String>;
 }
@@ -30,10 +30,18 @@ pub trait QuerySet: Sized {
 macro_rules! query_set {
     ($($set:ty),* $(,)?) => {$(
         impl QuerySet for $set {
-            fn names() -> Vec<String> {
-                <$set as IntoParams>::into_params(|| Some(ParameterIn::Query))
-                    .into_iter()
-                    .map(|p| p.name)
+            fn names() -> Vec<&'static str> {
+                // Read from the documentation once, not on every request.
+                static NAMES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+                NAMES
+                    .get_or_init(|| {
+                        <$set as IntoParams>::into_params(|| Some(ParameterIn::Query))
+                            .into_iter()
+                            .map(|p| p.name)
+                            .collect()
+                    })
+                    .iter()
+                    .map(String::as_str)
                     .collect()
             }
             fn from_query(query: &str) -> Result<Self, String> {
@@ -58,7 +66,7 @@ query_set!(
 
 /// Two sets read from one query (a page's own parameters and its view).
 impl<A: QuerySet, B: QuerySet> QuerySet for (A, B) {
-    fn names() -> Vec<String> {
+    fn names() -> Vec<&'static str> {
         let mut names = A::names();
         names.extend(B::names());
         names
@@ -79,7 +87,7 @@ impl<S: Send + Sync, T: QuerySet> FromRequestParts<S> for Params<T> {
         let names = T::names();
         let pairs: Vec<(String, String)> = serde_html_form::from_str(query)
             .map_err(|e| ApiError::bad_request("bad_query", format!("query string: {e}")))?;
-        if let Some((unknown, _)) = pairs.iter().find(|(k, _)| !names.contains(k)) {
+        if let Some((unknown, _)) = pairs.iter().find(|(k, _)| !names.contains(&k.as_str())) {
             return Err(ApiError::bad_request(
                 "unknown_parameter",
                 format!(

@@ -55,7 +55,7 @@ impl Table {
         limit: Option<usize>,
         (schemas, paths, route): UtoipaMethodRouter<AppState>,
     ) -> Table {
-        self.list(&paths, true);
+        self.list(&paths);
         let route = match limit {
             Some(bytes) => route.layer(DefaultBodyLimit::max(bytes)),
             None => route,
@@ -73,7 +73,7 @@ impl Table {
         policy: CachePolicy,
         (schemas, paths, route): UtoipaMethodRouter<AppState>,
     ) -> Table {
-        self.list(&paths, true);
+        self.list(&paths);
         let route = declare(&self.state, policy, route);
         for path in paths.paths.keys() {
             let (head, name) = path
@@ -151,14 +151,15 @@ impl Table {
         self
     }
 
-    fn list(&mut self, paths: &utoipa::openapi::path::Paths, documented: bool) {
+    /// Lists the documented operations of `paths`.
+    fn list(&mut self, paths: &utoipa::openapi::path::Paths) {
         for (path, item) in &paths.paths {
             for (method, op) in [("get", &item.get), ("post", &item.post)] {
                 if op.is_some() {
                     self.listed.push(Route {
                         method,
                         path: path.clone(),
-                        documented,
+                        documented: true,
                     });
                 }
             }
