@@ -282,4 +282,80 @@ mod tests {
             "TTFT p50 ≤ 100 ms"
         );
     }
+
+    #[test]
+    fn form_values_become_deadlines_in_seconds() {
+        assert_eq!(
+            Deadline::parse("ttft_ms", " 250 "),
+            Ok(Deadline::TtftP50 { max_s: 0.25 })
+        );
+        assert_eq!(
+            Deadline::parse("itl_ms", "40"),
+            Ok(Deadline::Itl { max_s: 0.04 })
+        );
+        assert_eq!(
+            Deadline::parse("min_tok_s", "800"),
+            Ok(Deadline::Throughput { min_tok_s: 800.0 })
+        );
+        assert_eq!(
+            Deadline::parse("ttft_ms", "0"),
+            Err("ttft_ms='0' is not a positive number".into())
+        );
+        assert_eq!(
+            Deadline::parse("p99_ms", "5"),
+            Err("unknown deadline 'p99_ms'; expected ttft_ms, itl_ms, min_tok_s".into())
+        );
+    }
+
+    #[test]
+    fn presets_per_scenario() {
+        let labels = |s| {
+            Deadline::presets(s)
+                .iter()
+                .map(Deadline::label)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            labels(Scenario::Server),
+            [
+                "TTFT p50 ≤ 50 ms",
+                "TTFT p50 ≤ 100 ms",
+                "TTFT p50 ≤ 200 ms",
+                "TTFT p50 ≤ 500 ms",
+                "TTFT p50 ≤ 1,000 ms",
+                "ITL ≤ 25 ms",
+                "ITL ≤ 50 ms",
+            ]
+        );
+        assert_eq!(
+            Deadline::presets(Scenario::Server)[0],
+            Deadline::TtftP50 { max_s: 0.05 }
+        );
+        assert_eq!(
+            Deadline::presets(Scenario::Server)[5],
+            Deadline::Itl { max_s: 0.025 }
+        );
+        assert_eq!(
+            labels(Scenario::Batch),
+            [
+                "throughput ≥ 250 tokens/s",
+                "throughput ≥ 500 tokens/s",
+                "throughput ≥ 1,000 tokens/s",
+                "throughput ≥ 2,000 tokens/s",
+                "throughput ≥ 5,000 tokens/s",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_throughput_exactly_at_the_bound_meets_it() {
+        let mut c = gpu("l4", 1.0, (0.3, 0.25, 0.35), 800.0);
+        c.throughput_tok_s = est(800.0, 800.0, 880.0);
+        let d = Deadline::Throughput { min_tok_s: 800.0 };
+        assert_eq!(meets(&d, &c), Meets::Yes);
+        c.throughput_tok_s = est(800.0, 790.0, 880.0);
+        assert_eq!(meets(&d, &c), Meets::Borderline);
+        c.throughput_tok_s = est(799.0, 790.0, 880.0);
+        assert_eq!(meets(&d, &c), Meets::No);
+    }
 }

@@ -515,4 +515,92 @@ mod tests {
         assert_eq!(Spread::of(&[5.0]).unwrap().cv, 0.0);
         assert!(Spread::of(&[]).is_none());
     }
+
+    #[test]
+    fn configurations_are_grouped_by_model_scenario_and_rate_and_empty_iterations_dropped() {
+        let batch = derive(&batch_row());
+        let server = derive(&server_row());
+        let mut other_model = batch.clone();
+        other_model.model = "other/model".into();
+        let mut other_rate = server.clone();
+        other_rate.lambda_qps = Some(9.0);
+        // An iteration that generated nothing is dropped (the paper's rule).
+        let mut empty = batch.clone();
+        empty.generation_tokens = 0;
+        assert!(!empty.counts() && batch.counts());
+        let configs = aggregate(&[
+            batch.clone(),
+            server.clone(),
+            other_model,
+            empty,
+            batch,
+            other_rate,
+        ]);
+        let keys: Vec<(&str, Scenario, Option<f64>, u32)> = configs
+            .iter()
+            .map(|c| (c.model.as_str(), c.scenario, c.lambda_qps, c.iterations))
+            .collect();
+        let model = server.model.as_str();
+        let rate = server.lambda_qps;
+        assert_eq!(
+            keys,
+            [
+                (model, Scenario::Batch, None, 2),
+                (model, Scenario::Server, rate, 1),
+                ("other/model", Scenario::Batch, None, 1),
+                (model, Scenario::Server, Some(9.0), 1),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_figure_without_a_denominator_is_absent() {
+        assert_eq!(ratio(3.0, 2.0), Some(1.5));
+        assert_eq!(ratio(3.0, 0.0), None);
+    }
+
+    #[test]
+    fn median_absolute_deviation_by_hand() {
+        // Around 2: |0−2|, |2−2|, |5−2| = 2, 0, 3 → median 2.
+        close(median_absolute_deviation(&[0.0, 2.0, 5.0], 2.0), 2.0);
+    }
+
+    #[test]
+    fn non_finite_figures_are_named() {
+        let mut m = derive(&batch_row());
+        assert_eq!(first_non_finite(&m), None);
+        m.energy_per_request_j = Some(f64::INFINITY);
+        assert_eq!(first_non_finite(&m), Some("energy_per_request_j"));
+        m.gpu_energy_j = f64::NAN;
+        assert_eq!(first_non_finite(&m), Some("gpu_energy_j"));
+
+        let mut c = aggregate(&[derive(&batch_row())]).remove(0);
+        assert_eq!(first_non_finite_spread(&c), None);
+        c.throughput_tok_s.cv = f64::INFINITY;
+        assert_eq!(first_non_finite_spread(&c), Some("throughput_tok_s"));
+        c.throughput_tok_s.cv = 0.0;
+        let mut i = c.power_mean_w.median_interval(3);
+        i.hi = f64::INFINITY;
+        c.power_mean_w.interval = Some(i);
+        assert_eq!(first_non_finite_spread(&c), Some("power_mean_w"));
+        c.power_mean_w.interval = None;
+        c.power_mean_w.median = f64::NAN;
+        assert_eq!(first_non_finite_spread(&c), Some("power_mean_w"));
+    }
+
+    #[test]
+    fn an_old_row_without_an_interval_gets_min_to_max() {
+        let s = Spread {
+            median: 5.0,
+            min: 4.0,
+            max: 7.0,
+            cv: 0.1,
+            interval: None,
+        };
+        let i = s.median_interval(3);
+        assert_eq!((i.lo, i.hi), (4.0, 7.0));
+        // Min–max of 3 values: 1 − 2/8.
+        close(i.confidence, 0.75);
+        assert_eq!(s.median_interval(1).confidence, 0.0);
+    }
 }

@@ -348,4 +348,72 @@ mod tests {
         let err = verify(public, SUBMISSION_NAMESPACE, b"bundlf", &sig, "signature").unwrap_err();
         assert_eq!(err.code, "bad_signature");
     }
+
+    #[test]
+    fn the_registration_message_is_this_text() {
+        assert_eq!(
+            registration_message("alice", "https://wattcounts.example", "SHA256:abc"),
+            "wattcounts-register-v1\nhandle: alice\naudience: https://wattcounts.example\nkey: SHA256:abc\n"
+        );
+    }
+
+    /// An RSA key (made by `ssh-keygen -t rsa -b 1024`): parsed, named
+    /// unsupported and refused for its type.
+    const RSA_PUBLIC: &str = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAAAgQC7oLQN3li5wE7fmA7zi1My5Ek5HSh6JaTOphiizYHGtnjfkPraA2jUhpIy84svLKie+28YpUTZkcgdpFijFmKgYscywZU8ulRVMQf9R67CjoZRqWRNkN8iQeG7HpcCDPzFEtXdeeAIGzMDG2oIEIVLoZMDKJ9yI5vQFdc6r2D84Q== test";
+
+    #[test]
+    fn accepted_key_types_by_name() {
+        let (_, ed) = generate_ed25519("test").unwrap();
+        assert_eq!(
+            algorithm_name(&parse_public_key(&ed).unwrap()),
+            "ssh-ed25519"
+        );
+        let p256 = PrivateKey::random(
+            &mut rand_core::OsRng,
+            Algorithm::Ecdsa {
+                curve: EcdsaCurve::NistP256,
+            },
+        )
+        .unwrap();
+        let p256 = p256.public_key().to_openssh().unwrap();
+        assert_eq!(
+            algorithm_name(&parse_public_key(&p256).unwrap()),
+            "ecdsa-sha2-nistp256"
+        );
+        let rsa = PublicKey::from_openssh(RSA_PUBLIC).unwrap();
+        assert_eq!(algorithm_name(&rsa), "unsupported");
+        assert_eq!(
+            parse_public_key(RSA_PUBLIC).unwrap_err().code,
+            "unsupported_key_type"
+        );
+    }
+
+    #[test]
+    fn a_small_order_ed25519_key_is_refused() {
+        // The identity point (y = 1): no private key exists for it.
+        let mut point = [0u8; 32];
+        point[0] = 1;
+        let key = PublicKey::from(ssh_key::public::KeyData::Ed25519(
+            ssh_key::public::Ed25519PublicKey(point),
+        ));
+        assert_eq!(
+            key_weakness(&key),
+            Some("its Ed25519 point has small order (no private key exists for it)")
+        );
+        let err = parse_public_key(&key.to_openssh().unwrap()).unwrap_err();
+        assert_eq!(err.code, "weak_public_key");
+        let (_, good) = generate_ed25519("test").unwrap();
+        assert_eq!(key_weakness(&parse_public_key(&good).unwrap()), None);
+    }
+
+    #[test]
+    fn digests_are_handed_out_by_algorithm() {
+        let d = MessageDigests::of(b"abc");
+        assert_eq!(d.for_alg(HashAlg::Sha256), Some(d.sha256.as_slice()));
+        assert_eq!(d.for_alg(HashAlg::Sha512), Some(d.sha512.as_slice()));
+        assert_eq!(
+            hex::encode(d.for_alg(HashAlg::Sha256).unwrap()),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
 }

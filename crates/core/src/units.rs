@@ -68,4 +68,12 @@ mod tests {
         };
         assert!((f.g_co2e_per_1000(e).median - 6.0).abs() < 1e-12);
     }
+
+    #[test]
+    fn the_footprint_says_what_it_assumes() {
+        assert_eq!(
+            Footprint::default().describe(),
+            "grid 475 gCO₂e/kWh, PUE 1.2"
+        );
+    }
 }

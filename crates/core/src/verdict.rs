@@ -202,4 +202,41 @@ mod tests {
         assert_eq!(sig(1463.2), "1,463");
         assert_eq!(sig(12345.6), "12,346");
     }
+
+    #[test]
+    fn an_estimate_in_another_unit_scales_every_bound() {
+        let e = Estimate {
+            median: 2.0,
+            lo: 1.5,
+            hi: 3.0,
+            confidence: 0.75,
+        }
+        .scaled(4.0);
+        assert_eq!((e.median, e.lo, e.hi, e.confidence), (8.0, 6.0, 12.0, 0.75));
+    }
+
+    #[test]
+    fn three_significant_digits_at_the_edges() {
+        assert_eq!(sig(0.0), "0");
+        assert_eq!(sig(f64::INFINITY), "inf");
+        assert_eq!(sig(999.4), "999");
+        assert_eq!(sig(1000.0), "1,000");
+        assert_eq!(sig(-1234567.0), "-1,234,567");
+        assert_eq!(sig(12.345), "12.3");
+        assert_eq!(sig(0.012345), "0.0123");
+        assert_eq!(sig(-0.5), "-0.500");
+    }
+
+    #[test]
+    fn no_saving_against_nothing() {
+        let e = |m: f64| Estimate {
+            median: m,
+            lo: m,
+            hi: m,
+            confidence: 0.75,
+        };
+        let s = saving(&e(1.0), &e(0.0));
+        assert_eq!((s.median_pct, s.lo_pct, s.hi_pct), (0.0, 0.0, 0.0));
+        assert_eq!(saving(&e(1.0), &e(4.0)).median_pct, 75.0);
+    }
 }

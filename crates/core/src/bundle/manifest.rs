@@ -260,3 +260,65 @@ impl ManifestSchema {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bad(json: &str) -> Option<(String, String)> {
+        let v: Value = serde_json::from_str(json).unwrap();
+        first_bad_value(&v, &mut String::new()).map(|d| (d.pointer.unwrap(), d.message))
+    }
+
+    #[test]
+    fn control_characters_are_found_where_they_are() {
+        assert_eq!(
+            bad(r#"{"a": {"b": ["ok", "tab\tfree?"]}}"#).unwrap().0,
+            "/a/b/1"
+        );
+        assert_eq!(
+            bad(r#"{"a": {"b": ["ok", "x\u0000y"]}}"#),
+            Some((
+                "/a/b/1".into(),
+                "a string holds the control character U+0000".into()
+            ))
+        );
+        // Keys: escaped as RFC 6901 says (~ → ~0, / → ~1), and checked too.
+        assert_eq!(bad(r#"{"x/y~": "\u0007"}"#).unwrap().0, "/x~1y~0");
+        assert_eq!(
+            bad(r#"{"k\u0001": 1}"#),
+            Some(("/k\u{1}".into(), "a key holds a control character".into()))
+        );
+        assert_eq!(bad(r#"{"a": ["fine", 1, 2.5, true, null]}"#), None);
+    }
+
+    #[test]
+    fn integers_past_2_53_are_refused() {
+        // 2^53 − 1 is the largest integer every reader keeps exactly.
+        assert_eq!(bad("9007199254740991"), None);
+        assert_eq!(bad("-9007199254740991"), None);
+        assert_eq!(bad(r#"[9007199254740992]"#).unwrap().0, "/0");
+        assert_eq!(bad("-9007199254740992").unwrap().0, "/");
+        // Past u64: a whole float, the same problem; a fraction is fine.
+        assert!(bad("100000000000000000000").is_some());
+        assert_eq!(bad("12345.5"), None);
+        assert_eq!(
+            bad("9007199254740992").unwrap().1,
+            "the integer 9007199254740992 is beyond ±(2^53 − 1) and would be rounded"
+        );
+    }
+
+    #[test]
+    fn another_schema_version_is_named_before_the_schema_is_checked() {
+        let schema = ManifestSchema::new();
+        let err = schema.parse(br#"{"schema_version": 2}"#).unwrap_err();
+        assert_eq!(err.code, "unsupported_schema_version");
+        assert_eq!(err.details[0].pointer.as_deref(), Some("/schema_version"));
+        let err = schema.parse(br#"{"schema_version": 1}"#).unwrap_err();
+        assert_eq!(err.code, "manifest_schema");
+        let err = schema
+            .parse(br#"{"schema_version": 1, "x": "\u0000"}"#)
+            .unwrap_err();
+        assert_eq!(err.code, "manifest_bad_value");
+    }
+}
