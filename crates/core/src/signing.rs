@@ -234,8 +234,26 @@ pub fn verify_digests(
         )
         .with(Detail::new("weak signing key").file(part)));
     }
-    if key.key_data() != sig.public_key() || namespace != sig.namespace() {
-        return Err(bad());
+    // Named apart: "another key" and "another namespace" are the two
+    // mistakes a submitter can fix without asking anyone.
+    if key.key_data() != sig.public_key() {
+        return Err(bad().with(
+            Detail::new(format!(
+                "signed by {}, not by the registered key {}",
+                fingerprint(&PublicKey::from(sig.public_key().clone())),
+                fingerprint(key)
+            ))
+            .file(part),
+        ));
+    }
+    if namespace != sig.namespace() {
+        return Err(bad().with(
+            Detail::new(format!(
+                "signed for namespace '{}', not '{namespace}'",
+                sig.namespace()
+            ))
+            .file(part),
+        ));
     }
     let hash = digests.for_alg(sig.hash_alg()).ok_or_else(bad)?;
     let signed = signed_data(namespace, sig.hash_alg(), hash);
@@ -315,6 +333,37 @@ mod tests {
         assert_eq!(err.code, "bad_signature");
         let err = parse_signature(armored.as_bytes(), REGISTER_NAMESPACE, "signature").unwrap_err();
         assert_eq!(err.code, "wrong_namespace");
+    }
+
+    #[test]
+    fn another_key_and_another_namespace_are_named_apart() {
+        let (a, _) = generate_ed25519("a").unwrap();
+        let (_, b_public) = generate_ed25519("b").unwrap();
+        let a = load_private_key(&a).unwrap();
+        let b = parse_public_key(&b_public).unwrap();
+        let armored = sign(&a, SUBMISSION_NAMESPACE, b"bytes").unwrap();
+        let sig = parse_signature(armored.as_bytes(), SUBMISSION_NAMESPACE, "bundle.sig").unwrap();
+        let err = verify(&b, SUBMISSION_NAMESPACE, b"bytes", &sig, "bundle.sig").unwrap_err();
+        assert_eq!(err.code, "bad_signature");
+        let said = &err.details[1].message;
+        assert!(
+            said.contains(&fingerprint(a.public_key())) && said.contains(&fingerprint(&b)),
+            "{said}"
+        );
+        // The right key, verified under another namespace than it signed.
+        let err = verify(
+            a.public_key(),
+            REGISTER_NAMESPACE,
+            b"bytes",
+            &sig,
+            "bundle.sig",
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.details[1].message,
+            "signed for namespace 'wattcounts-submission', not 'wattcounts-register'"
+        );
+        assert_eq!(err.details[1].file.as_deref(), Some("bundle.sig"));
     }
 
     #[test]

@@ -221,6 +221,9 @@ mod tests {
         assert_eq!(sig(f64::INFINITY), "inf");
         assert_eq!(sig(999.4), "999");
         assert_eq!(sig(1000.0), "1,000");
+        // Six digits: no separator before the first group.
+        assert_eq!(sig(123456.0), "123,456");
+        assert_eq!(sig(-999999.6), "-1,000,000");
         assert_eq!(sig(-1234567.0), "-1,234,567");
         assert_eq!(sig(12.345), "12.3");
         assert_eq!(sig(0.012345), "0.0123");

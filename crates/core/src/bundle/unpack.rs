@@ -524,6 +524,13 @@ mod tests {
         enc.finish().unwrap()
     }
 
+    fn gzip_best(bytes: &[u8]) -> Vec<u8> {
+        use std::io::Write;
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        enc.write_all(bytes).unwrap();
+        enc.finish().unwrap()
+    }
+
     fn names(gz: &[u8]) -> Vec<String> {
         let entries = unpack(gz, &UnpackLimits::default()).unwrap();
         entries.into_iter().map(|e| e.path).collect()
@@ -574,6 +581,301 @@ mod tests {
         zeros.extend_from_slice(&[0; 16]);
         let err = unpack(&zeros, &UnpackLimits::default()).unwrap_err();
         assert_eq!(err.details[0].offset, Some(gz.len() as u64));
+    }
+
+    /// A tar of raw headers: each entry's name, type and bytes, so tests
+    /// can write links, devices and names a tidy builder would refuse.
+    fn raw_tar(entries: &[(&[u8], tar::EntryType, &[u8])]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (name, kind, data) in entries {
+            let mut header = tar::Header::new_ustar();
+            header.as_old_mut().name[..name.len()].copy_from_slice(name);
+            header.set_entry_type(*kind);
+            header.set_size(data.len() as u64);
+            header.set_mode(0o644);
+            header.set_cksum();
+            out.extend_from_slice(header.as_bytes());
+            out.extend_from_slice(data);
+            out.resize(out.len().div_ceil(512) * 512, 0);
+        }
+        out.extend_from_slice(&[0; 1024]);
+        out
+    }
+
+    fn code_of(gz: &[u8], limits: &UnpackLimits) -> &'static str {
+        match unpack(gz, limits) {
+            Ok(e) => panic!(
+                "accepted: {:?}",
+                e.iter().map(|e| &e.path).collect::<Vec<_>>()
+            ),
+            Err(r) => r.code,
+        }
+    }
+
+    #[test]
+    fn gzip_is_told_by_both_magic_bytes() {
+        assert!(is_gzip(&[0x1f, 0x8b]));
+        assert!(is_gzip(&[0x1f, 0x8b, 0x08]));
+        assert!(!is_gzip(&[0x1f]));
+        assert!(!is_gzip(&[0x1f, 0x00]));
+        assert!(!is_gzip(&[0x00, 0x8b]));
+        assert!(!is_gzip(&[]));
+    }
+
+    #[test]
+    fn folders_count_as_entries_but_not_as_files() {
+        use tar::EntryType as T;
+        let tar = raw_tar(&[
+            (b"run/", T::Directory, b""),
+            (b"run/a.csv", T::Regular, b"1,2\n"),
+        ]);
+        assert_eq!(names(&gzip(&tar)), ["run/a.csv"]);
+        // Two entries exactly at a limit of two pass; a third is refused.
+        let two = UnpackLimits {
+            max_entries: 2,
+            ..Default::default()
+        };
+        assert_eq!(unpack(&gzip(&tar), &two).unwrap().len(), 1);
+        let one = UnpackLimits {
+            max_entries: 1,
+            ..Default::default()
+        };
+        assert_eq!(code_of(&gzip(&tar), &one), "too_many_entries");
+        // Only folders: a bundle with no files.
+        let folders = raw_tar(&[(b"run/", T::Directory, b"")]);
+        assert_eq!(
+            code_of(&gzip(&folders), &UnpackLimits::default()),
+            "empty_bundle"
+        );
+        // GNU's contiguous files are plain files.
+        let contiguous = raw_tar(&[(b"c.csv", T::Continuous, b"x")]);
+        assert_eq!(names(&gzip(&contiguous)), ["c.csv"]);
+    }
+
+    #[test]
+    fn links_devices_and_other_types_are_refused_by_name() {
+        use tar::EntryType as T;
+        let limits = UnpackLimits::default();
+        for (kind, code) in [
+            (T::Symlink, "link_entry"),
+            (T::Link, "link_entry"),
+            (T::Char, "special_entry"),
+            (T::Block, "special_entry"),
+            (T::Fifo, "special_entry"),
+            (T::new(b'V'), "unsupported_entry"),
+        ] {
+            let gz = gzip(&raw_tar(&[(b"x/evil", kind, b"")]));
+            let err = unpack(&gz, &limits).unwrap_err();
+            assert_eq!(err.code, code, "{kind:?}");
+            assert_eq!(err.details[0].file.as_deref(), Some("x/evil"), "{kind:?}");
+        }
+        let err = unpack(
+            &gzip(&raw_tar(&[(b"a\xff.csv", T::Regular, b"x")])),
+            &limits,
+        )
+        .unwrap_err();
+        assert_eq!(err.code, "non_utf8_name");
+        assert_eq!(err.details[0].file.as_deref(), Some("a\u{fffd}.csv"));
+    }
+
+    #[test]
+    fn a_path_twice_is_refused_even_spelled_otherwise() {
+        use tar::EntryType as T;
+        let gz = gzip(&raw_tar(&[
+            (b"a.csv", T::Regular, b"1"),
+            (b"./a.csv", T::Regular, b"2"),
+        ]));
+        let err = unpack(&gz, &UnpackLimits::default()).unwrap_err();
+        assert_eq!(err.code, "duplicate_entry");
+        assert_eq!(err.details[0].file.as_deref(), Some("a.csv"));
+    }
+
+    #[test]
+    fn a_file_of_exactly_the_limit_passes_whole() {
+        use tar::EntryType as T;
+        let data = vec![7u8; 1000];
+        let gz = gzip(&raw_tar(&[(b"f.bin", T::Regular, &data)]));
+        let at = UnpackLimits {
+            max_entry_bytes: 1000,
+            ..Default::default()
+        };
+        let entries = unpack(&gz, &at).unwrap();
+        assert_eq!((entries[0].size, entries[0].data.len()), (1000, 1000));
+        assert_eq!(entries[0].data, data);
+        let under = UnpackLimits {
+            max_entry_bytes: 999,
+            ..Default::default()
+        };
+        let err = unpack(&gz, &under).unwrap_err();
+        assert_eq!(err.code, "entry_too_large");
+        assert!(err.message.contains("1000 bytes or more"), "{err}");
+        // Not kept: the same bound, the bytes digested instead.
+        let mut seen = Vec::new();
+        unpack_stream(&gz[..], gz.len() as u64, &at, |_| false, |e| seen.push(e)).unwrap();
+        assert_eq!(seen[0].size, 1000);
+        assert!(seen[0].data.is_empty());
+        assert_eq!(
+            seen[0].streamed_sha256.as_deref(),
+            Some(hex::encode(Sha256::digest(&data)).as_str())
+        );
+        let err = unpack_stream(&gz[..], gz.len() as u64, &under, |_| false, |_| {}).unwrap_err();
+        assert_eq!(err.code, "entry_too_large");
+    }
+
+    #[test]
+    fn only_the_entries_asked_for_are_kept() {
+        use tar::EntryType as T;
+        let gz = gzip(&raw_tar(&[
+            (b"keep.csv", T::Regular, b"a,b\n"),
+            (b"trace.csv", T::Regular, b"0,1\n2,3\n"),
+        ]));
+        let mut seen = Vec::new();
+        unpack_stream(
+            &gz[..],
+            gz.len() as u64,
+            &UnpackLimits::default(),
+            |p| p == "keep.csv",
+            |e| seen.push(e),
+        )
+        .unwrap();
+        assert_eq!(seen[0].data, b"a,b\n");
+        assert_eq!(
+            (seen[0].size, seen[0].streamed_sha256.as_deref()),
+            (4, None)
+        );
+        assert!(seen[1].data.is_empty());
+        assert_eq!(seen[1].size, 8);
+        assert_eq!(
+            seen[1].streamed_sha256.as_deref(),
+            Some(hex::encode(Sha256::digest(b"0,1\n2,3\n")).as_str())
+        );
+    }
+
+    #[test]
+    fn the_unpacked_bound_is_inclusive_and_the_ratio_names_itself_only_when_it_binds() {
+        let tar = tar_of(&[("a.csv", b"x,y\n")], true);
+        let gz = gzip(&tar);
+        let exact = UnpackLimits {
+            max_unpacked_bytes: tar.len() as u64,
+            max_ratio: 1e6,
+            ..Default::default()
+        };
+        assert_eq!(unpack(&gz, &exact).unwrap().len(), 1);
+        let less = UnpackLimits {
+            max_unpacked_bytes: tar.len() as u64 - 1,
+            ..exact
+        };
+        assert_eq!(code_of(&gz, &less), "too_large_unpacked");
+        // A small bundle may inflate far past the ratio: the bound never
+        // falls below 1 MiB (900 KiB of zeros compress about 1000 to 1 at the best level).
+        let zeros = vec![0u8; 900 << 10];
+        let small = gzip_best(&tar_of(&[("z.bin", &zeros)], true));
+        assert!(small.len() * 200 < zeros.len(), "{}", small.len());
+        assert_eq!(names(&small), ["z.bin"]);
+        // 4 MiB of zeros: the ratio binds when its cap is below the size
+        // limit, the size limit when the two are equal.
+        let big = gzip_best(&tar_of(&[("z.bin", &vec![0u8; 4 << 20])], true));
+        let ratio = ((2 << 20) as f64 / big.len() as f64).floor();
+        let ratio_cap = (big.len() as f64 * ratio) as u64;
+        assert!(ratio_cap > 1 << 20 && ratio_cap < 4 << 20, "{ratio_cap}");
+        let binds = UnpackLimits {
+            max_unpacked_bytes: ratio_cap + 1,
+            max_ratio: ratio,
+            ..Default::default()
+        };
+        let err = unpack(&big, &binds).unwrap_err();
+        assert_eq!(err.code, "compression_ratio");
+        assert!(
+            err.message
+                .contains(&format!("compressed size of {} bytes", big.len())),
+            "{err}"
+        );
+        let equal = UnpackLimits {
+            max_unpacked_bytes: ratio_cap,
+            ..binds
+        };
+        assert_eq!(code_of(&big, &equal), "too_large_unpacked");
+    }
+
+    #[test]
+    fn zeros_then_a_byte_after_the_marker_is_found_at_its_offset() {
+        let mut tar = tar_of(&[("a.csv", b"x")], true);
+        let byte_at = tar.len() as u64 + 100;
+        tar.extend_from_slice(&[0; 100]);
+        tar.push(b'!');
+        let err = unpack(&gzip(&tar), &UnpackLimits::default()).unwrap_err();
+        assert_eq!(err.details[0].offset, Some(byte_at));
+        assert!(
+            err.details[0].message.contains("0x21"),
+            "{}",
+            err.details[0]
+        );
+        assert!(
+            err.details[0]
+                .message
+                .contains(&format!("at offset {byte_at} ")),
+            "{}",
+            err.details[0]
+        );
+    }
+
+    #[test]
+    fn trailing_bytes_are_shown_eight_at_most() {
+        let gz = gzip(&tar_of(&[("a.csv", b"x")], true));
+        let mut tail = gz.clone();
+        tail.extend_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+        let err = unpack(&tail, &UnpackLimits::default()).unwrap_err();
+        assert!(
+            err.details[0]
+                .message
+                .contains("(bytes 01 02 03 04 05 06 07 08) starts at byte"),
+            "{}",
+            err.details[0]
+        );
+        assert!(err.message.contains("one gzip stream"), "{err}");
+    }
+
+    #[test]
+    fn stored_bundles_are_checked_by_the_same_rules() {
+        let gz = gzip(&tar_of(&[("a.csv", b"x")], true));
+        assert_eq!(check_stored(&gz), Ok(()));
+        let mut tail = gz.clone();
+        tail.push(1);
+        let err = check_stored(&tail).unwrap_err();
+        assert_eq!(err.code, TRAILING_DATA);
+        assert!(audit_hint(&err).contains("db audit-bundles"));
+        let other = check_stored(b"not gzip").unwrap_err();
+        assert_eq!(other.code, "not_gzip");
+        assert_eq!(audit_hint(&other), "");
+    }
+
+    #[test]
+    fn the_compressed_bytes_read_are_counted_either_way() {
+        let mut c = Counted {
+            inner: &b"abcdef"[..],
+            consumed: 0,
+        };
+        let mut buf = [0u8; 4];
+        assert_eq!(c.read(&mut buf).unwrap(), 4);
+        assert_eq!(c.consumed, 4);
+        assert_eq!(c.fill_buf().unwrap(), b"ef");
+        c.consume(1);
+        assert_eq!(c.consumed, 5);
+        assert_eq!(c.read(&mut buf).unwrap(), 1);
+        assert_eq!(c.consumed, 6);
+    }
+
+    #[test]
+    fn backslashes_and_control_characters_are_named() {
+        for bad in ["\\etc\\passwd"] {
+            assert_eq!(clean_path(bad).unwrap_err().code, "absolute_path", "{bad}");
+        }
+        for bad in ["a\\b.csv", "a/b\u{7}.csv", "x/\n"] {
+            assert_eq!(clean_path(bad).unwrap_err().code, "bad_path", "{bad}");
+        }
+        // A colon past the second character is a name, not a drive.
+        assert_eq!(clean_path("ab:c").unwrap(), "ab:c");
+        assert_eq!(clean_path("a").unwrap(), "a");
     }
 
     #[test]

@@ -218,6 +218,196 @@ mod tests {
         p.iter().map(|h| BASE64_STANDARD.encode(h.0)).collect()
     }
 
+    /// A receipt for leaf `index` of a log of `size` submission leaves.
+    fn receipt_at(key: &LogKey, index: u64, size: u64) -> (Receipt, StoredHashes) {
+        let leaves: Vec<Leaf> = (0..size)
+            .map(|i| Leaf::Submission {
+                bundle_sha256: format!("{i:064x}"),
+                content_sha256: format!("c{i}"),
+                key_fingerprint: "SHA256:k".into(),
+                received_at: format!("2026-12-0{}T00:00:00.000Z", 1 + i % 9),
+                status: "accepted".into(),
+                submission_id: uuid::Uuid::from_u128(u128::from(i)).to_string(),
+            })
+            .collect();
+        let mut t = StoredHashes::default();
+        for l in &leaves {
+            t.append(&l.canonical()).unwrap();
+        }
+        let signed = key.sign_checkpoint(size, t.root(size).unwrap()).unwrap();
+        let proof = crate::tlog::checkpoint::format_proof(
+            index,
+            &t.inclusion(index, size).unwrap(),
+            &signed,
+        );
+        let leaf = leaves[index as usize].canonical();
+        let receipt = Receipt {
+            submission_id: uuid::Uuid::from_u128(u128::from(index)),
+            bundle_sha256: format!("{index:064x}"),
+            submitter: "alice".into(),
+            status: crate::domain::Status::Accepted,
+            received_at: format!("2026-12-0{}T00:00:00.000Z", 1 + index % 9),
+            demo: false,
+            gpu: crate::receipt::ReceiptGpu {
+                name: "NVIDIA L4".into(),
+                id: Some("l4".into()),
+            },
+            run_name: "run".into(),
+            bundle_bytes: 1,
+            protocol: None,
+            content_sha256: Some(format!("c{index}")),
+            counts: crate::receipt::Counts {
+                models: 1,
+                configurations: 1,
+                iterations: 1,
+                power_samples: 1,
+            },
+            checks: vec![],
+            configurations: vec![],
+            moderation: vec![],
+            links: crate::receipt::Links {
+                this: String::new(),
+                html: String::new(),
+            },
+            log: Some(crate::receipt::ReceiptLog {
+                index,
+                tree_size: size,
+                leaf_hash: BASE64_STANDARD.encode(leaf_hash(&leaf).0),
+                leaf: String::from_utf8(leaf).unwrap(),
+                proof: String::from_utf8(proof).unwrap(),
+                verifier_key: key.verifier_key().to_string(),
+            }),
+            log_index: Some(index),
+        };
+        (receipt, t)
+    }
+
+    #[test]
+    fn a_receipt_verifies_and_each_disagreement_is_named() {
+        let (_, key) = LogKey::generate("wattcounts.test/log").unwrap();
+        let vk = key.verifier_key();
+        let (r, _) = receipt_at(&key, 2, 5);
+        let facts = ReceiptFacts {
+            index: 2,
+            tree_size: 5,
+            origin: "wattcounts.test/log".into(),
+        };
+        assert_eq!(verify_receipt(&r, vk, None), Ok(facts.clone()));
+        // The bundle file's digest, in either case, is the leaf's.
+        let upper = r.bundle_sha256.to_uppercase();
+        assert_eq!(verify_receipt(&r, vk, Some(&upper)), Ok(facts));
+        let err = verify_receipt(&r, vk, Some(&"f".repeat(64))).unwrap_err();
+        assert!(err.contains("the bundle file's sha256 is fff"), "{err}");
+        let edits: [(fn(&mut Receipt), &str); 4] = [
+            (|r| r.submission_id = uuid::Uuid::from_u128(9), "submission_id 00000000-0000-0000-0000-000000000002 (receipt: 00000000-0000-0000-0000-000000000009)"),
+            (|r| r.bundle_sha256 = "ab".into(), "(receipt: ab)"),
+            (|r| r.received_at = "2026-01-01T00:00:00.000Z".into(), "received_at 2026-12-03T00:00:00.000Z (receipt: 2026-01-01"),
+            (|r| r.content_sha256 = Some("cx".into()), "content_sha256 c2 (receipt: cx)"),
+        ];
+        for (edit, says) in edits {
+            let mut bad = r.clone();
+            edit(&mut bad);
+            let err = verify_receipt(&bad, vk, None).unwrap_err();
+            assert!(
+                err.starts_with("the log leaf disagrees with the receipt: "),
+                "{err}"
+            );
+            assert!(err.contains(says), "{err}");
+        }
+        // Without a content digest the receipt does not speak to it.
+        let mut old = r.clone();
+        old.content_sha256 = None;
+        assert!(verify_receipt(&old, vk, None).is_ok());
+        // The log part claims another index than its proof shows.
+        let mut moved = r.clone();
+        moved.log.as_mut().unwrap().index = 3;
+        assert_eq!(
+            verify_receipt(&moved, vk, None).unwrap_err(),
+            "the proof is for leaf 2 of 5; the receipt says leaf 3 of 5"
+        );
+        let mut grown = r.clone();
+        grown.log.as_mut().unwrap().tree_size = 6;
+        assert_eq!(
+            verify_receipt(&grown, vk, None).unwrap_err(),
+            "the proof is for leaf 2 of 5; the receipt says leaf 2 of 6"
+        );
+        // Another key; no log part; a leaf that is not a submission's.
+        let (_, other) = LogKey::generate("wattcounts.test/log").unwrap();
+        let err = verify_receipt(&r, other.verifier_key(), None).unwrap_err();
+        assert!(err.contains("not signed by the log key"), "{err}");
+        let mut bare = r.clone();
+        bare.log = None;
+        let err = verify_receipt(&bare, vk, None).unwrap_err();
+        assert!(
+            err.contains("GET /api/v1/submissions/00000000-0000-0000-0000-000000000002"),
+            "{err}"
+        );
+        let mut decision = r.clone();
+        decision.log.as_mut().unwrap().leaf = String::from_utf8(
+            Leaf::Decision {
+                action: "approve".into(),
+                actor: "m".into(),
+                at: String::new(),
+                effective_at: String::new(),
+                from_status: String::new(),
+                reason: String::new(),
+                subject: String::new(),
+                to_status: String::new(),
+            }
+            .canonical(),
+        )
+        .unwrap();
+        assert_eq!(
+            verify_receipt(&decision, vk, None).unwrap_err(),
+            "log.leaf is not a submission's leaf"
+        );
+    }
+
+    #[test]
+    fn hashes_in_base64_and_the_proofs_a_monitor_needs() {
+        assert_eq!(
+            hash_of(&BASE64_STANDARD.encode([3u8; 32])),
+            Ok(Hash([3; 32]))
+        );
+        assert_eq!(hash_of("%"), Err("'%' is not base64".to_string()));
+        let short = BASE64_STANDARD.encode([3u8; 31]);
+        assert_eq!(
+            hash_of(&short),
+            Err(format!("'{short}' is not a 32-byte hash"))
+        );
+        let (_, key) = LogKey::generate("wattcounts.test/log").unwrap();
+        let t = tree("leaf", 9);
+        let open = |n: u64| opened(&signed(&key, &t, n), key.verifier_key(), "x").unwrap();
+        let (c0, c4, c9) = (open(0), open(4), open(9));
+        assert_eq!(proof_needed(None, &c9), None);
+        assert_eq!(proof_needed(Some(&c0), &c9), None);
+        assert_eq!(proof_needed(Some(&c4), &c9), Some((4, 9)));
+        assert_eq!(proof_needed(Some(&c9), &c9), None);
+        assert_eq!(proof_needed(Some(&c9), &c4), None);
+        let err = opened("junk", key.verifier_key(), "the kept checkpoint").unwrap_err();
+        assert!(err.starts_with("the kept checkpoint: "), "{err}");
+    }
+
+    #[test]
+    fn a_monitor_that_kept_an_empty_log_needs_no_proof() {
+        let (_, key) = LogKey::generate("wattcounts.test/log").unwrap();
+        let vk = key.verifier_key();
+        let t = tree("leaf", 3);
+        let empty = signed(&key, &t, 0);
+        let three = signed(&key, &t, 3);
+        assert!(matches!(
+            monitor_step(Some(&empty), &three, vk, &[]),
+            Ok((_, MonitorStep::Grew { from: 0, to: 3 }))
+        ));
+        // A proof line that is no hash is a fork alarm, not a pass.
+        let err = monitor_step(Some(&signed(&key, &t, 1)), &three, vk, &["%".into()]).unwrap_err();
+        assert_eq!(err, MonitorAlarm::Forked("'%' is not base64".into()));
+        let err = monitor_step(Some("junk"), &three, vk, &[]).unwrap_err();
+        assert!(
+            matches!(err, MonitorAlarm::BadCheckpoint(m) if m.starts_with("the kept checkpoint"))
+        );
+    }
+
     #[test]
     fn a_monitor_accepts_growth_and_names_every_other_change() {
         let (_, key) = LogKey::generate("wattcounts.test/log").unwrap();

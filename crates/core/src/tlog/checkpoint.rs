@@ -252,6 +252,94 @@ mod tests {
     }
 
     #[test]
+    fn a_checkpoint_naming_another_log_is_refused_though_signed() {
+        let (_, key) = LogKey::generate("wattcounts.test/log").unwrap();
+        assert_eq!(key.origin(), "wattcounts.test/log");
+        assert_eq!(
+            verifier_origin(key.verifier_key()),
+            Ok("wattcounts.test/log".to_string())
+        );
+        assert!(matches!(
+            verifier_origin("not a key"),
+            Err(ProofError::Malformed(_))
+        ));
+        // The key's own signature over a checkpoint whose origin line names
+        // another log.
+        let text = Checkpoint::new("other.test/log", 3, Hash([7; 32]), "")
+            .unwrap()
+            .to_bytes();
+        let mut note = Note::new(&text, &[]).unwrap();
+        note.add_sigs(&[&key.signer]).unwrap();
+        assert_eq!(
+            open_checkpoint(&note.to_bytes(), key.verifier_key()),
+            Err(ProofError::WrongOrigin {
+                expected: "wattcounts.test/log".into(),
+                found: "other.test/log".into()
+            })
+        );
+        assert!(matches!(
+            open_checkpoint(b"x", "not a key"),
+            Err(ProofError::Malformed(m)) if m.starts_with("verifier key")
+        ));
+        // The secret's key part must be one type byte and 32 key bytes.
+        let (secret, _) = LogKey::generate("wattcounts.test/log").unwrap();
+        let head: Vec<&str> = secret.splitn(5, '+').take(4).collect();
+        let short = format!("{}+{}", head.join("+"), BASE64_STANDARD.encode([1u8; 32]));
+        assert!(LogKey::from_secret(&short).is_err());
+        // Debug shows the public half only.
+        let shown = format!("{key:?}");
+        assert!(shown.contains(key.verifier_key()) && !shown.contains("PRIVATE"));
+    }
+
+    #[test]
+    fn a_proof_is_refused_at_its_first_wrong_line() {
+        let (_, key) = LogKey::generate("wattcounts.test/log").unwrap();
+        let vk = key.verifier_key();
+        let t = log(4);
+        let signed = key.sign_checkpoint(4, t.root(4).unwrap()).unwrap();
+        let leaf = leaf_hash(b"leaf 1");
+        let good =
+            String::from_utf8(format_proof(1, &t.inclusion(1, 4).unwrap(), &signed)).unwrap();
+        assert!(
+            good.starts_with("c2sp.org/tlog-proof@v1\nindex 1\n"),
+            "{good}"
+        );
+        assert_eq!(verify_proof(good.as_bytes(), leaf, vk), Ok((1, 4)));
+        let malformed = |text: String, why: &str| {
+            assert_eq!(
+                verify_proof(text.as_bytes(), leaf, vk),
+                Err(ProofError::Malformed(why.to_string())),
+                "{text}"
+            );
+        };
+        malformed(
+            good.replacen("@v1", "@v2", 1),
+            "the first line is not c2sp.org/tlog-proof@v1",
+        );
+        malformed(
+            good.replacen("index 1", "index one", 1),
+            "no 'index N' line",
+        );
+        malformed(good.replacen("index 1", "idx 1", 1), "no 'index N' line");
+        let line = good.lines().nth(2).unwrap().to_string();
+        malformed(good.replacen(&line, "%%%", 1), "a proof line is not base64");
+        malformed(
+            good.replacen(&line, &BASE64_STANDARD.encode([1u8; 31]), 1),
+            "a proof line is not a 32-byte hash",
+        );
+        malformed(
+            good.replace("\n\n", "\n"),
+            "no blank line before the checkpoint",
+        );
+        let mut bytes = good.clone().into_bytes();
+        bytes[25] = 0xff;
+        assert_eq!(
+            verify_proof(&bytes, leaf, vk),
+            Err(ProofError::Malformed("not UTF-8".into()))
+        );
+    }
+
+    #[test]
     fn proofs_verify_offline_and_tampering_is_named() {
         let (_, key) = LogKey::generate("wattcounts.test/log").unwrap();
         let t = log(37);

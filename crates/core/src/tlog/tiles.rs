@@ -229,6 +229,75 @@ mod tests {
     }
 
     #[test]
+    fn tile_bounds_at_the_highest_level_that_still_counts() {
+        // Level 7 spans 2^56 leaves per hash; level 8 would need 2^64.
+        let top = TilePath::Hashes {
+            level: 8,
+            n: 0,
+            width: 1,
+        };
+        assert!(!top.within(u64::MAX));
+        let seven = TilePath::Hashes {
+            level: 7,
+            n: 0,
+            width: 1,
+        };
+        assert!(!seven.within((1 << 56) - 1) && seven.within(1 << 56));
+        // An index past u64 is no tile of any tree.
+        assert!(!TilePath::Entries {
+            n: u64::MAX,
+            width: 1
+        }
+        .within(u64::MAX));
+    }
+
+    #[test]
+    fn hash_indexes_of_later_tiles_and_levels() {
+        let mut t = StoredHashes::default();
+        for i in 0..(256 * 2 + 3) {
+            t.append(format!("leaf {i}").as_bytes()).unwrap();
+        }
+        // Tile 1 of level 0: leaves 256..512, hashing to that subtree's root.
+        let idx = TilePath::hash_indexes(0, 1, 256);
+        assert_eq!(idx[0], tlog_tiles::stored_hash_index(0, 256));
+        let hashes = tlog_tiles::HashReader::read_hashes(&t, &idx).unwrap();
+        let left = t.root(256).unwrap();
+        let whole = t.root(512).unwrap();
+        assert_eq!(
+            tlog_tiles::node_hash(left, Tile::subtree_hash(&hash_tile(&hashes))),
+            whole
+        );
+        // Level 1: the hashes of level 8, one per 256 leaves.
+        let idx = TilePath::hash_indexes(1, 0, 2);
+        assert_eq!(
+            idx,
+            [
+                tlog_tiles::stored_hash_index(8, 0),
+                tlog_tiles::stored_hash_index(8, 1)
+            ]
+        );
+        let hashes = tlog_tiles::HashReader::read_hashes(&t, &idx).unwrap();
+        assert_eq!(hashes[0], left);
+        assert_eq!(tlog_tiles::node_hash(hashes[0], hashes[1]), whole);
+    }
+
+    #[test]
+    fn a_bundle_may_end_with_an_empty_leaf() {
+        let leaves: Vec<&[u8]> = vec![b"{}", b""];
+        let b = entry_bundle(leaves.clone()).unwrap();
+        assert_eq!(b, b"\x00\x02{}\x00\x00");
+        assert_eq!(read_bundle(&b).unwrap(), leaves);
+        assert_eq!(read_bundle(b"").unwrap(), Vec::<&[u8]>::new());
+        // A leaf of exactly 65,535 bytes still fits.
+        let max = vec![b'x'; 65_535];
+        let b = entry_bundle([max.as_slice()]).unwrap();
+        assert_eq!(&b[..2], [0xff, 0xff]);
+        assert_eq!(read_bundle(&b).unwrap(), [max.as_slice()]);
+        let err = entry_bundle([vec![0u8; 65_536].as_slice()]).unwrap_err();
+        assert!(err.contains("65536 bytes"), "{err}");
+    }
+
+    #[test]
     fn bundles_round_trip_and_refuse_truncation() {
         let leaves: Vec<&[u8]> = vec![b"{}", b"", b"{\"a\":1}"];
         let b = entry_bundle(leaves.clone()).unwrap();
