@@ -126,6 +126,8 @@ async fn every_page_in_headless_chromium() {
         {"path": "/gpus", "expect": "table tbody tr"},
         {"path": "/gpus/l4", "expect": "svg.chart .bar, svg.chart .dot"},
         {"path": "/compare?gpu=l4&gpu=h100-pcie&gpu=h100-nvl&scenario=server@0.33", "expect": "td.best", "name": "compare"},
+        {"path": "/insights", "expect": "section.finding figure svg", "name": "insights",
+         "text": "best against worst GPU per model", "within": "main"},
         {"path": "/methodology", "expect": "table.coverage tbody tr", "text": "tie within measurement noise"},
         {"path": format!("/submissions/{first_id}"), "expect": "table.checks tbody tr", "name": "submission"},
         {"path": "/submit", "expect": "form[action='/submit'] input[type=file]"},

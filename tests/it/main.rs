@@ -15,6 +15,7 @@ mod demo_load;
 mod explore;
 mod groups;
 mod hardening;
+mod insights;
 mod instances;
 mod intake;
 mod log;

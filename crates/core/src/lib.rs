@@ -20,6 +20,7 @@ pub mod digest;
 pub mod domain;
 pub mod fuzz_targets;
 pub mod handles;
+pub mod insights;
 pub mod leaderboard;
 pub mod pack;
 pub mod protocol;

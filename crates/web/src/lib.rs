@@ -16,6 +16,7 @@ pub mod format;
 pub mod guard;
 pub mod guide_pages;
 pub mod input_guard;
+pub mod insights_page;
 pub mod models_pages;
 pub mod openapi;
 pub mod pages;
@@ -214,6 +215,9 @@ fn route_table(state: &AppState) -> routes::Table {
         .get("/gpus", DataVersioned, explore::gpus_page)
         .get("/gpus/{id}", DataVersioned, explore::gpu_page)
         .get("/compare", DataVersioned, explore::compare_page)
+        .get("/insights", DataVersioned, insights_page::insights_page)
+        .api(DataVersioned, routes!(insights_page::insights_json))
+        .api(DataVersioned, routes!(insights_page::insights_csv))
         .get("/models", DataVersioned, models_pages::models_page)
         .get("/models/{*id}", DataVersioned, models_pages::model_page)
         .get(

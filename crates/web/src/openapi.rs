@@ -31,6 +31,7 @@ use utoipa::{Modify, OpenApi};
         (name = "leaderboard", description = "Groups of comparable results"),
         (name = "models", description = "Which GPU for a model"),
         (name = "gpus", description = "One GPU, and GPUs side by side"),
+        (name = "insights", description = "The paper's findings recomputed from the data"),
         (name = "snapshots", description = "Immutable dataset releases"),
         (name = "log", description = "The transparency log and its proofs"),
         (name = "maintainers", description = "Moderation and publishing (bearer token)"),

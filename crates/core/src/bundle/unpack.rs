@@ -867,9 +867,10 @@ mod tests {
 
     #[test]
     fn backslashes_and_control_characters_are_named() {
-        for bad in ["\\etc\\passwd"] {
-            assert_eq!(clean_path(bad).unwrap_err().code, "absolute_path", "{bad}");
-        }
+        assert_eq!(
+            clean_path("\\etc\\passwd").unwrap_err().code,
+            "absolute_path"
+        );
         for bad in ["a\\b.csv", "a/b\u{7}.csv", "x/\n"] {
             assert_eq!(clean_path(bad).unwrap_err().code, "bad_path", "{bad}");
         }

@@ -255,8 +255,10 @@ mod tests {
     fn hash_indexes_of_later_tiles_and_levels() {
         let mut t = StoredHashes::default();
         for i in 0..(256 * 2 + 3) {
-            t.append(format!("leaf {i}").as_bytes()).unwrap();
+            let (index, _) = t.append(format!("leaf {i}").as_bytes()).unwrap();
+            assert_eq!(index, i);
         }
+        assert_eq!(t.size(), 515);
         // Tile 1 of level 0: leaves 256..512, hashing to that subtree's root.
         let idx = TilePath::hash_indexes(0, 1, 256);
         assert_eq!(idx[0], tlog_tiles::stored_hash_index(0, 256));
