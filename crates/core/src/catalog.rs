@@ -18,6 +18,16 @@ pub struct GpuSpec {
     pub memory_gb: f64,
     pub memory_bandwidth_gb_s: f64,
     pub tensor_tflops: f64,
+    /// Half-precision (FP16) throughput without tensor cores, TFLOPS, as
+    /// the catalogue states it (the estimator's compute feature).
+    pub fp16_tflops: f64,
+    pub base_clock_mhz: f64,
+    pub boost_clock_mhz: f64,
+    pub release_year: f64,
+    /// Millions of transistors.
+    pub transistor_count_m: f64,
+    /// HBM2e, GDDR6X, ...
+    pub memory_type: String,
     /// Board power with a model loaded and no work, watts. Estimates from
     /// public measurements; the catalogue CSV does not carry it.
     pub idle_w: f64,
@@ -102,6 +112,14 @@ pub fn gpus() -> &'static [GpuSpec] {
             col(&h, "memory_bandwidth_gb_s"),
             col(&h, "tensor_tflops"),
         );
+        let (fp16, base, boost, year, transistors, mem_type) = (
+            col(&h, "half_float_performance_gflop_s"),
+            col(&h, "base_clock_mhz"),
+            col(&h, "boost_clock_mhz"),
+            col(&h, "release_year"),
+            col(&h, "transistor_count_m"),
+            col(&h, "memory_type"),
+        );
         body.iter()
             .map(|r| {
                 let nvml = r[name].to_string();
@@ -119,6 +137,12 @@ pub fn gpus() -> &'static [GpuSpec] {
                     memory_gb: num(r, mem),
                     memory_bandwidth_gb_s: num(r, bw),
                     tensor_tflops: num(r, tf),
+                    fp16_tflops: num(r, fp16) / 1000.0,
+                    base_clock_mhz: num(r, base),
+                    boost_clock_mhz: num(r, boost),
+                    release_year: num(r, year),
+                    transistor_count_m: num(r, transistors),
+                    memory_type: r[mem_type].to_string(),
                 }
             })
             .collect()

@@ -18,6 +18,7 @@ pub mod deadline;
 pub mod derived;
 pub mod digest;
 pub mod domain;
+pub mod estimator;
 pub mod fuzz_targets;
 pub mod handles;
 pub mod insights;

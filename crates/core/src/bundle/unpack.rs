@@ -206,6 +206,10 @@ impl<R: BufRead> BufRead for Counted<R> {
     }
 }
 
+/// Bytes read at a time while digesting or looking past the archive's
+/// end (its size changes no outcome, only the number of reads).
+const READ_CHUNK: usize = 65_536;
+
 /// The file name trailing-data details are reported under.
 const BUNDLE_FILE: &str = "bundle.tar.gz";
 /// The code of the one-gzip-member, nothing-after-the-tar rule.
@@ -228,7 +232,7 @@ fn after_the_archive<R: BufRead>(
     };
     // The tar reader stops at the first zero block, so `read` is where the
     // archive's marker ended (or where the stream ended, for a tar without one).
-    let mut buf = [0u8; 64 * 1024];
+    let mut buf = [0u8; READ_CHUNK];
     loop {
         let at = reader.read;
         let n = reader.read(&mut buf).map_err(corrupt)?;
@@ -371,7 +375,7 @@ fn read_entries<R: Read>(
             (data.len() as u64, data, None)
         } else {
             let mut hasher = Sha256::new();
-            let mut buf = [0u8; 64 * 1024];
+            let mut buf = [0u8; READ_CHUNK];
             let mut size = 0u64;
             loop {
                 let n = bounded.read(&mut buf).map_err(corrupt)?;

@@ -184,6 +184,8 @@ mod tests {
             "tiles/0/000",
             "tile/0/../000",
             "tile/entries/0001",
+            // The Go form's data tiles are entry bundles here, under their own name.
+            "tile/data/000",
             "",
         ] {
             assert_eq!(TilePath::parse(bad), None, "{bad}");
