@@ -9,9 +9,9 @@
 //! the paths the tests and tools name (`wattcounts::store`, …).
 
 pub use wattcounts_core::{
-    analysis, bundle, catalog, checks, compare, deadline, derived, digest, domain, fuzz_targets,
-    handles, leaderboard, pack, protocol, receipt, rejection, signing, spreadsheet, synth,
-    timestamp, tlog, units, verdict,
+    analysis, bundle, catalog, checks, compare, deadline, derived, digest, domain, estimator,
+    fuzz_targets, handles, insights, leaderboard, pack, protocol, receipt, rejection, signing,
+    spreadsheet, synth, timestamp, tlog, units, verdict,
 };
 pub use wattcounts_service as service;
 pub use wattcounts_service::{ingest, limits, telemetry};

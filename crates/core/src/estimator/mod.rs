@@ -11,6 +11,7 @@ pub mod baselines;
 pub mod conformal;
 pub mod features;
 pub mod metrics;
+pub mod other_physics;
 pub mod validation;
 
 use forust_ml::objective::ObjectiveType;
