@@ -10,6 +10,8 @@
 //! hardware: the demo's physics is a formula of the very catalogue
 //! features the estimator reads.
 
+mod support;
+
 use std::time::{Duration, Instant};
 
 use wattcounts::catalog;
@@ -17,7 +19,6 @@ use wattcounts::estimator::features::ScenarioClass;
 use wattcounts::estimator::validation::{validate, Line, Split};
 use wattcounts::estimator::{self, other_physics, Settings, TrainingRow};
 use wattcounts::leaderboard::{LeaderboardRow, Query};
-use wattcounts::synth::SynthOptions;
 
 /// WattGPU's published MdAPE of power (CV / LOGO / LOLO), offline and server.
 const WATTGPU_POWER: [(&str, [f64; 3]); 2] =
@@ -142,24 +143,7 @@ fn bench(title: &str, rows: &[TrainingRow]) -> anyhow::Result<()> {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-estimator");
-    std::fs::create_dir_all(&data)?;
-    let store =
-        wattcounts::store::open(&format!("sqlite:{}", data.join("wattcounts.db").display()))
-            .await?;
-    let state = wattcounts::app::with_store(
-        store.clone(),
-        &wattcounts::config::ServeConfig::defaults(&data),
-        "https://bench.wattcounts.test".into(),
-    )?;
-    let service = state.service.clone();
-    if service.needs_rebuild().await? {
-        service.rebuild(|l| eprintln!("{l}")).await?;
-    }
-    if let Some(s) =
-        wattcounts::demo::load_if_empty(&service, &data, &SynthOptions::default()).await?
-    {
-        eprintln!("demo loaded: {s:?}");
-    }
+    let (_, service) = support::demo_service(&data).await?;
     let board = service.all_groups(&Query::default()).await?;
     println!("demo view: {} groups", board.entries.len());
 

@@ -7,10 +7,11 @@
 //! would) and reused; each run publishes a new snapshot there, then the
 //! snapshots are removed again.
 
+mod support;
+
 use std::time::Duration;
 
 use wattcounts::snapshot::{self, Library};
-use wattcounts::synth::SynthOptions;
 
 fn mb(b: u64) -> String {
     format!("{:.2} MB", b as f64 / 1e6)
@@ -27,24 +28,7 @@ async fn main() -> anyhow::Result<()> {
         .transpose()?
         .unwrap_or(3);
     let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-snapshot");
-    std::fs::create_dir_all(&data)?;
-    let store =
-        wattcounts::store::open(&format!("sqlite:{}", data.join("wattcounts.db").display()))
-            .await?;
-    let state = wattcounts::app::with_store(
-        store.clone(),
-        &wattcounts::config::ServeConfig::defaults(&data),
-        "https://bench.wattcounts.test".into(),
-    )?;
-    let service = state.service.clone();
-    if service.needs_rebuild().await? {
-        service.rebuild(|l| eprintln!("{l}")).await?;
-    }
-    if let Some(s) =
-        wattcounts::demo::load_if_empty(&service, &data, &SynthOptions::default()).await?
-    {
-        eprintln!("demo loaded: {s:?}");
-    }
+    let (store, service) = support::demo_service(&data).await?;
     let counts = store.dataset_counts().await?;
     println!(
         "accepted data: {} submissions, {} iterations, {} power samples",

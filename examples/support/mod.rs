@@ -1,6 +1,6 @@
-//! What the load, slow-client and upload-memory examples share: a real
-//! `wattcounts serve` process, its memory, registration over the API and
-//! distinct small bundles.
+//! What the examples share: a real `wattcounts serve` process, its memory,
+//! registration over the API, distinct small bundles, and a service in
+//! process with the paper-scale demo loaded.
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
@@ -246,4 +246,33 @@ pub async fn wait_healthy(
         anyhow::ensure!(start.elapsed() < limit, "{url} not healthy after {limit:?}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// A service over SQLite in `data` with the paper-scale demo loaded, as
+/// `serve --demo` would (loaded once, reused by later runs), and its store.
+pub async fn demo_service(
+    data: &Path,
+) -> anyhow::Result<(
+    std::sync::Arc<dyn wattcounts::store::Store>,
+    std::sync::Arc<wattcounts::service::Service>,
+)> {
+    std::fs::create_dir_all(data)?;
+    let store =
+        wattcounts::store::open(&format!("sqlite:{}", data.join("wattcounts.db").display()))
+            .await?;
+    let state = wattcounts::app::with_store(
+        store.clone(),
+        &wattcounts::config::ServeConfig::defaults(data),
+        "https://bench.wattcounts.test".into(),
+    )?;
+    let service = state.service.clone();
+    if service.needs_rebuild().await? {
+        service.rebuild(|l| eprintln!("{l}")).await?;
+    }
+    if let Some(s) =
+        wattcounts::demo::load_if_empty(&service, data, &synth::SynthOptions::default()).await?
+    {
+        eprintln!("demo loaded: {s:?}");
+    }
+    Ok((store, service))
 }
