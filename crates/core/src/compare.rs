@@ -118,7 +118,8 @@ pub struct Comparison {
     pub headline: Headline,
 }
 
-fn median(mut v: Vec<f64>) -> Option<f64> {
+/// The median of `v` (the percentile rule of `/methodology`); None when empty.
+pub(crate) fn median(mut v: Vec<f64>) -> Option<f64> {
     if v.is_empty() {
         return None;
     }

@@ -242,15 +242,6 @@ fn counts(rows: &[&ModelRow]) -> (usize, usize, usize) {
     (groups, rows.len(), gpus)
 }
 
-fn median(v: &[f64]) -> Option<f64> {
-    let mut v = v.to_vec();
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    Some(crate::derived::percentile_sorted(&v, 0.5))
-}
-
 fn pct(v: f64) -> String {
     format!("{v:.1} %")
 }
@@ -304,7 +295,7 @@ fn best_vs_worst(table: &compare::Comparison, k: &ScenarioKey) -> Finding {
     });
     let top = savings[0].clone();
     let all: Vec<f64> = savings.iter().map(|s| s.saving_pct).collect();
-    f.median_saving_pct = median(&all);
+    f.median_saving_pct = compare::median(all);
     f.max_saving_pct = Some(top.saving_pct);
     f.max_saving_interval_pct = Some(top.interval_pct);
     f.model = Some(top.model.clone());
@@ -326,26 +317,6 @@ fn best_vs_worst(table: &compare::Comparison, k: &ScenarioKey) -> Finding {
     f
 }
 
-/// The GPU best for the most models (ties under the verdict rule weigh
-/// less, then the id): the one a buyer of a single GPU would pick.
-fn single_best(rows: &[&ModelRow], width: usize) -> Option<usize> {
-    let mut wins = vec![(0usize, 0usize); width];
-    for r in rows {
-        let b = r.best.expect("compared rows have a best");
-        wins[b].0 += 1;
-        if r.winner.is_none() {
-            wins[b].1 += 1;
-        }
-    }
-    (0..width).filter(|i| wins[*i].0 > 0).max_by(|a, b| {
-        wins[*a]
-            .0
-            .cmp(&wins[*b].0)
-            .then(wins[*b].1.cmp(&wins[*a].1))
-            .then(b.cmp(a))
-    })
-}
-
 fn vs_single_best(table: &compare::Comparison, k: &ScenarioKey) -> Finding {
     let mut f = Finding::new(
         format!("gpu_choice.vs_single_best.{}", k.param()),
@@ -353,8 +324,15 @@ fn vs_single_best(table: &compare::Comparison, k: &ScenarioKey) -> Finding {
         VS_SINGLE_BEST,
         "findings-gpu-choice",
     );
-    let rows = compared(table);
-    let Some(single) = single_best(&rows, table.gpus.len()) else {
+    // compare's headline already names the GPU best for the most models
+    // (fewer ties first among equals): the one a buyer of a single GPU
+    // would pick.
+    let single = table
+        .headline
+        .best_gpu
+        .as_ref()
+        .and_then(|(id, _)| table.gpus.iter().position(|g| &g.0 == id));
+    let Some(single) = single else {
         return f.missing(format!(
             "No model was measured on two GPUs in {}: no GPU is best for any.",
             k.label()
@@ -487,8 +465,8 @@ fn wins(table: &compare::Comparison, k: &ScenarioKey, entries: &[LeaderboardRow]
             gpu_id: id.clone(),
             gpu_name: name.clone(),
             catalogue_idle_w: catalog::gpu_by_id(id).map(|g| g.idle_w),
-            measured_w: median(&at_lowest),
             lowest_rate_qps: lowest.filter(|_| !at_lowest.is_empty()),
+            measured_w: compare::median(at_lowest),
         });
     }
     // Sorted by clear wins: the first of a class is its leader, if it
@@ -596,10 +574,10 @@ fn size_scaling(here: &[&LeaderboardRow], k: &ScenarioKey) -> Finding {
     }
     let mut exps: Vec<f64> = f.slopes.iter().map(|s| s.exponent).collect();
     exps.sort_by(f64::total_cmp);
-    f.median_exponent = median(&exps);
+    f.median_exponent = Some(crate::derived::percentile_sorted(&exps, 0.5));
     f.median_exponent_interval = domain::median_interval(&exps);
-    f.exponent_with_kv_ratio = median(&with_kv.iter().map(|b| b.0).collect::<Vec<_>>());
-    f.kv_ratio_coefficient = median(&with_kv.iter().map(|b| b.1).collect::<Vec<_>>());
+    f.exponent_with_kv_ratio = compare::median(with_kv.iter().map(|b| b.0).collect());
+    f.kv_ratio_coefficient = compare::median(with_kv.iter().map(|b| b.1).collect());
     let e = f.median_exponent.expect("slopes");
     f.statement = format!(
         "In {}, energy per token grows as parameters^{:.2} (median over {} GPUs of each GPU's Theil–Sen slope of log J/token on log parameters, over {} models){}.",

@@ -17,7 +17,8 @@ fn num(v: f64) -> String {
     format!("{v}")
 }
 
-fn opt(v: Option<f64>) -> String {
+/// A figure as a CSV cell: empty when absent.
+pub(crate) fn opt(v: Option<f64>) -> String {
     v.map(num).unwrap_or_default()
 }
 

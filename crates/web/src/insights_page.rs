@@ -12,6 +12,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::charts;
+use super::csv_export::opt;
 use super::error::ApiError;
 use super::explore::{entries, View};
 use super::pages::{render, url_encode, PageError, VERSION};
@@ -19,7 +20,7 @@ use super::params::{PageParams, Params, ViewParams};
 use super::AppState;
 use wattcounts_core::compare::ScenarioKey;
 use wattcounts_core::domain::Interval;
-use wattcounts_core::insights::{self, Finding};
+use wattcounts_core::insights::{self, Finding, ModelSaving};
 use wattcounts_core::spreadsheet::text_cell;
 use wattcounts_core::verdict::{sig, Estimate};
 
@@ -147,10 +148,6 @@ pub const CSV_COLUMNS: &[&str] = &[
     "synthetic",
 ];
 
-fn opt(v: Option<f64>) -> String {
-    v.map(|v| format!("{v}")).unwrap_or_default()
-}
-
 fn opt_text(v: &Option<String>) -> String {
     v.as_deref().map(text_cell).unwrap_or_default()
 }
@@ -274,6 +271,26 @@ fn saving_chart(f: &Finding, id: &str, title: &str) -> String {
     )
 }
 
+/// A saving table's rows: the model, its two GPUs joined by `joiner`, the
+/// saving with its range.
+fn saving_rows<'a>(
+    savings: impl Iterator<Item = &'a ModelSaving>,
+    joiner: &str,
+) -> Vec<(String, String, String)> {
+    savings
+        .map(|s| {
+            (
+                s.model.clone(),
+                format!("{} {joiner} {}", s.best_gpu, s.other_gpu),
+                format!(
+                    "{:.1} % ({:.1}–{:.1})",
+                    s.saving_pct, s.interval_pct.lo, s.interval_pct.hi
+                ),
+            )
+        })
+        .collect()
+}
+
 fn view_of(f: &Finding, gpus: &[(String, Vec<String>)], view_query: &str) -> FindingView {
     let anchor = f.id.replace(['@', '.'], "-");
     let key = ScenarioKey::parse(&f.scenario);
@@ -310,20 +327,7 @@ fn view_of(f: &Finding, gpus: &[(String, Vec<String>)], view_query: &str) -> Fin
                 );
             }
             v.table_head = ("model".into(), "best → worst GPU".into(), "saving".into());
-            v.table = f
-                .savings
-                .iter()
-                .map(|s| {
-                    (
-                        s.model.clone(),
-                        format!("{} → {}", s.best_gpu, s.other_gpu),
-                        format!(
-                            "{:.1} % ({:.1}–{:.1})",
-                            s.saving_pct, s.interval_pct.lo, s.interval_pct.hi
-                        ),
-                    )
-                })
-                .collect();
+            v.table = saving_rows(f.savings.iter(), "→");
         }
         insights::VS_SINGLE_BEST => {
             v.title = "GPU choice: the best GPU per model against one GPU for all".into();
@@ -340,21 +344,7 @@ fn view_of(f: &Finding, gpus: &[(String, Vec<String>)], view_query: &str) -> Fin
                 "best GPU vs the single one".into(),
                 "saving".into(),
             );
-            v.table = f
-                .savings
-                .iter()
-                .filter(|s| s.saving_pct > 0.0)
-                .map(|s| {
-                    (
-                        s.model.clone(),
-                        format!("{} vs {}", s.best_gpu, s.other_gpu),
-                        format!(
-                            "{:.1} % ({:.1}–{:.1})",
-                            s.saving_pct, s.interval_pct.lo, s.interval_pct.hi
-                        ),
-                    )
-                })
-                .collect();
+            v.table = saving_rows(f.savings.iter().filter(|s| s.saving_pct > 0.0), "vs");
         }
         insights::WINS => {
             v.title = "Which GPU wins".into();

@@ -2,6 +2,8 @@
 //! features as WattGPU uses them. Two sets: the power model's, and the
 //! ITL model's, which adds what decides the compute side of a token.
 
+use std::sync::OnceLock;
+
 use crate::catalog::{GpuSpec, ModelSpec};
 
 /// The scenario as WattGPU's trees see it: a category, never the rate
@@ -75,11 +77,42 @@ pub const ITL_EXTRA_FEATURES: &[&str] = &[
 /// A category as a number: its place in the sorted list of the
 /// catalogue's values (stable for one catalogue; a value it does not know
 /// gets one past the end).
-fn category(value: &str, all: impl Iterator<Item = String>) -> f64 {
-    let mut known: Vec<String> = all.collect();
-    known.sort();
-    known.dedup();
+fn category(value: &str, known: &[String]) -> f64 {
     known.iter().position(|k| k == value).unwrap_or(known.len()) as f64
+}
+
+/// The catalogue's values of one category, sorted, listed once (features
+/// are computed per training row and per estimate).
+fn sorted_once(
+    cell: &'static OnceLock<Vec<String>>,
+    values: impl FnOnce() -> Vec<String>,
+) -> &'static [String] {
+    cell.get_or_init(|| {
+        let mut v = values();
+        v.sort();
+        v.dedup();
+        v
+    })
+}
+
+fn model_types() -> &'static [String] {
+    static CELL: OnceLock<Vec<String>> = OnceLock::new();
+    sorted_once(&CELL, || {
+        crate::catalog::models()
+            .iter()
+            .map(|m| m.model_type.clone())
+            .collect()
+    })
+}
+
+fn memory_types() -> &'static [String] {
+    static CELL: OnceLock<Vec<String>> = OnceLock::new();
+    sorted_once(&CELL, || {
+        crate::catalog::gpus()
+            .iter()
+            .map(|g| g.memory_type.clone())
+            .collect()
+    })
 }
 
 /// Seconds to read the weights once (BF16: two bytes per parameter).
@@ -96,12 +129,7 @@ pub fn power_features(gpu: &GpuSpec, model: &ModelSpec, scenario: ScenarioClass)
     vec![
         scenario.code(),
         model.params_b.ln(),
-        category(
-            &model.model_type,
-            crate::catalog::models()
-                .iter()
-                .map(|m| m.model_type.clone()),
-        ),
+        category(&model.model_type, model_types()),
         f64::from(model.kv_heads),
         f64::from(model.layers),
         gpu.memory_bandwidth_gb_s,
@@ -124,10 +152,7 @@ pub fn itl_features(gpu: &GpuSpec, model: &ModelSpec, scenario: ScenarioClass) -
         f64::from(model.hidden_size),
         f64::from(model.attention_heads),
         gpu.memory_gb,
-        category(
-            &gpu.memory_type,
-            crate::catalog::gpus().iter().map(|g| g.memory_type.clone()),
-        ),
+        category(&gpu.memory_type, memory_types()),
         gpu.fp16_tflops,
         compute_time_per_token_s(gpu, model),
     ]);
