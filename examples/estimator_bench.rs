@@ -15,36 +15,13 @@ mod support;
 use std::time::{Duration, Instant};
 
 use wattcounts::catalog;
-use wattcounts::estimator::features::ScenarioClass;
 use wattcounts::estimator::validation::{validate, Line, Split};
 use wattcounts::estimator::{self, other_physics, Settings, TrainingRow};
-use wattcounts::leaderboard::{LeaderboardRow, Query};
+use wattcounts::leaderboard::Query;
 
 /// WattGPU's published MdAPE of power (CV / LOGO / LOLO), offline and server.
 const WATTGPU_POWER: [(&str, [f64; 3]); 2] =
     [("batch", [1.6, 3.4, 2.0]), ("server", [5.5, 13.5, 6.7])];
-
-/// One training row per accepted group of a catalogue GPU and a dense
-/// catalogue model, from the read model's medians.
-fn training_rows(groups: &[LeaderboardRow]) -> Vec<TrainingRow> {
-    groups
-        .iter()
-        .filter(|g| catalog::gpu_by_id(&g.gpu_id).is_some())
-        .filter(|g| catalog::model_by_id(&g.model).is_some_and(|m| m.active_params_b == m.params_b))
-        .filter_map(|g| {
-            Some(TrainingRow {
-                gpu_id: g.gpu_id.clone(),
-                model: g.model.clone(),
-                scenario: ScenarioClass::of(g.lambda_qps),
-                lambda_qps: g.lambda_qps,
-                power_w: g.power_mean_w,
-                itl_s: g.itl_s.filter(|v| *v > 0.0)?,
-                energy_per_token_j: g.energy_per_token_j,
-                energy_per_request_j: g.energy_per_request_j,
-            })
-        })
-        .collect()
-}
 
 fn pct(v: Option<f64>) -> String {
     v.map_or("–".into(), |v| format!("{v:.1} %"))
@@ -140,6 +117,171 @@ fn bench(title: &str, rows: &[TrainingRow]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Median of `n` runs of `f`, in ms.
+async fn median_ms<F, Fut>(n: usize, mut f: F) -> f64
+where
+    F: FnMut(usize) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let mut times: Vec<Duration> = Vec::new();
+    for i in 0..n {
+        let t = Instant::now();
+        f(i).await;
+        times.push(t.elapsed());
+    }
+    times.sort();
+    times[times.len() / 2].as_secs_f64() * 1e3
+}
+
+/// One GET through the router, as the server handles it; the status.
+async fn get(router: &axum::Router, path: &str) -> u16 {
+    use tower::ServiceExt;
+    let resp = router
+        .clone()
+        .oneshot(
+            axum::http::Request::get(path)
+                .body(axum::body::Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let status = resp.status().as_u16();
+    let _ = axum::body::to_bytes(resp.into_body(), usize::MAX).await;
+    status
+}
+
+fn enc(s: &str) -> String {
+    s.replace('/', "%2F")
+}
+
+/// The service's own fit job, pages and answers on the demo: the refresh
+/// that fits, validates and stores; a restart that loads; estimate and
+/// page latencies uncached; reader pages while a refit runs; memory.
+async fn service_bench(data: &std::path::Path) -> anyhow::Result<()> {
+    let store =
+        wattcounts::store::open(&format!("sqlite:{}", data.join("wattcounts.db").display()))
+            .await?;
+    let mut cfg = wattcounts::config::ServeConfig::defaults(data);
+    cfg.no_response_cache = true;
+    let state = wattcounts::app::with_store(store.clone(), &cfg, "https://bench.test".into())?;
+    let service = state.service.clone();
+    let router = wattcounts::web::app(state);
+    let pid = std::process::id();
+    let (rss_before, _) = support::memory_mb(pid);
+    let leaderboard_idle = median_ms(20, |_| async {
+        get(&router, "/api/v1/leaderboard?per_page=50").await;
+    })
+    .await;
+    let t = Instant::now();
+    let outcome = service.refresh_estimator().await?;
+    let refresh = t.elapsed();
+    let view = service.estimator();
+    let fit = view.current.as_ref().expect("a fit");
+    println!(
+        "\nservice: refresh {:?} in {:.2} s (fit {:.2} s, validation {:.1} s, then stored); {} training rows",
+        match outcome {
+            wattcounts::service::estimates::Refreshed::Fitted(_) => "fitted",
+            wattcounts::service::estimates::Refreshed::Loaded(_) => "loaded (stored earlier)",
+            _ => "other",
+        },
+        refresh.as_secs_f64(),
+        fit.provenance.fit_seconds,
+        fit.provenance.validation_seconds,
+        fit.rows.len()
+    );
+    let (rss_after, hwm) = support::memory_mb(pid);
+    println!(
+        "memory: RSS {rss_before:.0} MB before the fit, {rss_after:.0} MB after (+{:.0} MB), peak {hwm:.0} MB",
+        rss_after - rss_before
+    );
+    // A restart: a second service on the same database loads the fit.
+    let again = wattcounts::app::with_store(store.clone(), &cfg, "https://bench.test".into())?;
+    let t = Instant::now();
+    let loaded = again.service.refresh_estimator().await?;
+    println!(
+        "restart: {:?} in {:.0} ms, fits made by the new instance: {}",
+        loaded,
+        t.elapsed().as_secs_f64() * 1e3,
+        again.service.estimator().fits_made
+    );
+
+    // 200 distinct questions (every GPU × model × scenario in turn).
+    let questions: Vec<String> = catalog::models()
+        .iter()
+        .flat_map(|m| {
+            catalog::gpus().iter().flat_map(move |g| {
+                ["batch", "server@0.017", "server@0.33"]
+                    .into_iter()
+                    .map(move |sc| {
+                        format!(
+                            "/api/v1/estimate?model={}&gpu={}&scenario={sc}",
+                            enc(&m.id),
+                            g.id
+                        )
+                    })
+            })
+        })
+        .step_by(7)
+        .take(200)
+        .collect();
+    let answered = std::cell::Cell::new(0);
+    let estimate = median_ms(questions.len(), |i| {
+        let q = questions[i].clone();
+        let router = &router;
+        let answered = &answered;
+        async move {
+            if get(router, &q).await == 200 {
+                answered.set(answered.get() + 1);
+            }
+        }
+    })
+    .await;
+    let answered = answered.get();
+    println!(
+        "/api/v1/estimate: median {estimate:.2} ms over {} distinct questions, uncached ({answered} estimates, the rest refusals)",
+        questions.len()
+    );
+    for path in [
+        "/insights",
+        "/api/v1/insights",
+        "/api/v1/estimator",
+        "/estimate?model=meta-llama%2FLlama-3.1-8B-Instruct&gpu=a100-sxm4-40gb&scenario=batch",
+        "/models/meta-llama/Llama-3.1-8B-Instruct",
+        "/api/v1/models/meta-llama/Llama-3.1-8B-Instruct/estimates",
+    ] {
+        let ms = median_ms(20, |_| async {
+            assert_eq!(get(&router, path).await, 200, "{path}");
+        })
+        .await;
+        println!("{path}: median {ms:.1} ms uncached (20 requests)");
+    }
+
+    // Reader pages while a refit runs (other settings: a new version).
+    let mut other = cfg.clone();
+    other.estimator_toml = Some("seed = 7\n".into());
+    let busy = wattcounts::app::with_store(store.clone(), &other, "https://bench.test".into())?;
+    let refit = tokio::spawn({
+        let s = busy.service.clone();
+        async move { s.refresh_estimator().await }
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut during = Vec::new();
+    while !refit.is_finished() {
+        let t = Instant::now();
+        get(&router, "/api/v1/leaderboard?per_page=50").await;
+        during.push(t.elapsed());
+    }
+    refit.await??;
+    during.sort();
+    println!(
+        "reader page /api/v1/leaderboard: idle median {leaderboard_idle:.1} ms; during a refit median {:.1} ms over {} requests ({:.2}×)",
+        during.get(during.len() / 2).map_or(0.0, |d| d.as_secs_f64() * 1e3),
+        during.len(),
+        during.get(during.len() / 2).map_or(0.0, |d| d.as_secs_f64() * 1e3) / leaderboard_idle
+    );
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-estimator");
@@ -162,11 +304,12 @@ async fn main() -> anyhow::Result<()> {
 
     bench(
         "demo (synthetic: the scores check the pipeline, not hardware)",
-        &training_rows(&board.entries),
+        &estimator::training_rows(&board.entries),
     )?;
     bench(
         "other physics (the tests' generator)",
         &other_physics::other_physics(&other_physics::GPUS, 2),
     )?;
-    Ok(())
+    drop(service);
+    service_bench(&data).await
 }

@@ -30,6 +30,9 @@ const PAGES: &[&str] = &[
     "/models/meta-llama/Llama-3.1-8B-Instruct",
     "/api/v1/models/meta-llama/Llama-3.1-8B-Instruct",
     "/models/meta-llama/Llama-3.1-8B-Instruct?ttft_ms=100",
+    "/insights",
+    "/api/v1/insights",
+    "/api/v1/estimate?model=meta-llama%2FLlama-3.1-8B-Instruct&gpu=a100-sxm4-40gb&scenario=batch",
 ];
 const REPEATS: usize = 15;
 
@@ -315,6 +318,54 @@ struct Scale {
     snapshot_s: f64,
     snapshot_kb: u64,
     medians: Vec<(String, f64, u64)>,
+    /// The estimator: reading its training rows from the read model, the
+    /// fit and the validation (in process, as the job does them).
+    estimator_read_s: f64,
+    estimator_fit_s: f64,
+    estimator_validation_s: f64,
+}
+
+/// The estimator's work at this scale, timed in process: read the groups,
+/// fit, validate (never stored: the server's own job loads or fits). Also
+/// makes sure the server finds a stored fit of the data, so its job does
+/// not fit in the background while the pages are timed.
+async fn time_estimator(data: &Path, db: &str, audience: &str) -> anyhow::Result<(f64, f64, f64)> {
+    use wattcounts::estimator::trained::{Provenance, Trained};
+    let store = wattcounts::store::open(db).await?;
+    let mut cfg = wattcounts::config::ServeConfig::defaults(data);
+    cfg.no_response_cache = true;
+    let state = wattcounts::app::with_store(store, &cfg, audience.into())?;
+    let t = Instant::now();
+    let board = state
+        .service
+        .all_groups(&wattcounts::leaderboard::Query::default())
+        .await?;
+    let rows = wattcounts::estimator::training_rows(&board.entries);
+    let read = t.elapsed().as_secs_f64();
+    let trained = tokio::task::spawn_blocking(move || {
+        let start = Instant::now();
+        Trained::train(
+            rows,
+            Default::default(),
+            Provenance {
+                data_stamp: String::new(),
+                origin: "demo".into(),
+                protocol: "reference".into(),
+                fitted_at: String::new(),
+                fit_seconds: 0.0,
+                validation_seconds: 0.0,
+            },
+            1,
+            || start.elapsed().as_secs_f64(),
+        )
+    })
+    .await??;
+    state.service.refresh_estimator().await?;
+    Ok((
+        read,
+        trained.provenance.fit_seconds,
+        trained.provenance.validation_seconds,
+    ))
 }
 
 async fn measure(
@@ -333,6 +384,8 @@ async fn measure(
         counts.submissions, counts.runs
     );
     let (snapshot_s, snapshot_kb) = snapshot(data, db)?;
+    let (estimator_read_s, estimator_fit_s, estimator_validation_s) =
+        time_estimator(data, db, audience).await?;
     let server = start_server(data, db, audience).await?;
     let (pages, rss_kb, hwm_kb) = time_pages(&server).await?;
     let board: serde_json::Value = reqwest::get(format!(
@@ -384,6 +437,9 @@ async fn measure(
         snapshot_s,
         snapshot_kb,
         medians,
+        estimator_read_s,
+        estimator_fit_s,
+        estimator_validation_s,
     })
 }
 
@@ -522,6 +578,17 @@ async fn main() -> anyhow::Result<()> {
         big.label,
         big.snapshot_s,
         big.snapshot_kb as f64 / 1024.0
+    );
+    println!(
+        "estimator (in process, one thread): read the groups {:.3} s → {:.3} s; fit {:.2} s → {:.2} s ({:.2}x); validation {:.1} s → {:.1} s ({:.2}x)",
+        demo.estimator_read_s,
+        big.estimator_read_s,
+        demo.estimator_fit_s,
+        big.estimator_fit_s,
+        big.estimator_fit_s / demo.estimator_fit_s,
+        demo.estimator_validation_s,
+        big.estimator_validation_s,
+        big.estimator_validation_s / demo.estimator_validation_s
     );
     if pg.is_none() {
         if let Some(s) = sqlite3_csv_seconds(&data.join("wattcounts.db")) {

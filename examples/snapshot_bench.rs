@@ -47,6 +47,7 @@ async fn main() -> anyhow::Result<()> {
                         created_by: "bench".into(),
                         public_url: None,
                         log_key: None,
+                        estimator: None,
                     },
                     |_| {},
                 )

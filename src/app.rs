@@ -57,7 +57,8 @@ pub fn with_files(
         cfg.admission_limits(),
         cfg.rate_limits(),
         Some(log_key),
-    );
+    )
+    .with_estimator(cfg.estimator()?);
     let settings = WebSettings {
         max_body_bytes: cfg.max_body_bytes,
         maintainers: cfg.maintainers()?,

@@ -162,6 +162,9 @@ pub struct ServeConfig {
     /// The configuration file's [checks] table (set by the file layer).
     #[arg(long = "checks-toml", hide = true)]
     pub checks_toml: Option<String>,
+    /// The configuration file's [estimator] table (set by the file layer).
+    #[arg(long = "estimator-toml", hide = true)]
+    pub estimator_toml: Option<String>,
     /// How often the published checkpoint (/log/checkpoint) advances to
     /// cover new leaves, seconds (maintainers can also publish at once).
     #[arg(long, env = "WATTCOUNTS_LOG_PUBLISH_SECS", default_value_t = 10)]
@@ -289,6 +292,7 @@ impl ServeConfig {
             log_publish_secs: 10,
             metrics_bind: None,
             checks_toml: None,
+            estimator_toml: None,
         }
     }
 }
@@ -396,6 +400,19 @@ impl ServeConfig {
             }
         }
     }
+    /// The estimator's settings: the file's [estimator] table over the
+    /// defaults; a bad key or value is an error naming it.
+    pub fn estimator(&self) -> anyhow::Result<wattcounts_service::estimates::EstimatorConfig> {
+        let cfg: wattcounts_service::estimates::EstimatorConfig = match &self.estimator_toml {
+            Some(table) => {
+                toml::from_str(table).map_err(|e| anyhow::anyhow!("[estimator]: {e}"))?
+            }
+            None => Default::default(),
+        };
+        cfg.check().map_err(|e| anyhow::anyhow!(e))?;
+        Ok(cfg)
+    }
+
     pub fn maintainers(&self) -> anyhow::Result<Maintainers> {
         Maintainers::parse(&self.admin_tokens)
     }

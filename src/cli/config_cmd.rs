@@ -113,6 +113,20 @@ pub fn lines(
     out.push(String::new());
     out.push(format!("[checks]  # {source}"));
     out.extend(toml::to_string(&thresholds)?.lines().map(String::from));
+    let estimator = cfg.estimator()?;
+    out.push(String::new());
+    out.push(format!(
+        "# [estimator] from {}",
+        if layered.from_file.contains("estimator") {
+            "the file"
+        } else {
+            "the defaults"
+        }
+    ));
+    // Nested under its table name so [estimator.power] reads as it is set.
+    let nested =
+        toml::Table::from_iter([("estimator".to_string(), toml::Value::try_from(&estimator)?)]);
+    out.extend(toml::to_string(&nested)?.lines().map(String::from));
     Ok(out)
 }
 

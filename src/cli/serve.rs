@@ -83,6 +83,8 @@ pub async fn run(cfg: ServeConfig) -> anyhow::Result<()> {
             handle,
         ));
     }
+    // The estimator fits in the background whenever the data settle.
+    tokio::spawn(state.service.clone().run_estimator());
     // Other instances on the same database: notice their writes.
     tokio::spawn(
         state

@@ -98,6 +98,7 @@ pub async fn run(cmd: SnapshotCommand) -> anyhow::Result<()> {
                 created_by: a.by.clone(),
                 public_url: a.public_url.clone(),
                 log_key: Some(std::sync::Arc::new(key)),
+                estimator: None,
             };
             let start = std::time::Instant::now();
             let created =

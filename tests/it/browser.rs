@@ -17,6 +17,7 @@ use serde_json::json;
 const HOSTILE: &str = "<script>alert(1)</script>";
 const SMALL: &str = "Qwen/Qwen2.5-0.5B-Instruct";
 const LLAMA: &str = "meta-llama/Llama-3.1-8B-Instruct";
+const MID: &str = "Qwen/Qwen2.5-1.5B-Instruct";
 
 fn missing_tools() -> Option<String> {
     let chromium = std::env::var("CHROMIUM_PATH").unwrap_or_else(|_| "/usr/bin/chromium".into());
@@ -58,7 +59,7 @@ async fn every_page_in_headless_chromium() {
     // reader comes with), the reference protocol.
     let mut first_id = String::new();
     for gpu in ["l4", "h100-pcie", "h100-nvl"] {
-        let run = BundleBuilder::on(gpu, &[SMALL, LLAMA]).generate();
+        let run = BundleBuilder::on(gpu, &[SMALL, MID, LLAMA]).generate();
         let gz = BundleBuilder::of(&run).by("alice", &key).build();
         let (_, r) = service.submit(gz.clone(), sign(&key, &gz)).await.unwrap();
         first_id = r.submission_id.to_string();
@@ -100,6 +101,13 @@ async fn every_page_in_headless_chromium() {
         .await
         .unwrap();
     let snapshot_id = created.published.manifest.snapshot_id;
+    // The estimator's fit of these data, stored: `serve` loads it at
+    // start instead of fitting (3 GPUs × 3 models, the least it takes).
+    let fitted = service.refresh_estimator().await.unwrap();
+    assert!(
+        matches!(fitted, wattcounts::service::estimates::Refreshed::Fitted(_)),
+        "{fitted:?}"
+    );
     drop(state);
     drop(service);
     drop(store);
@@ -128,6 +136,11 @@ async fn every_page_in_headless_chromium() {
         {"path": "/compare?gpu=l4&gpu=h100-pcie&gpu=h100-nvl&scenario=server@0.33", "expect": "td.best", "name": "compare"},
         {"path": "/insights", "expect": "section.finding figure svg", "name": "insights",
          "text": "best against worst GPU per model", "within": "main"},
+        {"path": "/estimate", "expect": "form select[name=model]", "name": "estimate-form",
+         "text": "is not a measurement", "within": "main"},
+        {"path": format!("/estimate?model={LLAMA}&gpu=a100-sxm4-40gb&scenario=batch"), "expect": "tr.estimate", "name": "estimate",
+         "text": "Estimate:", "within": "main"},
+        {"path": format!("/models/{LLAMA}#estimates"), "expect": "section#estimates tr.estimate", "name": "model-estimates"},
         {"path": "/methodology", "expect": "table.coverage tbody tr", "text": "tie within measurement noise"},
         {"path": format!("/submissions/{first_id}"), "expect": "table.checks tbody tr", "name": "submission"},
         {"path": "/submit", "expect": "form[action='/submit'] input[type=file]"},

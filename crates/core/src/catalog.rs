@@ -6,6 +6,15 @@ use std::sync::OnceLock;
 const GPU_CSV: &str = include_str!("../catalog/gpu_features.csv");
 const MODEL_CSV: &str = include_str!("../catalog/model_features.csv");
 
+/// SHA-256 of both catalogue files: what a stored estimator fit's features
+/// were read from (a corrected TDP makes older fits stale).
+pub fn digest() -> &'static str {
+    static DIGEST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    DIGEST.get_or_init(|| {
+        crate::digest::sha256_hex(format!("{GPU_CSV}\u{0}{MODEL_CSV}").as_bytes())
+    })
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct GpuSpec {
     /// Stable URL-safe id, e.g. `h100-pcie`.

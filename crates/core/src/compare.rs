@@ -334,6 +334,17 @@ pub fn model_summary(
     model: &str,
     asked: &[Deadline],
 ) -> Vec<ModelScenario> {
+    model_summary_within(entries, model, asked, None)
+}
+
+/// [`model_summary`] with an energy budget (J/token) every deadline
+/// choice must also meet.
+pub fn model_summary_within(
+    entries: &[LeaderboardRow],
+    model: &str,
+    asked: &[Deadline],
+    budget: Option<f64>,
+) -> Vec<ModelScenario> {
     let mine: Vec<&LeaderboardRow> = entries.iter().filter(|e| e.model == model).collect();
     scenarios(mine.iter().copied())
         .into_iter()
@@ -401,7 +412,7 @@ pub fn model_summary(
             let choices = Deadline::presets(k.scenario)
                 .into_iter()
                 .chain(asked.iter().copied().filter(|d| d.applies_to(k.scenario)))
-                .map(|d| deadline::choose(d, &candidates))
+                .map(|d| deadline::choose_within(d, budget, &candidates))
                 .collect();
             ModelScenario {
                 scenario: k,

@@ -152,16 +152,27 @@ pub struct Choice {
     pub runner_up: Option<Pick>,
     /// The pick against the runner-up (a tie when their intervals overlap).
     pub verdict: Option<Verdict>,
-    /// GPUs that measured the model but miss the deadline.
+    /// GPUs that measured the model but miss the deadline (or the budget).
     pub missing: usize,
+    /// The energy budget asked for beside the deadline, J/token: a GPU
+    /// must meet both (its median J/token at most this).
+    pub budget_j_per_token: Option<f64>,
 }
 
 /// Candidates in any order; the answer for `deadline`.
 pub fn choose(deadline: Deadline, candidates: &[Candidate]) -> Choice {
+    choose_within(deadline, None, candidates)
+}
+
+/// The lowest-energy GPU meeting `deadline` and, when given, the energy
+/// budget (median J/token at most `budget`); "none meets both" is an
+/// answer (`pick: None`).
+pub fn choose_within(deadline: Deadline, budget: Option<f64>, candidates: &[Candidate]) -> Choice {
     let mut ok: Vec<(&Candidate, Meets)> = candidates
         .iter()
         .map(|c| (c, meets(&deadline, c)))
         .filter(|(_, m)| *m != Meets::No)
+        .filter(|(c, _)| budget.is_none_or(|b| c.energy.median <= b))
         .collect();
     ok.sort_by(|a, b| {
         a.0.energy
@@ -180,7 +191,11 @@ pub fn choose(deadline: Deadline, candidates: &[Candidate]) -> Choice {
     let (first, second) = (pick(0), pick(1));
     Choice {
         deadline,
-        label: deadline.label(),
+        label: match budget {
+            Some(b) => format!("{} and ≤ {} J/token", deadline.label(), verdict::sig(b)),
+            None => deadline.label(),
+        },
+        budget_j_per_token: budget,
         verdict: match (&first, &second) {
             (Some(a), Some(b)) => Some(verdict::verdict(&a.energy, &b.energy, "J/token")),
             _ => None,
@@ -242,6 +257,32 @@ mod tests {
         let c = choose(Deadline::TtftP50 { max_s: 0.01 }, &gpus);
         assert!(c.pick.is_none() && c.verdict.is_none());
         assert_eq!(c.missing, 3);
+    }
+
+    #[test]
+    fn an_energy_budget_must_be_met_beside_the_deadline() {
+        let gpus = [
+            gpu("l4", 1.0, (0.30, 0.25, 0.35), 500.0),
+            gpu("a100", 2.0, (0.09, 0.08, 0.12), 900.0),
+            gpu("h100", 3.0, (0.05, 0.04, 0.06), 1500.0),
+        ];
+        // 100 ms: the A100 and H100 meet it; a 2.5 J budget leaves the A100.
+        let c = choose_within(Deadline::TtftP50 { max_s: 0.1 }, Some(2.5), &gpus);
+        assert_eq!(c.pick.as_ref().unwrap().gpu_id, "a100");
+        assert!(c.runner_up.is_none());
+        assert_eq!(c.missing, 2);
+        assert_eq!(c.label, "TTFT p50 ≤ 100 ms and ≤ 2.50 J/token");
+        assert_eq!(c.budget_j_per_token, Some(2.5));
+        // A budget only the L4 meets, which misses the deadline: none
+        // meets both.
+        let c = choose_within(Deadline::TtftP50 { max_s: 0.1 }, Some(1.5), &gpus);
+        assert!(c.pick.is_none());
+        assert_eq!(c.missing, 3);
+        // Without a budget, as before.
+        assert_eq!(
+            choose_within(Deadline::TtftP50 { max_s: 0.1 }, None, &gpus),
+            choose(Deadline::TtftP50 { max_s: 0.1 }, &gpus)
+        );
     }
 
     #[test]

@@ -23,6 +23,7 @@ pub mod fuzz_targets;
 pub mod handles;
 pub mod insights;
 pub mod leaderboard;
+pub mod memory_fit;
 pub mod pack;
 pub mod protocol;
 pub mod receipt;

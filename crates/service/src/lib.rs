@@ -6,6 +6,7 @@
 pub mod admin_sessions;
 pub mod admission;
 pub mod bundle_audit;
+pub mod estimates;
 pub mod moderation;
 pub mod rebuild;
 pub mod register;
@@ -59,6 +60,7 @@ pub struct Service {
     ingestor: Ingestor,
     tlog: tlog::Tlog,
     admission: admission::Admission,
+    estimates: estimates::Estimates,
     /// Bumped whenever this instance changes what readers see.
     data_version: AtomicU64,
 }
@@ -101,9 +103,17 @@ impl Service {
             tlog: tlog::Tlog::new(store.clone(), log_key),
             ingestor: Ingestor::new(store.clone(), blobs, config, rates),
             admission: admission::Admission::new(admission),
+            estimates: estimates::Estimates::new(estimates::EstimatorConfig::default()),
             store,
             data_version: AtomicU64::new(0),
         }
+    }
+
+    /// The estimator's job runs with these settings (before the service
+    /// is shared).
+    pub fn with_estimator(mut self, config: estimates::EstimatorConfig) -> Self {
+        self.estimates = estimates::Estimates::new(config);
+        self
     }
 
     pub fn limits(&self) -> &RateLimits {
@@ -492,6 +502,12 @@ impl Service {
         progress: impl FnMut(&str) + Send + 'static,
     ) -> anyhow::Result<wattcounts_snapshot::create::Created> {
         let mut options = options.clone();
+        if options.estimator.is_none() {
+            options.estimator = Some(match self.estimator_of_current_data().await {
+                Ok(Some(t)) => estimates::card_section(&t),
+                _ => "## Energy estimator\n\nNo fit of the estimator on these data was stored when this snapshot was made; the snapshot holds measurements only.".into(),
+            });
+        }
         if options.log_key.is_none() {
             self.tlog.claim().await?;
             options.log_key = self.tlog.key_arc();

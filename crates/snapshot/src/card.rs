@@ -16,6 +16,8 @@ pub struct CardInput<'a> {
     /// Where the snapshot is served, if known (`https://host/snapshots/ID`).
     pub url: Option<String>,
     pub coverage: Coverage,
+    /// The estimator section (Markdown), when the service has a fit.
+    pub estimator: Option<String>,
     /// Submitter handles with how many accepted submissions each.
     pub submitters: Vec<(String, u64)>,
     /// The data files already written, with what each holds.
@@ -170,6 +172,9 @@ pub fn readme(input: &CardInput<'_>) -> String {
          ```\n\n\
          DuckDB: `SELECT gpu_name, median(energy_per_token_j) FROM 'runs.parquet' GROUP BY 1;`\n",
     );
+    if let Some(section) = &input.estimator {
+        let _ = writeln!(out, "\n{section}");
+    }
     let _ = writeln!(
         out,
         "\n## Licence and citation\n\n\

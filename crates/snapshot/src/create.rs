@@ -29,6 +29,9 @@ pub struct Options {
     /// The transparency log's key: the snapshot records a checkpoint,
     /// signed with it, of the log as the snapshot's read saw it.
     pub log_key: Option<std::sync::Arc<wattcounts_core::tlog::checkpoint::LogKey>>,
+    /// The card's section on the energy estimator fitted on this data (its
+    /// version and validation table), Markdown; the service fills it in.
+    pub estimator: Option<String>,
 }
 
 /// The checkpoint the newest earlier snapshot covers.
@@ -430,6 +433,7 @@ fn write_into(
             .as_ref()
             .map(|u| format!("{}/snapshots/{id}", u.trim_end_matches('/'))),
         coverage,
+        estimator: options.estimator.clone(),
         submitters: handles.into_iter().collect(),
         files: files
             .iter()

@@ -471,6 +471,22 @@ impl Store for Bounded {
         self.bound(Call::Read, "snapshot", self.inner.snapshot(id))
             .await
     }
+    async fn put_estimator_fit(&self, row: &EstimatorFitRow, keep: u32) -> Result<(), StoreError> {
+        self.bound(
+            Call::Write,
+            "put_estimator_fit",
+            self.inner.put_estimator_fit(row, keep),
+        )
+        .await
+    }
+    async fn estimator_fit(&self, version: &str) -> Result<Option<EstimatorFitRow>, StoreError> {
+        self.bound(
+            Call::Read,
+            "estimator_fit",
+            self.inner.estimator_fit(version),
+        )
+        .await
+    }
 }
 
 #[async_trait]

@@ -318,6 +318,27 @@ pub trait Store: tlog::LogStore + Send + Sync {
     async fn snapshots(&self) -> Result<Vec<SnapshotRow>, StoreError>;
     /// One published snapshot, or the newest for `None`.
     async fn snapshot(&self, id: Option<&str>) -> Result<Option<SnapshotRow>, StoreError>;
+
+    // Estimator fits (see 0011_estimator_fits.sql).
+
+    /// Stores a fit under its version (a version already stored is left
+    /// as it is: the same version is the same fit) and keeps only the
+    /// newest `keep` fits.
+    async fn put_estimator_fit(&self, row: &EstimatorFitRow, keep: u32) -> Result<(), StoreError>;
+    /// The stored fit of this version, if any.
+    async fn estimator_fit(&self, version: &str) -> Result<Option<EstimatorFitRow>, StoreError>;
+}
+
+/// A stored estimator fit: its version, where its rows came from, and the
+/// whole fit as JSON (`wattcounts_core::estimator::trained::StoredFit`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EstimatorFitRow {
+    pub version: String,
+    pub data_stamp: String,
+    pub origin: String,
+    pub protocol: String,
+    pub fitted_at: DateTime<Utc>,
+    pub body: String,
 }
 
 /// A signed-in maintainer of the admin pages, as the database keeps it

@@ -1889,6 +1889,61 @@ macro_rules! sql_store {
                 .map_err(db_err)?;
                 Ok(row.map(snapshot_row))
             }
+
+            async fn put_estimator_fit(
+                &self,
+                row: &$crate::EstimatorFitRow,
+                keep: u32,
+            ) -> Result<(), StoreError> {
+                let mut tx = self.pool.begin().await.map_err(db_err)?;
+                sqlx::query(
+                    "INSERT INTO estimator_fits (version, data_stamp, origin, protocol, fitted_at, body)
+                     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (version) DO NOTHING",
+                )
+                .bind(&row.version)
+                .bind(&row.data_stamp)
+                .bind(&row.origin)
+                .bind(&row.protocol)
+                .bind(ts(&row.fitted_at))
+                .bind(&row.body)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+                sqlx::query(
+                    "DELETE FROM estimator_fits WHERE version NOT IN
+                     (SELECT version FROM estimator_fits ORDER BY fitted_at DESC, version LIMIT $1)",
+                )
+                .bind(i64::from(keep.max(1)))
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+                tx.commit().await.map_err(db_err)
+            }
+
+            async fn estimator_fit(
+                &self,
+                version: &str,
+            ) -> Result<Option<$crate::EstimatorFitRow>, StoreError> {
+                let row: Option<(String, String, String, String, String, String)> = sqlx::query_as(
+                    "SELECT version, data_stamp, origin, protocol, fitted_at, body
+                     FROM estimator_fits WHERE version = $1",
+                )
+                .bind(version)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db_err)?;
+                row.map(|(version, data_stamp, origin, protocol, fitted_at, body)| {
+                    Ok($crate::EstimatorFitRow {
+                        version,
+                        data_stamp,
+                        origin,
+                        protocol,
+                        fitted_at: parse_ts(&fitted_at)?,
+                        body,
+                    })
+                })
+                .transpose()
+            }
         }
     };
 }

@@ -19,6 +19,10 @@ pub const ENV: &str = "WATTCOUNTS_CONFIG";
 pub const DEFAULT_PATH: &str = "wattcounts.toml";
 /// The hidden flag that carries `[checks]` to `serve`.
 pub const CHECKS_FLAG: &str = "checks-toml";
+/// The hidden flag that carries `[estimator]` to `serve`.
+pub const ESTIMATOR_FLAG: &str = "estimator-toml";
+/// The tables of the file, each carried whole by a hidden flag.
+const TABLES: &[(&str, &str)] = &[("checks", CHECKS_FLAG), ("estimator", ESTIMATOR_FLAG)];
 
 /// What the file added: its path and the keys it set.
 #[derive(Debug, Clone, Default)]
@@ -116,13 +120,15 @@ pub fn layer(
         .map_err(|e| anyhow::anyhow!("{}: not TOML: {e}", path.display()))?;
     let mut known = BTreeSet::new();
     known_keys(cmd, &mut known);
-    known.insert("checks".into());
+    for (table, _) in TABLES {
+        known.insert(table.to_string());
+    }
     for key in table.keys() {
         let refused =
             key == "config_file" || (foreign == ForeignKeys::Refuse && !known.contains(key));
         if refused {
             anyhow::bail!(
-                "{}: unknown key '{key}' (the keys are the long flags of `wattcounts <command> --help` with _ for -, and [checks])",
+                "{}: unknown key '{key}' (the keys are the long flags of `wattcounts <command> --help` with _ for -, [checks] and [estimator])",
                 path.display()
             );
         }
@@ -142,10 +148,11 @@ pub fn layer(
     for a in sub.get_arguments() {
         let Some(long) = a.get_long() else { continue };
         let key = key_of(long);
-        let value = if long == CHECKS_FLAG {
-            match table.get("checks") {
+        let carried = TABLES.iter().find(|(_, flag)| *flag == long);
+        let value = if let Some((name, _)) = carried {
+            match table.get(*name) {
                 Some(toml::Value::Table(t)) => toml::Value::String(toml::to_string(t)?),
-                Some(_) => anyhow::bail!("{}: [checks] must be a table", path.display()),
+                Some(_) => anyhow::bail!("{}: [{name}] must be a table", path.display()),
                 None => continue,
             }
         } else {
@@ -176,11 +183,9 @@ pub fn layer(
                 v => out.push(format!("--{long}={}", scalar(&key, &v).map_err(here)?).into()),
             },
         }
-        layered.from_file.insert(if long == CHECKS_FLAG {
-            "checks".into()
-        } else {
-            key
-        });
+        layered
+            .from_file
+            .insert(carried.map_or(key, |(name, _)| name.to_string()));
     }
     Ok((out, layered))
 }

@@ -31,6 +31,8 @@ const MAX_ENTRIES: usize = 2048;
 struct CachedAnswer {
     generation: u64,
     content_type: HeaderValue,
+    /// A download's file name (CSV exports), kept with the body.
+    content_disposition: Option<HeaderValue>,
     etag: HeaderValue,
     body: Bytes,
     /// The body gzipped once, with its own ETag, for clients that take it
@@ -152,6 +154,9 @@ fn answer(entry: &CachedAnswer, request: &HeaderMap, hit: bool) -> Response {
     let mut resp = Response::new(Body::from(body.clone()));
     let h = resp.headers_mut();
     h.insert(header::CONTENT_TYPE, entry.content_type.clone());
+    if let Some(d) = &entry.content_disposition {
+        h.insert(header::CONTENT_DISPOSITION, d.clone());
+    }
     h.insert(header::ETAG, etag.clone());
     h.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
     if gzip {
@@ -218,6 +223,7 @@ pub async fn layer(State(s): State<AppState>, req: Request, next: Next) -> Respo
             .get(header::CONTENT_TYPE)
             .cloned()
             .unwrap_or(HeaderValue::from_static("application/octet-stream")),
+        content_disposition: parts.headers.get(header::CONTENT_DISPOSITION).cloned(),
         etag,
         body,
         gzip,

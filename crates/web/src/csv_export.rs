@@ -97,15 +97,30 @@ pub async fn leaderboard_csv(
 ) -> Result<Response, ApiError> {
     let q = parse_query(&params)?;
     let entries = load(&s, &q).await?.entries;
-    Ok((
+    Ok(rows_response(
+        "wattcounts-leaderboard.csv",
+        &entries,
+        (q.page - 1) * q.per_page + 1,
+    ))
+}
+
+/// A table's rows as the leaderboard CSV writes them (its columns and
+/// conventions), as a download named `filename`: the compare, model and
+/// GPU tables' `.csv` twins.
+pub(crate) fn rows_response(
+    filename: &str,
+    rows: &[LeaderboardRow],
+    first_rank: usize,
+) -> Response {
+    (
         [
-            (header::CONTENT_TYPE, "text/csv; charset=utf-8"),
+            (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),
             (
                 header::CONTENT_DISPOSITION,
-                "attachment; filename=\"wattcounts-leaderboard.csv\"",
+                format!("attachment; filename=\"{filename}\""),
             ),
         ],
-        to_csv(&entries, (q.page - 1) * q.per_page + 1),
+        to_csv(rows, first_rank),
     )
-        .into_response())
+        .into_response()
 }

@@ -212,6 +212,7 @@ struct GpuPage {
     rows: Vec<GpuRow>,
     submissions: Vec<GpuSubmission>,
     json_link: String,
+    csv_link: String,
     view: View,
     demo: bool,
     version: &'static str,
@@ -308,7 +309,8 @@ pub async fn gpu_page(
             .map(|e| (e.model.clone(), compare::energy_of(e)))
             .collect::<Vec<_>>(),
     );
-    let page = GpuPage {
+    let mut page = GpuPage {
+        csv_link: String::new(),
         scenarios: present
             .iter()
             .map(|k| (k.param(), k.label(), Some(*k) == scenario))
@@ -357,6 +359,7 @@ pub async fn gpu_page(
         submissions,
         version: VERSION,
     };
+    page.csv_link = super::pages::csv_twin(&page.json_link);
     Ok(render(StatusCode::OK, &page))
 }
 
@@ -384,6 +387,15 @@ pub async fn gpu_json(
     Path(id): Path<String>,
     Params(params): Params<(ScenarioParam, ViewParams)>,
 ) -> Result<Response, ApiError> {
+    // `/api/v1/gpus/{id}.csv` rides on this route (one path segment).
+    if let Some(gpu) = id.strip_suffix(".csv") {
+        let v = gpu_data(&s, gpu, &params).await?;
+        return Ok(super::csv_export::rows_response(
+            &format!("wattcounts-gpu-{gpu}.csv"),
+            &v.rows,
+            1,
+        ));
+    }
     let v = gpu_data(&s, &id, &params).await?;
     Ok(Json(GpuDetail {
         gpu: v.gpu,
@@ -432,6 +444,9 @@ fn compared_gpus(params: &CompareParams, known: &[String]) -> Result<Vec<String>
 
 struct Compared {
     comparison: Comparison,
+    /// The rows compared: the chosen GPUs in the chosen scenario, by
+    /// model, then least energy first.
+    rows: Vec<LeaderboardRow>,
     headlines: Vec<compare::Headline>,
     present: Vec<ScenarioKey>,
     known: Vec<(String, String)>,
@@ -469,6 +484,17 @@ async fn comparison(
     let scenario = pick_scenario(&params.scenario, &present)?
         .ok_or_else(|| ApiError::not_found("no accepted data to compare yet"))?;
     // Every scenario's headline; the chosen one's rows are shown too.
+    let mut rows: Vec<LeaderboardRow> = all
+        .iter()
+        .filter(|e| compare::key_of(e) == scenario && gpus.contains(&e.gpu_id))
+        .cloned()
+        .collect();
+    rows.sort_by(|a, b| {
+        a.model
+            .to_lowercase()
+            .cmp(&b.model.to_lowercase())
+            .then(a.energy_per_token_j.total_cmp(&b.energy_per_token_j))
+    });
     let mut comparison = None;
     let mut headlines = Vec::with_capacity(present.len());
     for k in &present {
@@ -480,6 +506,7 @@ async fn comparison(
     }
     Ok(Compared {
         comparison: comparison.expect("the scenario was picked from those present"),
+        rows,
         headlines,
         present,
         known,
@@ -528,6 +555,7 @@ struct ComparePage {
     headlines: Vec<HeadlineRow>,
     chart: String,
     json_link: String,
+    csv_link: String,
     view: View,
     demo: bool,
     version: &'static str,
@@ -606,6 +634,7 @@ pub async fn compare_page(
         present,
         known,
         view,
+        ..
     } = comparison(&s, &params).await?;
     let selected: Vec<&String> = c.gpus.iter().map(|g| &g.0).collect();
     let gpu_param: Vec<String> = c.gpus.iter().map(|g| g.0.clone()).collect();
@@ -631,7 +660,8 @@ pub async fn compare_page(
             })
             .collect::<Vec<_>>(),
     );
-    let page = ComparePage {
+    let mut page = ComparePage {
+        csv_link: String::new(),
         all_gpus: known
             .iter()
             .map(|(id, name)| (id.clone(), name.clone(), selected.contains(&id)))
@@ -720,6 +750,7 @@ pub async fn compare_page(
         view,
         version: VERSION,
     };
+    page.csv_link = super::pages::csv_twin(&page.json_link);
     Ok(render(StatusCode::OK, &page))
 }
 
@@ -730,6 +761,42 @@ pub struct CompareAnswer {
     pub view: String,
     pub comparison: Comparison,
     pub headlines: Vec<compare::Headline>,
+}
+
+#[utoipa::path(get, path = "/api/v1/compare.csv", tag = "gpus",
+    summary = "The compared rows as CSV: the chosen GPUs in the chosen scenario, the leaderboard CSV's columns",
+    params(CompareParams, ViewParams),
+    responses((status = 200, content_type = "text/csv", body = String)))]
+pub async fn compare_csv(
+    State(s): State<AppState>,
+    Params(params): Params<(CompareParams, ViewParams)>,
+) -> Result<Response, ApiError> {
+    let c = comparison(&s, &params).await?;
+    Ok(super::csv_export::rows_response(
+        "wattcounts-compare.csv",
+        &c.rows,
+        1,
+    ))
+}
+
+/// The GPU table as CSV (answered by [`gpu_json`]'s route).
+#[utoipa::path(get, path = "/api/v1/gpus/{id}.csv", tag = "gpus",
+    summary = "One GPU across models in one scenario as CSV, the leaderboard CSV's columns",
+    params(("id" = String, Path, description = "Catalogue GPU id, e.g. `h100-pcie`"),
+        ScenarioParam, ViewParams),
+    responses((status = 200, content_type = "text/csv", body = String),
+        (status = 404, description = "No such GPU in the catalogue", body = super::error::ErrorBody)))]
+pub async fn gpu_csv(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    Params(params): Params<(ScenarioParam, ViewParams)>,
+) -> Result<Response, ApiError> {
+    let v = gpu_data(&s, &id, &params).await?;
+    Ok(super::csv_export::rows_response(
+        &format!("wattcounts-gpu-{id}.csv"),
+        &v.rows,
+        1,
+    ))
 }
 
 #[utoipa::path(get, path = "/api/v1/compare", tag = "gpus",

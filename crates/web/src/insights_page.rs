@@ -466,6 +466,8 @@ struct InsightsPage {
     csv_link: String,
     view: View,
     demo: bool,
+    validation: super::estimate_page::ValidationBlock,
+    demo_physics_note: &'static str,
     version: &'static str,
 }
 
@@ -500,6 +502,8 @@ pub async fn insights_page(
         csv_link: format!("/api/v1/insights.csv{q}"),
         demo: c.view.demo,
         view: c.view,
+        validation: super::estimate_page::validation_block(&s.service.estimator()),
+        demo_physics_note: super::estimate_page::DEMO_PHYSICS_NOTE,
         version: VERSION,
     };
     Ok(render(StatusCode::OK, &page))

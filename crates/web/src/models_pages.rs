@@ -218,6 +218,23 @@ async fn model_data(
     (deadlines, view): &(DeadlineParams, ViewParams),
 ) -> Result<(Vec<ModelScenario>, View), ApiError> {
     let asked = asked_deadlines(deadlines)?;
+    let budget = match given(&deadlines.max_j_per_token) {
+        None => None,
+        Some(v) => Some(
+            v.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|b| b.is_finite() && *b > 0.0)
+                .ok_or_else(|| {
+                    ApiError::bad_request(
+                        "bad_parameter",
+                        format!(
+                            "max_j_per_token='{v}' is not a positive number of joules per token"
+                        ),
+                    )
+                })?,
+        ),
+    };
     let (all, view) = entries(s, view, |q| q.model = Some(id.to_string())).await?;
     if all.is_empty() {
         return Err(ApiError::not_found(format!(
@@ -225,7 +242,10 @@ async fn model_data(
             view.note
         )));
     }
-    Ok((compare::model_summary(&all, id, &asked), view))
+    Ok((
+        compare::model_summary_within(&all, id, &asked, budget),
+        view,
+    ))
 }
 
 struct PointRow {
@@ -288,8 +308,13 @@ struct ModelPage {
     ttft_ms: String,
     itl_ms: String,
     min_tok_s: String,
+    max_j_per_token: String,
     footprint: String,
     json_link: String,
+    csv_link: String,
+    /// Estimates for the catalogue GPUs without a group: below the
+    /// measured tables, never among them.
+    estimates: super::estimate_page::UnmeasuredSection,
     view: View,
     demo: bool,
     version: &'static str,
@@ -312,10 +337,14 @@ fn choice_row(c: &deadline::Choice, asked: bool) -> ChoiceRow {
     ChoiceRow {
         label: c.label.clone(),
         asked,
-        pick: c
-            .pick
-            .as_ref()
-            .map_or("none meets it".into(), |p| p.gpu_name.clone()),
+        pick: c.pick.as_ref().map_or(
+            if c.budget_j_per_token.is_some() {
+                "none meets both".into()
+            } else {
+                "none meets it".into()
+            },
+            |p| p.gpu_name.clone(),
+        ),
         pick_ept: c.pick.as_ref().map_or("–".into(), |p| sig(p.energy.median)),
         borderline: c
             .pick
@@ -466,10 +495,12 @@ pub async fn model_page(
             )
         });
     let field = |v: &Option<String>| v.clone().unwrap_or_default();
+    let estimates = super::estimate_page::unmeasured_section(&s, &id);
     Ok(render(
         StatusCode::OK,
         &ModelPage {
             json_link: format!("/api/v1{}?{}", model_path(&id), view.query),
+            csv_link: super::pages::csv_twin(&format!("/api/v1{}?{}", model_path(&id), view.query)),
             leaderboard_link: format!(
                 "/leaderboard?model={}&{}",
                 super::pages::url_encode(&id),
@@ -481,6 +512,8 @@ pub async fn model_page(
             ttft_ms: field(&params.0.ttft_ms),
             itl_ms: field(&params.0.itl_ms),
             min_tok_s: field(&params.0.min_tok_s),
+            max_j_per_token: field(&params.0.max_j_per_token),
+            estimates,
             footprint: s.footprint.describe(),
             demo: view.demo,
             view,
@@ -512,6 +545,44 @@ pub struct PerThousand {
     pub g_co2e_per_1000_requests: Option<wattcounts_core::verdict::Estimate>,
 }
 
+/// The model's measured rows in the view, every scenario, as the
+/// leaderboard CSV writes them (`/api/v1/models/{id}.csv`).
+async fn model_rows_csv(s: &AppState, id: &str, view: &ViewParams) -> Result<Response, ApiError> {
+    let (mut rows, view) = entries(s, view, |q| q.model = Some(id.to_string())).await?;
+    if rows.is_empty() {
+        return Err(ApiError::not_found(format!(
+            "no accepted data for model '{id}' in this view ({}); see /models for the models measured",
+            view.note
+        )));
+    }
+    rows.sort_by(|a, b| {
+        a.lambda_qps
+            .unwrap_or(-1.0)
+            .total_cmp(&b.lambda_qps.unwrap_or(-1.0))
+            .then(a.energy_per_token_j.total_cmp(&b.energy_per_token_j))
+    });
+    let name = id.replace('/', "_");
+    Ok(super::csv_export::rows_response(
+        &format!("wattcounts-model-{name}.csv"),
+        &rows,
+        1,
+    ))
+}
+
+/// Documents `/api/v1/models/{id}.csv`, answered through the catch-all.
+#[utoipa::path(get, path = "/api/v1/models/{id}.csv", tag = "models",
+    summary = "The model's measured rows in the view, every scenario, as CSV (the leaderboard CSV's columns)",
+    params(("id" = String, Path, description = "The model's Hugging Face id (it holds a slash)"), ViewParams),
+    responses((status = 200, content_type = "text/csv", body = String),
+        (status = 404, description = "No accepted data for the model in this view", body = super::error::ErrorBody)))]
+pub async fn model_csv(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    Params(params): Params<ViewParams>,
+) -> Result<Response, ApiError> {
+    model_rows_csv(&s, &id, &params).await
+}
+
 #[utoipa::path(get, path = "/api/v1/models/{id}", tag = "models",
     summary = "Which GPU uses the least energy for one model, per scenario",
     description = "`id` is the Hugging Face id and holds a `/` (`meta-llama/Llama-3.1-8B-Instruct`), sent as it is. Deadlines (`ttft_ms`, `itl_ms`, `min_tok_s`) add choices marked `custom`.",
@@ -524,6 +595,16 @@ pub async fn model_json(
     Path(id): Path<String>,
     Params(params): Params<(DeadlineParams, ViewParams)>,
 ) -> Result<Response, ApiError> {
+    // Model ids hold a slash, so the estimates of one ride on this route.
+    if let Some(model) = id.strip_suffix("/estimates.csv") {
+        return Ok(super::estimate_page::unmeasured_response(&s, model, true));
+    }
+    if let Some(model) = id.strip_suffix("/estimates") {
+        return Ok(super::estimate_page::unmeasured_response(&s, model, false));
+    }
+    if let Some(model) = id.strip_suffix(".csv") {
+        return model_rows_csv(&s, model, &params.1).await;
+    }
     let (summary, view) = model_data(&s, &id, &params).await?;
     let footprint = s.footprint;
     let per_1000_requests = summary

@@ -32,6 +32,7 @@ use utoipa::{Modify, OpenApi};
         (name = "models", description = "Which GPU for a model"),
         (name = "gpus", description = "One GPU, and GPUs side by side"),
         (name = "insights", description = "The paper's findings recomputed from the data"),
+        (name = "estimates", description = "Estimates (never measurements) for GPU × model pairs nobody has measured, and the estimator behind them"),
         (name = "snapshots", description = "Immutable dataset releases"),
         (name = "log", description = "The transparency log and its proofs"),
         (name = "maintainers", description = "Moderation and publishing (bearer token)"),

@@ -752,3 +752,12 @@ pub async fn leaderboard_page(
     };
     Ok(render(StatusCode::OK, &page))
 }
+
+/// The `.csv` twin of a JSON link: `.csv` before the query
+/// (`/api/v1/gpus/l4?scenario=batch` → `/api/v1/gpus/l4.csv?scenario=batch`).
+pub(crate) fn csv_twin(json_link: &str) -> String {
+    match json_link.split_once('?') {
+        Some((path, query)) => format!("{path}.csv?{query}"),
+        None => format!("{json_link}.csv"),
+    }
+}

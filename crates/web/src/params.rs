@@ -62,6 +62,7 @@ query_set!(
     ConsistencyParams,
     EntriesParams,
     NoticeParam,
+    super::estimate_page::EstimateParams,
 );
 
 /// Two sets read from one query (a page's own parameters and its view).
@@ -248,6 +249,10 @@ pub struct DeadlineParams {
     /// Throughput at least this, tokens per second (batch).
     #[param(value_type = Option<f64>, exclusive_minimum = 0.0)]
     pub min_tok_s: Option<String>,
+    /// An energy budget beside the deadline: J/token at most this; every
+    /// deadline's pick must meet both ("none meets both" is an answer).
+    #[param(value_type = Option<f64>, exclusive_minimum = 0.0)]
+    pub max_j_per_token: Option<String>,
 }
 
 impl DeadlineParams {

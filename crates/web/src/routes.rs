@@ -92,6 +92,24 @@ impl Table {
         self
     }
 
+    /// A documented route answered by an earlier catch-all route (its
+    /// path lies under the catch-all's, e.g. `/api/v1/models/{id}/estimates`
+    /// under `/api/v1/models/{*id}`): listed and documented here, matched
+    /// there, so it is not routed twice.
+    pub fn api_under_catch_all(
+        mut self,
+        (schemas, paths, _route): UtoipaMethodRouter<AppState>,
+    ) -> Table {
+        self.list(&paths);
+        let doc = self.router.get_openapi_mut();
+        doc.paths.paths.extend(paths.paths);
+        doc.components
+            .get_or_insert_with(Default::default)
+            .schemas
+            .extend(schemas);
+        self
+    }
+
     /// A page, asset or probe answering GET.
     pub fn get<H, T>(self, path: &'static str, policy: CachePolicy, handler: H) -> Table
     where

@@ -308,6 +308,7 @@ async fn create_as(s: &AppState, who: &str, traces: bool) -> Result<Published, A
         created_by: who.to_string(),
         public_url: Some(s.service.config().public_url.clone()),
         log_key: None,
+        estimator: None,
     };
     let created = s
         .service

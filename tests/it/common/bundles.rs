@@ -47,6 +47,7 @@ enum Source<'a> {
         protocol: Protocol,
         fault: synth::Fault,
         seed: Option<u64>,
+        physics: synth::Physics,
     },
 }
 
@@ -93,6 +94,7 @@ impl<'a> BundleBuilder<'a> {
             protocol: Protocol::Reference,
             fault: synth::Fault::None,
             seed: None,
+            physics: synth::Physics::Demo,
         })
     }
 
@@ -105,7 +107,18 @@ impl<'a> BundleBuilder<'a> {
             protocol: Protocol::Small,
             fault,
             seed: Some(seed),
+            physics: synth::Physics::Demo,
         })
+    }
+
+    /// The physics of a generated run (the demo's unless set).
+    pub fn physics(mut self, p: synth::Physics) -> Self {
+        if let Source::Generate { physics, .. } = &mut self.source {
+            *physics = p;
+        } else {
+            panic!("only a generated run has a physics to choose");
+        }
+        self
     }
 
     /// The protocol of a generated run.
@@ -167,6 +180,7 @@ impl<'a> BundleBuilder<'a> {
                 protocol,
                 fault,
                 seed,
+                physics,
             } => {
                 let models: Vec<&catalog::ModelSpec> = models
                     .iter()
@@ -179,6 +193,7 @@ impl<'a> BundleBuilder<'a> {
                 let options = SynthOptions {
                     seed: seed.unwrap_or(base.seed),
                     fault: *fault,
+                    physics: *physics,
                     ..base
                 };
                 synth::generate_run(catalog::gpu_by_id(gpu).unwrap(), &models, &options)

@@ -9,7 +9,19 @@ use crate::catalog::{GpuSpec, ModelSpec};
 /// The scenario as WattGPU's trees see it: a category, never the rate
 /// (two reference rates would make a continuous λ one split). The rate
 /// enters only the energy formula.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    serde::Serialize,
+    serde::Deserialize,
+    utoipa::ToSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ScenarioClass {
     Batch,

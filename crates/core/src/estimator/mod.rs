@@ -7,22 +7,24 @@
 //! and validation out. The service runs it in the background; nothing
 //! here knows a clock, a thread pool or a database.
 
+pub mod answer;
 pub mod baselines;
 pub mod conformal;
 pub mod features;
 pub mod metrics;
 pub mod other_physics;
+pub mod trained;
 pub mod validation;
 
 use forust_ml::objective::ObjectiveType;
 use forust_ml::{GradientBooster, Matrix};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::catalog::{self, GpuSpec, ModelSpec};
 use features::{itl_features, power_features, ScenarioClass};
 
 /// One training row: a group's medians.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TrainingRow {
     pub gpu_id: String,
     pub model: String,
@@ -43,10 +45,46 @@ impl TrainingRow {
             _ => self.energy_per_request_j,
         }
     }
+
+    /// Server rows: output tokens per request (J/request ÷ J/token).
+    pub fn tokens_per_request(&self) -> Option<f64> {
+        self.energy_per_request_j
+            .map(|r| r / self.energy_per_token_j)
+            .filter(|t| t.is_finite() && *t > 0.0)
+    }
+}
+
+/// Whether the training set can hold this model: dense models only, as in
+/// WattGPU (a mixture of experts reads a fraction of its weights per token).
+pub fn is_dense(model: &ModelSpec) -> bool {
+    model.active_params_b == model.params_b
+}
+
+/// One training row per accepted group of a catalogue GPU and a dense
+/// catalogue model, from the read model's medians (never the runs).
+pub fn training_rows(groups: &[crate::leaderboard::LeaderboardRow]) -> Vec<TrainingRow> {
+    groups
+        .iter()
+        .filter(|g| catalog::gpu_by_id(&g.gpu_id).is_some())
+        .filter(|g| catalog::model_by_id(&g.model).is_some_and(is_dense))
+        .filter_map(|g| {
+            Some(TrainingRow {
+                gpu_id: g.gpu_id.clone(),
+                model: g.model.clone(),
+                scenario: ScenarioClass::of(g.lambda_qps),
+                lambda_qps: g.lambda_qps,
+                power_w: g.power_mean_w,
+                itl_s: g.itl_s.filter(|v| *v > 0.0)?,
+                energy_per_token_j: g.energy_per_token_j,
+                energy_per_request_j: g.energy_per_request_j,
+            })
+        })
+        .filter(|r| r.power_w > 0.0 && r.energy_per_token_j > 0.0)
+        .collect()
 }
 
 /// One booster's knobs (XGBoost's names).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct BoosterSettings {
     pub max_depth: usize,
     pub l2: f32,
@@ -54,7 +92,7 @@ pub struct BoosterSettings {
     pub learning_rate: f32,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Settings {
     /// Mean power ÷ TDP, squared loss.
     pub power: BoosterSettings,
@@ -235,5 +273,7 @@ impl Fit {
     }
 }
 
+#[cfg(test)]
+mod answer_tests;
 #[cfg(test)]
 mod tests;

@@ -8,7 +8,7 @@
 
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::baselines::{load_scaled_power_w, roofline_itl_s, tdp_power_w};
 use super::conformal;
@@ -16,7 +16,7 @@ use super::features::ScenarioClass;
 use super::metrics::{kendall_tau_b, mdape, pearson, top1};
 use super::{fit, resolved, EstimatorError, Prediction, Settings, TrainingRow};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Split {
     GroupedCv,
@@ -104,7 +104,7 @@ pub fn out_of_fold(
 }
 
 /// Scores of one estimator (or baseline) on one scenario class.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Scores {
     pub rows: usize,
     pub power_mdape_pct: Option<f64>,
@@ -125,7 +125,7 @@ pub struct Scores {
 }
 
 /// One line of the validation table.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Line {
     pub split: Split,
     pub scenario: ScenarioClass,
@@ -199,21 +199,77 @@ pub const LEVEL: f64 = 0.8;
 /// The validation table: each split × scenario class, the estimator and
 /// both power baselines; and the out-of-fold energy residuals per split
 /// and scenario class (what intervals of estimates are built from).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
     pub lines: Vec<Line>,
-    pub residuals: Vec<(Split, ScenarioClass, Vec<f64>)>,
+    pub residuals: Vec<Residuals>,
+}
+
+/// The out-of-fold log residuals |ln(actual ÷ predicted)| of one split and
+/// scenario class, per target: what an estimate's intervals come from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Residuals {
+    pub split: Split,
+    pub scenario: ScenarioClass,
+    pub energy: Vec<f64>,
+    pub power: Vec<f64>,
+    pub itl: Vec<f64>,
+}
+
+impl Report {
+    /// The residuals of one split and class, if validation had rows there.
+    pub fn residuals_of(&self, split: Split, scenario: ScenarioClass) -> Option<&Residuals> {
+        self.residuals
+            .iter()
+            .find(|r| r.split == split && r.scenario == scenario)
+    }
+
+    /// The estimator's line of one split and class.
+    pub fn line(&self, split: Split, scenario: ScenarioClass) -> Option<&Line> {
+        self.lines
+            .iter()
+            .find(|l| l.split == split && l.scenario == scenario && l.method == "estimator")
+    }
 }
 
 pub fn validate(rows: &[TrainingRow], settings: &Settings) -> Result<Report, EstimatorError> {
+    validate_on(rows, settings, 1)
+}
+
+/// [`validate`] with the three splits' fits spread over up to `threads`
+/// threads (the result does not depend on how many).
+pub fn validate_on(
+    rows: &[TrainingRow],
+    settings: &Settings,
+    threads: usize,
+) -> Result<Report, EstimatorError> {
     let rows: Vec<TrainingRow> = rows
         .iter()
         .filter(|r| r.energy().is_some())
         .cloned()
         .collect();
+    let mut held_out = Vec::with_capacity(Split::ALL.len());
+    for chunk in Split::ALL.chunks(threads.max(1)) {
+        let done: Vec<_> = std::thread::scope(|scope| {
+            let running: Vec<_> = chunk
+                .iter()
+                .map(|split| {
+                    let rows = &rows;
+                    scope.spawn(move || out_of_fold(rows, *split, settings))
+                })
+                .collect();
+            running
+                .into_iter()
+                .map(|h| h.join().expect("a validation thread panicked"))
+                .collect()
+        });
+        for r in done {
+            held_out.push(r?);
+        }
+    }
     let mut lines = Vec::new();
     let mut all_residuals = Vec::new();
-    for split in Split::ALL {
-        let (predicted, fold) = out_of_fold(&rows, split, settings)?;
+    for (split, (predicted, fold)) in Split::ALL.into_iter().zip(held_out) {
         let n_folds = fold.iter().max().map_or(0, |m| m + 1);
         for class in [
             ScenarioClass::Batch,
@@ -263,7 +319,21 @@ pub fn validate(rows: &[TrainingRow], settings: &Settings) -> Result<Report, Est
                     mean(&inside),
                 ),
             });
-            all_residuals.push((split, class, residuals));
+            all_residuals.push(Residuals {
+                split,
+                scenario: class,
+                energy: residuals,
+                power: idx
+                    .iter()
+                    .zip(&p)
+                    .map(|(i, x)| conformal::log_residual(x.power_w, rows[*i].power_w))
+                    .collect(),
+                itl: idx
+                    .iter()
+                    .zip(&p)
+                    .map(|(i, x)| conformal::log_residual(x.itl_s, rows[*i].itl_s))
+                    .collect(),
+            });
             for (name, power_of) in [
                 ("tdp", tdp_baseline as fn(&TrainingRow) -> f64),
                 ("load_scaled_tdp", load_scaled_baseline),

@@ -31,6 +31,6 @@ pub mod writer;
 
 pub use faults::Fault;
 pub use folder::{model_dir_name, RunFolder};
-pub use options::SynthOptions;
+pub use options::{Physics, SynthOptions};
 pub use physics::fits;
 pub use writer::{generate_run, write_run};

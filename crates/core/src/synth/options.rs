@@ -14,6 +14,20 @@ pub struct SynthOptions {
     /// Unix time of the first measurement.
     pub start_unix: f64,
     pub fault: Fault,
+    /// Which physical model the runs follow.
+    pub physics: Physics,
+}
+
+/// The demo's physics, or another one for tests of the estimator: a
+/// harness writer whose laws the estimator was never fitted on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Physics {
+    #[default]
+    Demo,
+    /// Memory and compute efficiencies as other power laws of bandwidth
+    /// and FLOPS, idle power 30 % below the catalogue's, a power curve of
+    /// another shape and a longer step overhead.
+    Other,
 }
 
 impl Default for SynthOptions {
@@ -27,6 +41,7 @@ impl Default for SynthOptions {
             max_tokens: 256,
             start_unix: 1_748_736_000.0, // 2025-06-01T00:00:00Z
             fault: Fault::None,
+            physics: Physics::Demo,
         }
     }
 }

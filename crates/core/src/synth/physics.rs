@@ -3,33 +3,17 @@
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+use super::options::Physics;
 use crate::catalog::{GpuSpec, ModelSpec};
 
 pub const SAMPLE_PERIOD_S: f64 = 0.1;
-const BYTES_PER_PARAM: f64 = 2.0; // bf16 / fp16
-const RUNTIME_RESERVE_B: f64 = 1.5e9; // activations, CUDA graphs, allocator slack
 const STEP_OVERHEAD_S: f64 = 0.004;
 
-fn usable_memory(gpu: &GpuSpec) -> f64 {
-    // The harness sets gpu_memory_utilization 0.8 below 20 GB, else 0.9.
-    let share = if gpu.memory_gb < 20.0 { 0.8 } else { 0.9 };
-    gpu.memory_gb * 1e9 * share
-}
-
-fn weight_bytes(model: &ModelSpec) -> f64 {
-    model.params_b * 1e9 * BYTES_PER_PARAM
-}
-
-/// Whether the model's weights and a minimal KV cache fit the GPU.
-pub fn fits(gpu: &GpuSpec, model: &ModelSpec) -> bool {
-    let free = usable_memory(gpu) - weight_bytes(model) - RUNTIME_RESERVE_B;
-    free > 0.0 && free / kv_bytes_per_token(model) >= 4096.0
-}
-
-fn kv_bytes_per_token(model: &ModelSpec) -> f64 {
-    let head_dim = model.hidden_size as f64 / model.attention_heads as f64;
-    2.0 * model.layers as f64 * model.kv_heads as f64 * head_dim * BYTES_PER_PARAM
-}
+pub use crate::memory_fit::fits;
+use crate::memory_fit::{
+    kv_bytes_per_token, usable_memory_b as usable_memory, weight_bytes, BYTES_PER_PARAM,
+    RUNTIME_RESERVE_B,
+};
 
 /// Derived per-pair constants.
 #[derive(Debug, Clone)]
@@ -44,18 +28,40 @@ pub struct Engine {
     kv_per_token: f64,
     pub kv_capacity_tokens: f64,
     pub memory_used_mb: f64,
+    physics: Physics,
+    step_overhead_s: f64,
 }
 
 impl Engine {
-    pub fn new(gpu: &GpuSpec, model: &ModelSpec) -> Self {
+    pub fn new(gpu: &GpuSpec, model: &ModelSpec, physics: Physics) -> Self {
         let weights = weight_bytes(model);
         let kv = kv_bytes_per_token(model);
         let usable = usable_memory(gpu);
+        let (idle_w, bandwidth, flops, step_overhead_s) = match physics {
+            Physics::Demo => (
+                gpu.idle_w,
+                gpu.memory_bandwidth_gb_s * 1e9 * 0.75,
+                gpu.tensor_tflops * 1e12 * 0.35,
+                STEP_OVERHEAD_S,
+            ),
+            // Fast memory is used less efficiently, slow compute more.
+            Physics::Other => (
+                gpu.idle_w * 0.7,
+                gpu.memory_bandwidth_gb_s
+                    * 1e9
+                    * 0.9
+                    * (gpu.memory_bandwidth_gb_s / 300.0).powf(-0.12),
+                gpu.fp16_tflops * 1e12 * 0.8 * (gpu.fp16_tflops / 20.0).powf(-0.2),
+                0.006,
+            ),
+        };
         Engine {
-            idle_w: gpu.idle_w,
+            idle_w,
             tdp_w: gpu.tdp_w,
-            bandwidth: gpu.memory_bandwidth_gb_s * 1e9 * 0.75,
-            flops: gpu.tensor_tflops * 1e12 * 0.35,
+            bandwidth,
+            flops,
+            physics,
+            step_overhead_s,
             weights,
             active_weights: model.active_params_b * 1e9 * BYTES_PER_PARAM,
             active_params: model.active_params_b * 1e9,
@@ -74,7 +80,7 @@ impl Engine {
             self.active_weights + (self.weights - self.active_weights) * (n / 16.0).min(1.0);
         let memory = (touched + n * ctx * self.kv_per_token) / self.bandwidth;
         let compute = 2.0 * self.active_params * n / self.flops;
-        let t = memory.max(compute) + 0.25 * memory.min(compute) + STEP_OVERHEAD_S;
+        let t = memory.max(compute) + 0.25 * memory.min(compute) + self.step_overhead_s;
         (t, compute / t)
     }
 
@@ -84,8 +90,17 @@ impl Engine {
 
     /// Board power while stepping with the given compute share.
     pub fn busy_power(&self, compute_share: f64) -> f64 {
-        let load = 0.5 + 0.45 * compute_share.clamp(0.0, 1.0);
-        self.idle_w + (0.96 * self.tdp_w - self.idle_w) * load
+        let share = compute_share.clamp(0.0, 1.0);
+        match self.physics {
+            Physics::Demo => {
+                let load = 0.5 + 0.45 * share;
+                self.idle_w + (0.96 * self.tdp_w - self.idle_w) * load
+            }
+            Physics::Other => {
+                let load = 0.35 + 0.6 * share.powf(0.6);
+                self.idle_w + (0.9 * self.tdp_w - self.idle_w) * load
+            }
+        }
     }
 }
 

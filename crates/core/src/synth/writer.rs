@@ -221,7 +221,7 @@ fn model_files(
     index: usize,
     opts: &SynthOptions,
 ) -> Vec<(String, Vec<u8>)> {
-    let engine = Engine::new(gpu, model);
+    let engine = Engine::new(gpu, model, opts.physics);
     let label = format!("{}|{}", gpu.nvml_name, model.id);
     let mut rng = rng_for(opts.seed, &label);
     let mut thermal = Thermal::new(&mut rng);
