@@ -23,56 +23,13 @@ use wattcounts::leaderboard::Query;
 const WATTGPU_POWER: [(&str, [f64; 3]); 2] =
     [("batch", [1.6, 3.4, 2.0]), ("server", [5.5, 13.5, 6.7])];
 
-fn pct(v: Option<f64>) -> String {
-    v.map_or("–".into(), |v| format!("{v:.1} %"))
-}
-
-fn num(v: Option<f64>) -> String {
-    v.map_or("–".into(), |v| format!("{v:.2}"))
-}
-
 fn table(title: &str, rows: &[TrainingRow], lines: &[Line]) {
-    let gpus = {
-        let mut g: Vec<&str> = rows.iter().map(|r| r.gpu_id.as_str()).collect();
-        g.sort_unstable();
-        g.dedup();
-        g.len()
-    };
-    let models = {
-        let mut m: Vec<&str> = rows.iter().map(|r| r.model.as_str()).collect();
-        m.sort_unstable();
-        m.dedup();
-        m.len()
-    };
+    let (gpus, models) = estimator::distinct_counts(rows);
     println!(
         "\n{title}: {} rows, {gpus} GPUs, {models} models",
         rows.len()
     );
-    println!(
-        "| split | scenario | method | folds | rows | power MdAPE | ITL MdAPE | energy MdAPE | energy r | GPU-ranking τ | model-ranking τ | top-1 | 80 % coverage |"
-    );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
-    for l in lines {
-        let s = &l.scores;
-        println!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            l.split.as_str(),
-            l.scenario.as_str(),
-            l.method,
-            l.folds,
-            s.rows,
-            pct(s.power_mdape_pct),
-            pct(s.itl_mdape_pct),
-            pct(s.energy_mdape_pct),
-            num(s.energy_pearson_r),
-            num(s.gpu_ranking_tau),
-            num(s.model_ranking_tau),
-            s.top1_share
-                .map_or("–".into(), |v| format!("{:.0} %", v * 100.0)),
-            s.coverage
-                .map_or("–".into(), |v| format!("{:.0} %", v * 100.0)),
-        );
-    }
+    print!("{}", wattcounts::estimator::validation::markdown(lines));
     println!(
         "WattGPU (42 dense LLMs × 8 GPUs), power MdAPE CV / LOGO / LOLO: {}",
         WATTGPU_POWER
@@ -161,13 +118,16 @@ async fn service_bench(data: &std::path::Path) -> anyhow::Result<()> {
     let store =
         wattcounts::store::open(&format!("sqlite:{}", data.join("wattcounts.db").display()))
             .await?;
+    // A seed no earlier run stored a fit for: this run fits for real.
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_secs();
     let mut cfg = wattcounts::config::ServeConfig::defaults(data);
     cfg.no_response_cache = true;
+    cfg.estimator_toml = Some(format!("seed = {seed}\n"));
     let state = wattcounts::app::with_store(store.clone(), &cfg, "https://bench.test".into())?;
     let service = state.service.clone();
     let router = wattcounts::web::app(state);
-    let pid = std::process::id();
-    let (rss_before, _) = support::memory_mb(pid);
     let leaderboard_idle = median_ms(20, |_| async {
         get(&router, "/api/v1/leaderboard?per_page=50").await;
     })
@@ -188,11 +148,6 @@ async fn service_bench(data: &std::path::Path) -> anyhow::Result<()> {
         fit.provenance.fit_seconds,
         fit.provenance.validation_seconds,
         fit.rows.len()
-    );
-    let (rss_after, hwm) = support::memory_mb(pid);
-    println!(
-        "memory: RSS {rss_before:.0} MB before the fit, {rss_after:.0} MB after (+{:.0} MB), peak {hwm:.0} MB",
-        rss_after - rss_before
     );
     // A restart: a second service on the same database loads the fit.
     let again = wattcounts::app::with_store(store.clone(), &cfg, "https://bench.test".into())?;
@@ -258,7 +213,7 @@ async fn service_bench(data: &std::path::Path) -> anyhow::Result<()> {
 
     // Reader pages while a refit runs (other settings: a new version).
     let mut other = cfg.clone();
-    other.estimator_toml = Some("seed = 7\n".into());
+    other.estimator_toml = Some(format!("seed = {}\n", seed + 1));
     let busy = wattcounts::app::with_store(store.clone(), &other, "https://bench.test".into())?;
     let refit = tokio::spawn({
         let s = busy.service.clone();
@@ -280,6 +235,52 @@ async fn service_bench(data: &std::path::Path) -> anyhow::Result<()> {
         during.get(during.len() / 2).map_or(0.0, |d| d.as_secs_f64() * 1e3) / leaderboard_idle
     );
     Ok(())
+}
+
+/// A real `serve` process on the demo with the estimator configured by
+/// `estimator` (an `[estimator]` table): seconds until its job settles,
+/// and (VmRSS, VmHWM) in MB after a round of pages.
+async fn serve_memory(
+    data: &std::path::Path,
+    name: &str,
+    estimator: &str,
+) -> anyhow::Result<(f64, f64, f64)> {
+    let file = data.join(format!("bench-{name}.toml"));
+    std::fs::write(&file, format!("[estimator]\n{estimator}"))?;
+    let server = support::serve(
+        data,
+        None,
+        &[
+            "--config-file",
+            file.to_str().unwrap(),
+            "--no-response-cache",
+        ],
+    )?;
+    let t = Instant::now();
+    let settled = loop {
+        let v: serde_json::Value = reqwest::get(format!("{}/api/v1/estimator", server.url))
+            .await?
+            .json()
+            .await?;
+        if v["status"] != "fitting" {
+            break t.elapsed().as_secs_f64();
+        }
+        anyhow::ensure!(t.elapsed() < Duration::from_secs(300), "no fit in 300 s");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    for path in [
+        "/insights",
+        "/leaderboard",
+        "/models/meta-llama/Llama-3.1-8B-Instruct",
+        "/estimate?model=meta-llama%2FLlama-3.1-8B-Instruct&gpu=a100-sxm4-40gb&scenario=batch",
+    ] {
+        reqwest::get(format!("{}{path}", server.url))
+            .await?
+            .bytes()
+            .await?;
+    }
+    let (rss, hwm) = support::memory_mb(server.pid());
+    Ok((settled, rss, hwm))
 }
 
 #[tokio::main]
@@ -310,6 +311,57 @@ async fn main() -> anyhow::Result<()> {
         "other physics (the tests' generator)",
         &other_physics::other_physics(&other_physics::GPUS, 2),
     )?;
+    // The one feature WattGPU does not use, on and off: leave-one-GPU-out
+    // energy and power MdAPE per scenario class.
+    for (title, rows) in [
+        ("demo", estimator::training_rows(&board.entries)),
+        (
+            "other physics",
+            other_physics::other_physics(&other_physics::GPUS, 2),
+        ),
+    ] {
+        for idle_share in [true, false] {
+            let settings = Settings {
+                idle_share,
+                ..Settings::default()
+            };
+            let report = validate(&rows, &settings)?;
+            let cells: Vec<String> = report
+                .lines
+                .iter()
+                .filter(|l| l.split == Split::Logo && l.method == "estimator")
+                .map(|l| {
+                    format!(
+                        "{} energy {} power {}",
+                        l.scenario.as_str(),
+                        l.cells()[7],
+                        l.cells()[5]
+                    )
+                })
+                .collect();
+            println!(
+                "LOGO, {title}, idle share {}: {}",
+                if idle_share { "on" } else { "off" },
+                cells.join("; ")
+            );
+        }
+    }
     drop(service);
-    service_bench(&data).await
+    service_bench(&data).await?;
+
+    // Server memory: the estimator off, then fitting anew (a seed no
+    // stored fit has), each in its own `serve` process.
+    let (_, off_rss, off_hwm) = serve_memory(&data, "off", "enabled = false").await?;
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_secs()
+        + 2;
+    let (settled, on_rss, on_hwm) =
+        serve_memory(&data, "fitting", &format!("seed = {seed}")).await?;
+    println!(
+        "serve on the demo: estimator off RSS {off_rss:.0} MB (peak {off_hwm:.0}); fitting at start, settled in {settled:.1} s, RSS {on_rss:.0} MB (peak {on_hwm:.0}): +{:.0} MB (+{:.0} peak)",
+        on_rss - off_rss,
+        on_hwm - off_hwm
+    );
+    Ok(())
 }

@@ -37,6 +37,26 @@ async fn csv(app: &TestApp, path: &str) -> (StatusCode, Vec<Vec<String>>) {
     (status, rows)
 }
 
+/// The asked-for choice (a loose TTFT deadline, then `extra`) at 0.33 req/s.
+async fn asked_server_choice(app: &TestApp, model: &str, extra: &str) -> serde_json::Value {
+    let (status, m) = app
+        .get(&format!("/api/v1/models/{model}?ttft_ms=100000{extra}"))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{m}");
+    let server = m["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["scenario"]["lambda_qps"] == 0.33)
+        .unwrap();
+    server["choices"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn table_twins_and_the_energy_budget() {
     let app = TestApp::new().await;
@@ -106,49 +126,20 @@ async fn table_twins_and_the_energy_budget() {
 
     // The budget: with a loose TTFT deadline, a budget just above the
     // least energy picks that GPU; one below it, none meets both.
-    let (_, m) = app
-        .get(&format!("/api/v1/models/{}?ttft_ms=100000", MODELS[1]))
-        .await;
-    let server = m["scenarios"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["scenario"]["lambda_qps"] == 0.33)
-        .unwrap();
-    let asked = server["choices"].as_array().unwrap().last().unwrap();
+    let asked = asked_server_choice(&app, MODELS[1], "").await;
     let best = asked["pick"]["energy"]["median"].as_f64().unwrap();
     let gpu = asked["pick"]["gpu_id"].as_str().unwrap().to_string();
-    let (_, m) = app
-        .get(&format!(
-            "/api/v1/models/{}?ttft_ms=100000&max_j_per_token={}",
-            MODELS[1],
-            best * 1.0001
-        ))
-        .await;
-    let server = m["scenarios"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["scenario"]["lambda_qps"] == 0.33)
-        .unwrap();
-    let asked = server["choices"].as_array().unwrap().last().unwrap();
-    assert_eq!(asked["pick"]["gpu_id"], gpu.as_str());
-    assert!(asked["label"].as_str().unwrap().contains("J/token"));
-    let (_, m) = app
-        .get(&format!(
-            "/api/v1/models/{}?ttft_ms=100000&max_j_per_token={}",
-            MODELS[1],
-            best * 0.9
-        ))
-        .await;
-    let server = m["scenarios"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["scenario"]["lambda_qps"] == 0.33)
-        .unwrap();
-    let asked = server["choices"].as_array().unwrap().last().unwrap();
-    assert!(asked["pick"].is_null(), "{asked}");
+    let within = asked_server_choice(
+        &app,
+        MODELS[1],
+        &format!("&max_j_per_token={}", best * 1.0001),
+    )
+    .await;
+    assert_eq!(within["pick"]["gpu_id"], gpu.as_str());
+    assert!(within["label"].as_str().unwrap().contains("J/token"));
+    let below =
+        asked_server_choice(&app, MODELS[1], &format!("&max_j_per_token={}", best * 0.9)).await;
+    assert!(below["pick"].is_null(), "{below}");
     let (status, doc) = html_page(
         &app,
         &format!(

@@ -325,6 +325,15 @@ demo = true
 
 [checks]
 batch_energy_cv_pct = 7.5
+
+[estimator]
+threads = 2
+
+[estimator.power]
+max_depth = 6
+l2 = 150.0
+trees = 120
+learning_rate = 0.3
 "#,
     )
     .unwrap();
@@ -365,6 +374,14 @@ batch_energy_cv_pct = 7.5
         "{out}"
     );
 
+    assert!(
+        out.contains("# [estimator] from the file\n[estimator]\n")
+            && out.contains("threads = 2\n")
+            && out.contains("[estimator.power]\n")
+            && out.contains("trees = 120\n"),
+        "{out}"
+    );
+
     // Another subcommand reads the same file: snapshot list (snapshots are
     // listed from the database) goes to the file's database, whose host
     // does not exist here.
@@ -390,6 +407,29 @@ batch_energy_cv_pct = 7.5
     assert_eq!(code, Some(2));
     assert!(
         err.contains("typo.toml: [checks]: unknown field `batch_cv`"),
+        "{err}"
+    );
+    // [estimator]: an unknown key or a value that cannot work, named.
+    std::fs::write(dir.path().join("typo.toml"), "[estimator]\nlevle = 0.9\n").unwrap();
+    let (code, _, err) = wattcounts_in(
+        dir.path(),
+        &["--config-file", "typo.toml", "config", "print"],
+        &[],
+    );
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("[estimator]") && err.contains("unknown field `levle`"),
+        "{err}"
+    );
+    std::fs::write(dir.path().join("typo.toml"), "[estimator]\nlevel = 2\n").unwrap();
+    let (code, _, err) = wattcounts_in(
+        dir.path(),
+        &["--config-file", "typo.toml", "config", "print"],
+        &[],
+    );
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("[estimator] level = 2: expected a share between 0 and 1"),
         "{err}"
     );
     let (code, _, err) = wattcounts_in(

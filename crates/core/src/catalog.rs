@@ -10,9 +10,8 @@ const MODEL_CSV: &str = include_str!("../catalog/model_features.csv");
 /// were read from (a corrected TDP makes older fits stale).
 pub fn digest() -> &'static str {
     static DIGEST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    DIGEST.get_or_init(|| {
-        crate::digest::sha256_hex(format!("{GPU_CSV}\u{0}{MODEL_CSV}").as_bytes())
-    })
+    DIGEST
+        .get_or_init(|| crate::digest::sha256_hex(format!("{GPU_CSV}\u{0}{MODEL_CSV}").as_bytes()))
 }
 
 #[derive(Debug, Clone, PartialEq)]

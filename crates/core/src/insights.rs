@@ -25,6 +25,9 @@ pub const BEST_VS_WORST: &str = "best_vs_worst_per_model";
 pub const VS_SINGLE_BEST: &str = "best_per_model_vs_single_best";
 pub const WINS: &str = "models_won_per_gpu";
 pub const SIZE_SCALING: &str = "log_energy_per_token_on_log_parameters";
+pub use estimator_validation::VALIDATION;
+
+pub mod estimator_validation;
 
 /// The level of the slopes' intervals.
 pub const SLOPE_LEVEL: f64 = 0.95;
@@ -141,6 +144,15 @@ pub struct Finding {
     pub exponent_with_kv_ratio: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kv_ratio_coefficient: Option<f64>,
+    /// The estimator's validation: its out-of-fold energy MdAPE leaving
+    /// each GPU out, the better power baseline's, and the share of
+    /// held-out rows inside their 80 % intervals.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub energy_mdape_pct: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline_mdape_pct: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<f64>,
 }
 
 /// One model's saving behind a GPU-choice finding.
@@ -185,6 +197,9 @@ impl Finding {
             median_exponent_interval: None,
             exponent_with_kv_ratio: None,
             kv_ratio_coefficient: None,
+            energy_mdape_pct: None,
+            baseline_mdape_pct: None,
+            coverage: None,
         }
     }
 

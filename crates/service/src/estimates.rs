@@ -39,6 +39,8 @@ pub struct EstimatorConfig {
     pub power: BoosterSettings,
     pub itl: BoosterSettings,
     pub seed: u64,
+    /// Whether the trees read the catalogue's loaded-idle power ÷ TDP.
+    pub idle_share: bool,
 }
 
 impl Default for EstimatorConfig {
@@ -54,6 +56,7 @@ impl Default for EstimatorConfig {
             power: s.power,
             itl: s.itl,
             seed: s.seed,
+            idle_share: s.idle_share,
         }
     }
 }
@@ -64,6 +67,7 @@ impl EstimatorConfig {
             power: self.power,
             itl: self.itl,
             seed: self.seed,
+            idle_share: self.idle_share,
         }
     }
     pub fn rules(&self) -> Rules {
@@ -100,7 +104,9 @@ impl EstimatorConfig {
             );
         }
         for (k, b) in [("power", &self.power), ("itl", &self.itl)] {
-            if b.trees == 0 || b.max_depth == 0 || !(b.learning_rate > 0.0) || !(b.l2 >= 0.0) {
+            let rate_ok = b.learning_rate.is_finite() && b.learning_rate > 0.0;
+            let l2_ok = b.l2.is_finite() && b.l2 >= 0.0;
+            if b.trees == 0 || b.max_depth == 0 || !rate_ok || !l2_ok {
                 return bad(
                     k,
                     format!("{b:?}"),
@@ -258,15 +264,7 @@ impl crate::Service {
         let protocol = "reference".to_string();
         let rows = canonical(training_rows(&board.entries));
         let settings = e.config.settings();
-        let (gpus, models) = {
-            let mut g: Vec<&str> = rows.iter().map(|r| r.gpu_id.as_str()).collect();
-            let mut m: Vec<&str> = rows.iter().map(|r| r.model.as_str()).collect();
-            g.sort_unstable();
-            g.dedup();
-            m.sort_unstable();
-            m.dedup();
-            (g.len(), m.len())
-        };
+        let (gpus, models) = wattcounts_core::estimator::distinct_counts(&rows);
         if gpus < MIN_GPUS || models < MIN_MODELS {
             let why = format!(
                 "the {origin} data of the reference protocol hold {gpus} catalogue GPU(s) and {models} dense catalogue model(s) with accepted groups; the estimator needs at least {MIN_GPUS} of each (its validation holds one out)"
@@ -405,38 +403,18 @@ impl crate::Service {
 /// it was fitted on, and the validation table. Estimates themselves are
 /// never in a snapshot.
 pub fn card_section(t: &Trained) -> String {
-    use std::fmt::Write;
     let (gpus, models) = t.counts();
-    let mut out = format!(
+    format!(
         "## Energy estimator\n\n\
          The service's estimator for GPU × model pairs nobody measured was fitted on these data: \
          version `{}`, fitted {} on {} {} groups of the {} protocol ({gpus} GPUs, {models} models). \
          No estimate is in any file of this snapshot; the table below is its out-of-fold validation \
-         (energy: J/token in batch, J/request in server).\n\n\
-         | split | scenario | method | folds | rows | power MdAPE % | ITL MdAPE % | energy MdAPE % | 80 % coverage |\n\
-         |---|---|---|---|---|---|---|---|---|\n",
+         (energy: J/token in batch, J/request in server).\n\n{}",
         t.version,
         t.provenance.fitted_at,
         t.rows.len(),
         t.provenance.origin,
-        t.provenance.protocol
-    );
-    let f = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{v:.1}"));
-    for l in &t.report.lines {
-        let s = &l.scores;
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            l.split.as_str(),
-            l.scenario.as_str(),
-            l.method,
-            l.folds,
-            s.rows,
-            f(s.power_mdape_pct),
-            f(s.itl_mdape_pct),
-            f(s.energy_mdape_pct),
-            f(s.coverage.map(|c| c * 100.0))
-        );
-    }
-    out
+        t.provenance.protocol,
+        wattcounts_core::estimator::validation::markdown(&t.report.lines)
+    )
 }

@@ -63,8 +63,25 @@ async fn computed(s: &AppState, params: &ViewParams) -> Result<Computed, ApiErro
             (k.param(), ids)
         })
         .collect();
+    let mut findings = insights::findings(&rows);
+    // The estimator's validation, when its fit is of this very view (the
+    // reference protocol of the same origin).
+    let reference = params
+        .protocol
+        .as_deref()
+        .is_none_or(|p| p.is_empty() || p == "reference");
+    if let Some(t) = s.service.estimator().current {
+        if reference && (t.provenance.origin == "demo") == view.demo && !rows.is_empty() {
+            let (gpus, models) = t.counts();
+            findings.extend(insights::estimator_validation::findings(
+                &t.report.lines,
+                gpus,
+                models,
+            ));
+        }
+    }
     Ok(Computed {
-        findings: insights::findings(&rows),
+        findings,
         view,
         gpus,
     })
@@ -87,6 +104,9 @@ fn evidence_link(f: &Finding, gpus: &[(String, Vec<String>)], view_query: &str) 
         format!("&{view_query}")
     };
     let scenario = url_encode(&f.scenario);
+    if f.basis == insights::VALIDATION {
+        return "/api/v1/estimator".into();
+    }
     if f.basis == insights::SIZE_SCALING {
         return format!("/leaderboard?scenario={scenario}{tail}");
     }
@@ -145,6 +165,9 @@ pub const CSV_COLUMNS: &[&str] = &[
     "median_exponent_confidence",
     "exponent_with_kv_ratio",
     "kv_ratio_coefficient",
+    "energy_mdape_pct",
+    "baseline_mdape_pct",
+    "coverage",
     "synthetic",
 ];
 
@@ -187,6 +210,9 @@ pub fn to_csv(findings: &[Finding], synthetic: bool) -> Vec<u8> {
             opt(exp.map(|i| i.confidence)),
             opt(f.exponent_with_kv_ratio),
             opt(f.kv_ratio_coefficient),
+            opt(f.energy_mdape_pct),
+            opt(f.baseline_mdape_pct),
+            opt(f.coverage),
             synthetic.to_string(),
         ])
         .expect("write to memory");
@@ -395,6 +421,35 @@ fn view_of(f: &Finding, gpus: &[(String, Vec<String>)], view_query: &str) -> Fin
                 }))
                 .collect();
         }
+        insights::VALIDATION => {
+            // All three classes under one heading of their own.
+            v.scenario_slug = "estimator".into();
+            v.scenario_label = "The estimator's validation".into();
+            v.title = format!("Energy error for a GPU nobody measured: {}", f.scenario);
+            v.basis = "The estimator's out-of-fold energy error for a GPU nobody measured (each GPU left out of the fit in turn), against the better of two TDP baselines; the full table is at the foot of this page.".into();
+            if let Some(c) = f.coverage {
+                v.interval = format!(
+                    "{:.0} % of held-out groups inside their 80 % intervals",
+                    c * 100.0
+                );
+            }
+            let items: Vec<(String, Estimate)> = [
+                ("estimator", f.energy_mdape_pct),
+                ("better TDP baseline", f.baseline_mdape_pct),
+            ]
+            .into_iter()
+            .filter_map(|(name, v)| Some((name.to_string(), Estimate::new(v?, None))))
+            .collect();
+            if !items.is_empty() && !v.missing {
+                v.chart = charts::bars(
+                    &format!("chart-{}", v.anchor),
+                    "Median energy error leaving one GPU out",
+                    "Two bars: the estimator's median absolute percentage error of energy for a GPU left out of the fit, and the better TDP baseline's.",
+                    "%",
+                    &items,
+                );
+            }
+        }
         _ => {
             v.title = "Size scaling".into();
             v.basis = "Per GPU, the Theil–Sen slope of log energy per token on log parameters over the dense models it measured; the median over GPUs.".into();
@@ -466,7 +521,7 @@ struct InsightsPage {
     csv_link: String,
     view: View,
     demo: bool,
-    validation: super::estimate_page::ValidationBlock,
+    validation: super::estimates::ValidationBlock,
     demo_physics_note: &'static str,
     version: &'static str,
 }
@@ -502,8 +557,8 @@ pub async fn insights_page(
         csv_link: format!("/api/v1/insights.csv{q}"),
         demo: c.view.demo,
         view: c.view,
-        validation: super::estimate_page::validation_block(&s.service.estimator()),
-        demo_physics_note: super::estimate_page::DEMO_PHYSICS_NOTE,
+        validation: super::estimates::validation_block(&s.service.estimator()),
+        demo_physics_note: super::estimates::DEMO_PHYSICS_NOTE,
         version: VERSION,
     };
     Ok(render(StatusCode::OK, &page))

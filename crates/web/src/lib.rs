@@ -11,7 +11,7 @@ pub mod charts;
 pub mod csv_export;
 pub mod download;
 pub mod error;
-pub mod estimate_page;
+pub mod estimates;
 pub mod explore;
 pub mod format;
 pub mod guard;
@@ -219,9 +219,9 @@ fn route_table(state: &AppState) -> routes::Table {
         .get("/insights", DataVersioned, insights_page::insights_page)
         .api(DataVersioned, routes!(insights_page::insights_json))
         .api(DataVersioned, routes!(insights_page::insights_csv))
-        .get("/estimate", DataVersioned, estimate_page::estimate_page)
-        .api(DataVersioned, routes!(estimate_page::estimate_json))
-        .api(DataVersioned, routes!(estimate_page::estimator_json))
+        .get("/estimate", DataVersioned, estimates::form::estimate_page)
+        .api(DataVersioned, routes!(estimates::answer::estimate_json))
+        .api(DataVersioned, routes!(estimates::estimator::estimator_json))
         .get("/models", DataVersioned, models_pages::models_page)
         .get("/models/{*id}", DataVersioned, models_pages::model_page)
         .get(
@@ -232,8 +232,8 @@ fn route_table(state: &AppState) -> routes::Table {
         .api(DataVersioned, routes!(models_pages::models_json))
         .api_catch_all(DataVersioned, routes!(models_pages::model_json))
         .api_under_catch_all(routes!(models_pages::model_csv))
-        .api_under_catch_all(routes!(estimate_page::model_estimates_json))
-        .api_under_catch_all(routes!(estimate_page::model_estimates_csv))
+        .api_under_catch_all(routes!(estimates::unmeasured::model_estimates_json))
+        .api_under_catch_all(routes!(estimates::unmeasured::model_estimates_csv))
         .api(DataVersioned, routes!(explore::gpus_json))
         .api(DataVersioned, routes!(explore::gpu_json))
         .api(DataVersioned, routes!(explore::compare_json))

@@ -314,7 +314,7 @@ struct ModelPage {
     csv_link: String,
     /// Estimates for the catalogue GPUs without a group: below the
     /// measured tables, never among them.
-    estimates: super::estimate_page::UnmeasuredSection,
+    estimates: super::estimates::UnmeasuredSection,
     view: View,
     demo: bool,
     version: &'static str,
@@ -495,7 +495,7 @@ pub async fn model_page(
             )
         });
     let field = |v: &Option<String>| v.clone().unwrap_or_default();
-    let estimates = super::estimate_page::unmeasured_section(&s, &id);
+    let estimates = super::estimates::unmeasured_section(&s, &id);
     Ok(render(
         StatusCode::OK,
         &ModelPage {
@@ -597,10 +597,10 @@ pub async fn model_json(
 ) -> Result<Response, ApiError> {
     // Model ids hold a slash, so the estimates of one ride on this route.
     if let Some(model) = id.strip_suffix("/estimates.csv") {
-        return Ok(super::estimate_page::unmeasured_response(&s, model, true));
+        return Ok(super::estimates::unmeasured_response(&s, model, true));
     }
     if let Some(model) = id.strip_suffix("/estimates") {
-        return Ok(super::estimate_page::unmeasured_response(&s, model, false));
+        return Ok(super::estimates::unmeasured_response(&s, model, false));
     }
     if let Some(model) = id.strip_suffix(".csv") {
         return model_rows_csv(&s, model, &params.1).await;

@@ -62,7 +62,7 @@ query_set!(
     ConsistencyParams,
     EntriesParams,
     NoticeParam,
-    super::estimate_page::EstimateParams,
+    super::estimates::EstimateParams,
 );
 
 /// Two sets read from one query (a page's own parameters and its view).

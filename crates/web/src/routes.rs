@@ -83,13 +83,7 @@ impl Table {
                 .router
                 .route(&format!("{head}/{{*{name}"), route.clone());
         }
-        let doc = self.router.get_openapi_mut();
-        doc.paths.paths.extend(paths.paths);
-        doc.components
-            .get_or_insert_with(Default::default)
-            .schemas
-            .extend(schemas);
-        self
+        self.document(schemas, paths)
     }
 
     /// A documented route answered by an earlier catch-all route (its
@@ -101,6 +95,18 @@ impl Table {
         (schemas, paths, _route): UtoipaMethodRouter<AppState>,
     ) -> Table {
         self.list(&paths);
+        self.document(schemas, paths)
+    }
+
+    /// Adds paths and their schemas to the OpenAPI document.
+    fn document(
+        mut self,
+        schemas: Vec<(
+            String,
+            utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+        )>,
+        paths: utoipa::openapi::path::Paths,
+    ) -> Table {
         let doc = self.router.get_openapi_mut();
         doc.paths.paths.extend(paths.paths);
         doc.components

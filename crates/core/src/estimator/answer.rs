@@ -199,7 +199,7 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
 
 /// Features for the distance: the ITL model's, without the scenario.
 fn distance_features(gpu: &GpuSpec, model: &ModelSpec) -> Vec<f64> {
-    itl_features(gpu, model, ScenarioClass::Batch)[1..].to_vec()
+    itl_features(gpu, model, ScenarioClass::Batch, true)[1..].to_vec()
 }
 
 impl Index {

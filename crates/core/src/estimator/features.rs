@@ -137,7 +137,14 @@ pub fn compute_time_per_token_s(gpu: &GpuSpec, model: &ModelSpec) -> f64 {
     2.0 * model.params_b / (gpu.fp16_tflops * 1000.0)
 }
 
-pub fn power_features(gpu: &GpuSpec, model: &ModelSpec, scenario: ScenarioClass) -> Vec<f64> {
+/// The power model's features; `idle_share` off makes that column a
+/// constant (the same width either way).
+pub fn power_features(
+    gpu: &GpuSpec,
+    model: &ModelSpec,
+    scenario: ScenarioClass,
+    idle_share: bool,
+) -> Vec<f64> {
     vec![
         scenario.code(),
         model.params_b.ln(),
@@ -153,12 +160,21 @@ pub fn power_features(gpu: &GpuSpec, model: &ModelSpec, scenario: ScenarioClass)
         // Not WattGPU's: the catalogue's loaded-idle power over TDP. At
         // low load a board draws mostly this; the bench's LOGO tables
         // with and without it are in the README.
-        gpu.idle_w / gpu.tdp_w,
+        if idle_share {
+            gpu.idle_w / gpu.tdp_w
+        } else {
+            0.0
+        },
     ]
 }
 
-pub fn itl_features(gpu: &GpuSpec, model: &ModelSpec, scenario: ScenarioClass) -> Vec<f64> {
-    let mut f = power_features(gpu, model, scenario);
+pub fn itl_features(
+    gpu: &GpuSpec,
+    model: &ModelSpec,
+    scenario: ScenarioClass,
+    idle_share: bool,
+) -> Vec<f64> {
+    let mut f = power_features(gpu, model, scenario, idle_share);
     f.extend([
         model.params_b,
         f64::from(model.hidden_size),

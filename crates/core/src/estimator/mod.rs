@@ -54,6 +54,17 @@ impl TrainingRow {
     }
 }
 
+/// How many distinct GPUs and models the rows hold.
+pub fn distinct_counts(rows: &[TrainingRow]) -> (usize, usize) {
+    let mut g: Vec<&str> = rows.iter().map(|r| r.gpu_id.as_str()).collect();
+    let mut m: Vec<&str> = rows.iter().map(|r| r.model.as_str()).collect();
+    g.sort_unstable();
+    g.dedup();
+    m.sort_unstable();
+    m.dedup();
+    (g.len(), m.len())
+}
+
 /// Whether the training set can hold this model: dense models only, as in
 /// WattGPU (a mixture of experts reads a fraction of its weights per token).
 pub fn is_dense(model: &ModelSpec) -> bool {
@@ -99,6 +110,15 @@ pub struct Settings {
     /// ln(ITL), squared loss.
     pub itl: BoosterSettings,
     pub seed: u64,
+    /// Whether the trees may read the catalogue's loaded-idle power ÷ TDP
+    /// (not a WattGPU feature; off, the column is a constant and no tree
+    /// splits on it). The bench prints the LOGO table both ways.
+    #[serde(default = "on")]
+    pub idle_share: bool,
+}
+
+fn on() -> bool {
+    true
 }
 
 impl Default for Settings {
@@ -119,6 +139,7 @@ impl Default for Settings {
                 learning_rate: 0.3,
             },
             seed: 0,
+            idle_share: true,
         }
     }
 }
@@ -127,6 +148,7 @@ impl Default for Settings {
 pub struct Fit {
     power: GradientBooster,
     itl: GradientBooster,
+    idle_share: bool,
 }
 
 /// Why no fit or no estimate could be made.
@@ -199,14 +221,15 @@ pub fn fit(rows: &[TrainingRow], settings: &Settings) -> Result<Fit, EstimatorEr
     let mut log_itl = Vec::with_capacity(rows.len());
     for r in rows {
         let (gpu, model) = resolved(r)?;
-        pf.push(power_features(gpu, model, r.scenario));
-        itf.push(itl_features(gpu, model, r.scenario));
+        pf.push(power_features(gpu, model, r.scenario, settings.idle_share));
+        itf.push(itl_features(gpu, model, r.scenario, settings.idle_share));
         share.push(r.power_w / gpu.tdp_w);
         log_itl.push(r.itl_s.ln());
     }
     Ok(Fit {
         power: trained(&pf, &share, &settings.power, settings.seed)?,
         itl: trained(&itf, &log_itl, &settings.itl, settings.seed)?,
+        idle_share: settings.idle_share,
     })
 }
 
@@ -235,8 +258,15 @@ impl Fit {
             let cols = f.len();
             b.predict(&Matrix::new(&f, 1, cols), false)[0]
         };
-        let power_w = one(power_features(gpu, model, scenario), &self.power) * gpu.tdp_w;
-        let itl_s = one(itl_features(gpu, model, scenario), &self.itl).exp();
+        let power_w = one(
+            power_features(gpu, model, scenario, self.idle_share),
+            &self.power,
+        ) * gpu.tdp_w;
+        let itl_s = one(
+            itl_features(gpu, model, scenario, self.idle_share),
+            &self.itl,
+        )
+        .exp();
         match lambda_qps {
             None => Prediction {
                 power_w,
@@ -263,12 +293,15 @@ impl Fit {
         Ok((dump(&self.power)?, dump(&self.itl)?))
     }
 
-    pub fn from_json(power: &str, itl: &str) -> Result<Fit, EstimatorError> {
+    /// Both boosters from their JSON, read with the feature set they
+    /// were fitted with (`idle_share` of their settings).
+    pub fn from_json(power: &str, itl: &str, idle_share: bool) -> Result<Fit, EstimatorError> {
         let load =
             |s: &str| GradientBooster::from_json(s).map_err(|e| EstimatorError::Fit(e.to_string()));
         Ok(Fit {
             power: load(power)?,
             itl: load(itl)?,
+            idle_share,
         })
     }
 }

@@ -11,7 +11,7 @@ use super::*;
 fn features_of_a100_40gb_with_llama_8b_by_hand() {
     let gpu = catalog::gpu_by_id("a100-sxm4-40gb").unwrap();
     let model = catalog::model_by_id("meta-llama/Llama-3.1-8B-Instruct").unwrap();
-    let f = power_features(gpu, model, ScenarioClass::Batch);
+    let f = power_features(gpu, model, ScenarioClass::Batch, true);
     assert_eq!(f.len(), POWER_FEATURES.len());
     let at = |name: &str, f: &[f64]| {
         let all: Vec<&str> = POWER_FEATURES
@@ -33,7 +33,12 @@ fn features_of_a100_40gb_with_llama_8b_by_hand() {
     assert_eq!(at("release_year", &f), 2020.0);
     // 2 bytes × 8.03e9 ÷ 1560e9 B/s = 0.010294871… s.
     assert!((at("weight_read_time_s", &f) - 0.010_294_871_794_871_795).abs() < 1e-15);
-    let g = itl_features(gpu, model, ScenarioClass::ServerHigh);
+    // 52 W loaded idle ÷ 400 W TDP; off, a constant.
+    assert_eq!(at("idle_share", &f), 0.13);
+    let off = power_features(gpu, model, ScenarioClass::Batch, false);
+    assert_eq!(at("idle_share", &off), 0.0);
+    assert_eq!(off.len(), f.len());
+    let g = itl_features(gpu, model, ScenarioClass::ServerHigh, true);
     assert_eq!(g.len(), POWER_FEATURES.len() + ITL_EXTRA_FEATURES.len());
     assert_eq!(at("scenario", &g), 2.0);
     assert_eq!(at("params_b", &g), 8.03);
@@ -84,7 +89,7 @@ fn one_dataset_fits_to_one_set_of_predictions_and_survives_its_json() {
     let pa = a.predict(gpu, model, Some(0.5));
     assert_eq!(pa, b.predict(gpu, model, Some(0.5)));
     let (p, i) = a.to_json().unwrap();
-    let again = Fit::from_json(&p, &i).unwrap();
+    let again = Fit::from_json(&p, &i, true).unwrap();
     assert_eq!(again.predict(gpu, model, Some(0.5)), pa);
     assert_eq!(a.to_json().unwrap(), b.to_json().unwrap());
     assert!(matches!(

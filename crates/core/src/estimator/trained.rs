@@ -174,7 +174,7 @@ impl Trained {
                 s.version
             )));
         }
-        let fit = Fit::from_json(&s.power_booster, &s.itl_booster)?;
+        let fit = Fit::from_json(&s.power_booster, &s.itl_booster, s.settings.idle_share)?;
         Ok(Trained::assemble(
             s.version,
             s.provenance,
@@ -187,12 +187,6 @@ impl Trained {
 
     /// Distinct GPUs and models the rows hold.
     pub fn counts(&self) -> (usize, usize) {
-        let mut g: Vec<&str> = self.rows.iter().map(|r| r.gpu_id.as_str()).collect();
-        let mut m: Vec<&str> = self.rows.iter().map(|r| r.model.as_str()).collect();
-        g.sort_unstable();
-        g.dedup();
-        m.sort_unstable();
-        m.dedup();
-        (g.len(), m.len())
+        super::distinct_counts(&self.rows)
     }
 }

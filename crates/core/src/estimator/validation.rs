@@ -370,6 +370,61 @@ pub fn validate_on(
     })
 }
 
+/// The validation table's columns, as pages, the dataset card and the
+/// bench print them.
+pub const TABLE_HEAD: [&str; 13] = [
+    "split",
+    "scenario",
+    "method",
+    "folds",
+    "rows",
+    "power MdAPE",
+    "ITL MdAPE",
+    "energy MdAPE",
+    "energy r",
+    "GPU-ranking τ",
+    "model-ranking τ",
+    "top-1",
+    "80 % coverage",
+];
+
+impl Line {
+    /// The line's cells under [`TABLE_HEAD`] ("–" where a score has too
+    /// few rows to exist).
+    pub fn cells(&self) -> [String; 13] {
+        let pct = |v: Option<f64>| v.map_or("–".into(), |v| format!("{v:.1} %"));
+        let num = |v: Option<f64>| v.map_or("–".into(), |v| format!("{v:.2}"));
+        let share = |v: Option<f64>| v.map_or("–".into(), |v| format!("{:.0} %", v * 100.0));
+        let s = &self.scores;
+        [
+            self.split.as_str().to_string(),
+            self.scenario.as_str().to_string(),
+            self.method.clone(),
+            self.folds.to_string(),
+            s.rows.to_string(),
+            pct(s.power_mdape_pct),
+            pct(s.itl_mdape_pct),
+            pct(s.energy_mdape_pct),
+            num(s.energy_pearson_r),
+            num(s.gpu_ranking_tau),
+            num(s.model_ranking_tau),
+            share(s.top1_share),
+            share(s.coverage),
+        ]
+    }
+}
+
+/// The table as Markdown (the dataset card, the bench).
+pub fn markdown(lines: &[Line]) -> String {
+    let row = |cells: &[String]| format!("| {} |\n", cells.join(" | "));
+    let mut out = row(&TABLE_HEAD.map(String::from));
+    out.push_str(&row(&TABLE_HEAD.map(|_| "---".to_string())));
+    for l in lines {
+        out.push_str(&row(&l.cells()));
+    }
+    out
+}
+
 fn tdp_baseline(r: &TrainingRow) -> f64 {
     tdp_power_w(resolved(r).expect("fitted").0)
 }
