@@ -410,24 +410,22 @@ learning_rate = 0.3
         "{err}"
     );
     // [estimator]: an unknown key or a value that cannot work, named.
-    std::fs::write(dir.path().join("typo.toml"), "[estimator]\nlevle = 0.9\n").unwrap();
-    let (code, _, err) = wattcounts_in(
-        dir.path(),
-        &["--config-file", "typo.toml", "config", "print"],
-        &[],
-    );
-    assert_eq!(code, Some(2));
+    let refused = |table: &str| {
+        std::fs::write(dir.path().join("typo.toml"), table).unwrap();
+        let (code, _, err) = wattcounts_in(
+            dir.path(),
+            &["--config-file", "typo.toml", "config", "print"],
+            &[],
+        );
+        assert_eq!(code, Some(2), "{table}");
+        err
+    };
+    let err = refused("[estimator]\nlevle = 0.9\n");
     assert!(
         err.contains("[estimator]") && err.contains("unknown field `levle`"),
         "{err}"
     );
-    std::fs::write(dir.path().join("typo.toml"), "[estimator]\nlevel = 2\n").unwrap();
-    let (code, _, err) = wattcounts_in(
-        dir.path(),
-        &["--config-file", "typo.toml", "config", "print"],
-        &[],
-    );
-    assert_eq!(code, Some(2));
+    let err = refused("[estimator]\nlevel = 2\n");
     assert!(
         err.contains("[estimator] level = 2: expected a share between 0 and 1"),
         "{err}"
