@@ -97,4 +97,36 @@ mod tests {
         // 40 GB × 0.9 = 36 GB; 8 B parameters × 2 bytes = 16 GB.
         assert_eq!(usable_memory_b(a100), 36e9);
     }
+
+    #[test]
+    fn the_kv_cache_and_the_share_by_hand() {
+        let a100 = catalog::gpu_by_id("a100-sxm4-40gb").unwrap();
+        let llama = catalog::model_by_id("meta-llama/Llama-3.1-8B-Instruct").unwrap();
+        // 2 (K and V) × 32 layers × 8 KV heads × (4096 ÷ 32) × 2 bytes.
+        assert_eq!(kv_bytes_per_token(llama), 131_072.0);
+        assert!((weight_bytes(llama) - 16.06e9).abs() < 1.0);
+        // (36 GB − 16.06 GB − 1.5 GB) ÷ 131,072 B.
+        let tokens = kv_capacity_tokens(a100, llama);
+        assert!((tokens - 18.44e9 / 131_072.0).abs() < 1e-6, "{tokens}");
+        // The share: 0.8 below 20 GB, 0.9 from 20 GB on.
+        let mut gpu = a100.clone();
+        gpu.memory_gb = 20.0;
+        assert_eq!(memory_share(&gpu), 0.9);
+        gpu.memory_gb = 19.9;
+        assert_eq!(memory_share(&gpu), 0.8);
+        // A GPU whose free memory holds just under, then just over, the
+        // 4,096-token minimum cache: the weights alone are not enough.
+        let needed = weight_bytes(llama) + RUNTIME_RESERVE_B + MIN_KV_TOKENS * 131_072.0;
+        gpu.memory_gb = (needed - 1e6) / 0.9 / 1e9;
+        assert!(!fits(&gpu, llama));
+        assert!(why_not(&gpu, llama)
+            .unwrap()
+            .contains("room for 4088 KV tokens"));
+        gpu.memory_gb = (needed + 1e6) / 0.9 / 1e9;
+        assert!(fits(&gpu, llama));
+        // Weights beyond the share: no cache at all, not a negative one.
+        gpu.memory_gb = 10.0;
+        assert_eq!(kv_capacity_tokens(&gpu, llama), 0.0);
+        assert!(!fits(&gpu, llama));
+    }
 }

@@ -102,10 +102,6 @@ impl Band {
             hi: self.hi.map(|v| v * by),
         }
     }
-    /// Whether `v` lies inside the interval.
-    pub fn covers(&self, v: f64) -> Option<bool> {
-        Some(self.lo? <= v && v <= self.hi?)
-    }
 }
 
 /// Which out-of-fold residuals an interval comes from.
@@ -185,16 +181,8 @@ fn range(values: impl Iterator<Item = f64>) -> (f64, f64) {
 }
 
 fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
     v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
+    (!v.is_empty()).then(|| crate::derived::percentile_sorted(&v, 0.5))
 }
 
 /// Features for the distance: the ITL model's, without the scenario.

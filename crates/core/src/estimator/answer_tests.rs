@@ -3,6 +3,7 @@
 //! and every refusal names its input and figure.
 
 use super::answer::{Refusal, Rules};
+use super::features::{self, ScenarioClass};
 use super::other_physics::{other_physics, GPUS, INTERIOR};
 use super::trained::{Provenance, StoredFit, Trained};
 use super::*;
@@ -211,4 +212,211 @@ fn refusals_name_the_input_and_the_figure() {
         .code(),
     ];
     assert_eq!(codes, ["does_not_fit", "mixture_of_experts"]);
+}
+
+#[test]
+fn figures_follow_the_energy_formulas_and_the_measured_row_is_the_very_group() {
+    let t = trained_without_interior();
+    let rules = Rules::default();
+    let l40s = catalog::gpu_by_id("l40s").unwrap();
+    let qwen = catalog::model_by_id("Qwen/Qwen2.5-7B-Instruct").unwrap();
+    // Batch: J/token = P̂ × ITL̂, its interval from the energy residuals.
+    let b = t.answer(l40s, qwen, None, &rules).unwrap();
+    let e = b.energy_per_token_j.unwrap();
+    assert!((e.point - b.power_w.point * b.itl_s.point).abs() <= 1e-12 * e.point);
+    let m = b.measured.unwrap();
+    assert_eq!((m.gpu_id.as_str(), m.lambda_qps), ("l40s", None));
+    // Server: J/token is J/request ÷ 180 tokens, interval and all.
+    let s = t.answer(l40s, qwen, Some(0.5), &rules).unwrap();
+    let (r, k) = (
+        s.energy_per_request_j.unwrap(),
+        s.energy_per_token_j.unwrap(),
+    );
+    for (a, b) in [
+        (r.point, k.point),
+        (r.lo.unwrap(), k.lo.unwrap()),
+        (r.hi.unwrap(), k.hi.unwrap()),
+    ] {
+        assert!((a / 180.0 - b).abs() <= 1e-9 * b, "{a} / 180 vs {b}");
+    }
+    assert_eq!(s.measured.unwrap().lambda_qps, Some(0.5));
+    // A rate nobody measured finds no measured row, and neither does
+    // batch on a GPU that was never measured.
+    assert!(t
+        .answer(l40s, qwen, Some(0.3), &rules)
+        .unwrap()
+        .measured
+        .is_none());
+    let a100 = catalog::gpu_by_id(INTERIOR).unwrap();
+    assert!(t
+        .answer(a100, qwen, None, &rules)
+        .unwrap()
+        .measured
+        .is_none());
+}
+
+#[test]
+fn neighbours_are_the_nearest_groups_of_the_class_by_standardised_features() {
+    let t = trained_without_interior();
+    let gpu = catalog::gpu_by_id(INTERIOR).unwrap();
+    let model = catalog::model_by_id("Qwen/Qwen2.5-3B-Instruct").unwrap();
+    let a = t.answer(gpu, model, Some(0.5), &Rules::default()).unwrap();
+    // An independent z-scoring over the training rows (population sd).
+    let feats = |g: &catalog::GpuSpec, m: &catalog::ModelSpec| {
+        features::itl_features(g, m, ScenarioClass::Batch, true)[1..].to_vec()
+    };
+    let raw: Vec<Vec<f64>> = t
+        .rows
+        .iter()
+        .map(|r| {
+            feats(
+                catalog::gpu_by_id(&r.gpu_id).unwrap(),
+                catalog::model_by_id(&r.model).unwrap(),
+            )
+        })
+        .collect();
+    let n = raw.len() as f64;
+    let cols = raw[0].len();
+    let mean: Vec<f64> = (0..cols)
+        .map(|j| raw.iter().map(|r| r[j]).sum::<f64>() / n)
+        .collect();
+    let sd: Vec<f64> = (0..cols)
+        .map(|j| (raw.iter().map(|r| (r[j] - mean[j]).powi(2)).sum::<f64>() / n).sqrt())
+        .collect();
+    let z = |v: &[f64]| -> Vec<f64> {
+        v.iter()
+            .enumerate()
+            .map(|(j, x)| {
+                if sd[j] > 0.0 {
+                    (x - mean[j]) / sd[j]
+                } else {
+                    0.0
+                }
+            })
+            .collect()
+    };
+    let me = z(&feats(gpu, model));
+    let mut expected: Vec<(f64, &TrainingRow)> = t
+        .rows
+        .iter()
+        .zip(&raw)
+        .filter(|(r, _)| r.scenario == ScenarioClass::ServerHigh)
+        .map(|(r, f)| {
+            let d = z(f)
+                .iter()
+                .zip(&me)
+                .map(|(a, b)| (a - b).powi(2))
+                .sum::<f64>()
+                .sqrt();
+            (d, r)
+        })
+        .collect();
+    expected.sort_by(|a, b| a.0.total_cmp(&b.0));
+    assert_eq!(a.neighbours.len(), 3);
+    for (got, (d, r)) in a.neighbours.iter().zip(&expected) {
+        assert_eq!(
+            (got.gpu_id.as_str(), got.model.as_str()),
+            (r.gpu_id.as_str(), r.model.as_str())
+        );
+        assert!((got.distance - d).abs() < 1e-9, "{} vs {d}", got.distance);
+        assert_eq!(got.lambda_qps, Some(0.5));
+    }
+    // A measured pair's own group is never its neighbour.
+    let l40s = catalog::gpu_by_id("l40s").unwrap();
+    let own = t.answer(l40s, model, Some(0.5), &Rules::default()).unwrap();
+    assert!(own
+        .neighbours
+        .iter()
+        .all(|n| !(n.gpu_id == "l40s" && n.model == model.id)));
+    assert!(own
+        .neighbours
+        .iter()
+        .any(|n| n.model == model.id || n.gpu_id == "l40s"));
+}
+
+#[test]
+fn the_domain_edges_are_inside_and_the_stored_fit_says_what_it_holds() {
+    let t = trained_without_interior();
+    let l40s = catalog::gpu_by_id("l40s").unwrap();
+    let qwen = catalog::model_by_id("Qwen/Qwen2.5-7B-Instruct").unwrap();
+    let tight = Rules {
+        domain_factor: 1.0,
+        ..Rules::default()
+    };
+    // The measured rates are 0.1 and 0.5: with factor 1 both ends are in.
+    assert!(t.answer(l40s, qwen, Some(0.1), &tight).is_ok());
+    assert!(t.answer(l40s, qwen, Some(0.5), &tight).is_ok());
+    match t.answer(l40s, qwen, Some(0.0999), &tight) {
+        Err(Refusal::RateOutsideDomain { message, .. }) => {
+            assert!(message.contains("0.1000 to 0.5000 req/s"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+    // The measured models' smallest and largest sizes are inside too;
+    // a refusal carries the widened range exactly.
+    let sizes: Vec<f64> = other_physics::MODELS
+        .iter()
+        .map(|m| catalog::model_by_id(m).unwrap().params_b)
+        .collect();
+    let (lo, hi) = (
+        sizes.iter().copied().fold(f64::INFINITY, f64::min),
+        sizes.iter().copied().fold(0.0, f64::max),
+    );
+    let h200 = catalog::gpu_by_id("h200").unwrap();
+    for m in other_physics::MODELS {
+        assert!(
+            t.answer(h200, catalog::model_by_id(m).unwrap(), None, &tight)
+                .is_ok(),
+            "{m}"
+        );
+    }
+    let outside = catalog::models()
+        .iter()
+        .find(|m| is_dense(m) && m.params_b > hi && crate::memory_fit::fits(h200, m))
+        .expect("a larger dense model that fits an H200");
+    match t.answer(h200, outside, None, &tight) {
+        Err(Refusal::OutsideDomain {
+            feature,
+            value,
+            lo: l,
+            hi: h,
+            message,
+        }) => {
+            assert_eq!(feature, "params_b");
+            assert_eq!((value, l, h), (outside.params_b, lo, hi));
+            assert!(message.contains(&format!("params_b = {} B", outside.params_b)));
+        }
+        other => panic!("{other:?}"),
+    }
+    // Refusal::message is the message each variant carries.
+    let r = t.answer(h200, outside, None, &tight).unwrap_err();
+    assert!(r.message().starts_with("params_b = "), "{}", r.message());
+    // What the fit holds and how long each part took (a clock that
+    // counts calls: 0 before the fit, 1 after it, 3 at the end).
+    assert_eq!(t.counts(), (7, 11));
+    let mut ticks = [0.0, 1.0, 3.0].into_iter();
+    let gpus: Vec<&str> = GPUS.iter().copied().filter(|g| *g != INTERIOR).collect();
+    let timed = Trained::train(
+        other_physics(&gpus, 3),
+        quick(),
+        provenance(),
+        1,
+        move || ticks.next().unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        (
+            timed.provenance.fit_seconds,
+            timed.provenance.validation_seconds
+        ),
+        (1.0, 2.0)
+    );
+    let stored = timed.to_stored().unwrap();
+    let mut all: Vec<String> = features::POWER_FEATURES
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    assert_eq!(stored.power_features, all);
+    all.extend(features::ITL_EXTRA_FEATURES.iter().map(|s| s.to_string()));
+    assert_eq!(stored.itl_features, all);
 }
