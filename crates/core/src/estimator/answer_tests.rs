@@ -225,7 +225,10 @@ fn figures_follow_the_energy_formulas_and_the_measured_row_is_the_very_group() {
     let e = b.energy_per_token_j.unwrap();
     assert!((e.point - b.power_w.point * b.itl_s.point).abs() <= 1e-12 * e.point);
     let m = b.measured.unwrap();
-    assert_eq!((m.gpu_id.as_str(), m.lambda_qps), ("l40s", None));
+    assert_eq!(
+        (m.gpu_id.as_str(), m.model.as_str(), m.lambda_qps),
+        ("l40s", qwen.id.as_str(), None)
+    );
     // Server: J/token is J/request ÷ 180 tokens, interval and all.
     let s = t.answer(l40s, qwen, Some(0.5), &rules).unwrap();
     let (r, k) = (
@@ -352,6 +355,27 @@ fn the_domain_edges_are_inside_and_the_stored_fit_says_what_it_holds() {
         }
         other => panic!("{other:?}"),
     }
+    // Widened by 2, the range is min ÷ 2 to max × 2.
+    match t.answer(l40s, qwen, Some(1.2), &Rules::default()) {
+        Err(Refusal::RateOutsideDomain { message, .. }) => {
+            assert!(message.contains("0.0500 to 1.0000 req/s"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+    let tiny = catalog::models()
+        .iter()
+        .filter(|m| is_dense(m))
+        .min_by(|a, b| a.params_b.total_cmp(&b.params_b))
+        .unwrap();
+    let smallest = catalog::model_by_id(other_physics::MODELS[0])
+        .unwrap()
+        .params_b;
+    if tiny.params_b < smallest / 2.0 {
+        match t.answer(l40s, tiny, None, &Rules::default()) {
+            Err(Refusal::OutsideDomain { lo, .. }) => assert_eq!(lo, smallest / 2.0),
+            other => panic!("{other:?}"),
+        }
+    }
     // The measured models' smallest and largest sizes are inside too;
     // a refusal carries the widened range exactly.
     let sizes: Vec<f64> = other_physics::MODELS
@@ -392,9 +416,9 @@ fn the_domain_edges_are_inside_and_the_stored_fit_says_what_it_holds() {
     let r = t.answer(h200, outside, None, &tight).unwrap_err();
     assert!(r.message().starts_with("params_b = "), "{}", r.message());
     // What the fit holds and how long each part took (a clock that
-    // counts calls: 0 before the fit, 1 after it, 3 at the end).
+    // counts calls: 1 before the fit, 2 after it, 4 at the end).
     assert_eq!(t.counts(), (7, 11));
-    let mut ticks = [0.0, 1.0, 3.0].into_iter();
+    let mut ticks = [1.0, 2.0, 4.0].into_iter();
     let gpus: Vec<&str> = GPUS.iter().copied().filter(|g| *g != INTERIOR).collect();
     let timed = Trained::train(
         other_physics(&gpus, 3),
