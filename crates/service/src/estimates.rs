@@ -206,6 +206,16 @@ impl Estimates {
     }
 }
 
+/// The protocol the estimator is fitted on: the paper's.
+const PROTOCOL: &str = "reference";
+
+/// What a fit would be made of now.
+struct TrainingSet {
+    rows: Vec<wattcounts_core::estimator::TrainingRow>,
+    origin: String,
+    version: String,
+}
+
 /// What one refresh did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Refreshed {
@@ -227,25 +237,44 @@ impl crate::Service {
     /// The fit of the data as they are now, if one answers or is stored
     /// (never fitted here): what a snapshot's card names.
     pub async fn estimator_of_current_data(&self) -> anyhow::Result<Option<Arc<Trained>>> {
-        let board = self.all_groups(&Query::default()).await?;
-        let rows = canonical(training_rows(&board.entries));
-        let version = version_of(
-            &rows,
-            &self.estimates.config.settings(),
-            board.origin.as_str(),
-            "reference",
-        );
+        let set = self.training_set().await?;
         let current = self.estimates.current.read().expect("not poisoned").clone();
-        if let Some(t) = current.filter(|t| t.version == version) {
+        if let Some(t) = current.filter(|t| t.version == set.version) {
             return Ok(Some(t));
         }
-        Ok(match self.store.estimator_fit(&version).await? {
-            Some(stored) => serde_json::from_str::<StoredFit>(&stored.body)
-                .ok()
-                .and_then(|s| Trained::from_stored(s).ok())
-                .map(Arc::new),
-            None => None,
+        Ok(self.stored_fit(&set.version).await?.map(Arc::new))
+    }
+
+    /// The training rows of the default view, from the read model (groups,
+    /// never runs), with their origin and the version a fit of them has.
+    async fn training_set(&self) -> anyhow::Result<TrainingSet> {
+        let board = self.all_groups(&Query::default()).await?;
+        let origin = board.origin.as_str().to_string();
+        let rows = canonical(training_rows(&board.entries));
+        let version = version_of(&rows, &self.estimates.config.settings(), &origin, PROTOCOL);
+        Ok(TrainingSet {
+            rows,
+            origin,
+            version,
         })
+    }
+
+    /// The stored fit of `version`, when one is stored and this build can
+    /// read it (an unreadable one is logged and fitted again).
+    async fn stored_fit(&self, version: &str) -> anyhow::Result<Option<Trained>> {
+        let Some(stored) = self.store.estimator_fit(version).await? else {
+            return Ok(None);
+        };
+        match serde_json::from_str::<StoredFit>(&stored.body)
+            .map_err(|err| err.to_string())
+            .and_then(|s| Trained::from_stored(s).map_err(|err| err.to_string()))
+        {
+            Ok(t) => Ok(Some(t)),
+            Err(why) => {
+                tracing::warn!(%version, %why, "estimator: stored fit unreadable; fitting again");
+                Ok(None)
+            }
+        }
     }
 
     /// Brings the estimator up to date with the data now: the training
@@ -259,10 +288,11 @@ impl crate::Service {
         }
         let (s, ev) = self.store.data_stamp().await?;
         let data_stamp = format!("{s}.{ev}");
-        let board = self.all_groups(&Query::default()).await?;
-        let origin = board.origin.as_str().to_string();
-        let protocol = "reference".to_string();
-        let rows = canonical(training_rows(&board.entries));
+        let TrainingSet {
+            rows,
+            origin,
+            version,
+        } = self.training_set().await?;
         let settings = e.config.settings();
         let (gpus, models) = wattcounts_core::estimator::distinct_counts(&rows);
         if gpus < MIN_GPUS || models < MIN_MODELS {
@@ -274,34 +304,23 @@ impl crate::Service {
             self.changed();
             return Ok(Refreshed::Unavailable(why));
         }
-        let version = version_of(&rows, &settings, &origin, &protocol);
         if e.current_version().as_deref() == Some(version.as_str()) {
             e.set_phase(Phase::Ready);
             return Ok(Refreshed::Unchanged);
         }
-        if let Some(stored) = self.store.estimator_fit(&version).await? {
-            match serde_json::from_str::<StoredFit>(&stored.body)
-                .map_err(|err| err.to_string())
-                .and_then(|s| Trained::from_stored(s).map_err(|err| err.to_string()))
-            {
-                Ok(t) => {
-                    e.swap(Some(Arc::new(t)));
-                    e.fits_loaded.fetch_add(1, Ordering::SeqCst);
-                    e.set_phase(Phase::Ready);
-                    self.changed();
-                    tracing::info!(%version, "estimator: loaded the stored fit");
-                    return Ok(Refreshed::Loaded(version));
-                }
-                Err(why) => {
-                    tracing::warn!(%version, %why, "estimator: stored fit unreadable; fitting again")
-                }
-            }
+        if let Some(t) = self.stored_fit(&version).await? {
+            e.swap(Some(Arc::new(t)));
+            e.fits_loaded.fetch_add(1, Ordering::SeqCst);
+            e.set_phase(Phase::Ready);
+            self.changed();
+            tracing::info!(%version, "estimator: loaded the stored fit");
+            return Ok(Refreshed::Loaded(version));
         }
         e.set_phase(Phase::Fitting { since: Utc::now() });
         let provenance = Provenance {
             data_stamp,
             origin,
-            protocol,
+            protocol: PROTOCOL.into(),
             fitted_at: Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
             fit_seconds: 0.0,
             validation_seconds: 0.0,

@@ -10,7 +10,7 @@ use super::*;
 use crate::insights_page::SYNTHETIC_NOTE;
 use crate::params::Params;
 use crate::AppState;
-use wattcounts_core::domain::{Interval, Origin, ScenarioKey};
+use wattcounts_core::domain::{Interval, Origin};
 use wattcounts_core::estimator::answer::{Answer, IntervalSource, Neighbour, Refusal};
 use wattcounts_core::estimator::validation::Line;
 use wattcounts_core::leaderboard::Query;
@@ -82,14 +82,7 @@ async fn measured(s: &AppState, t: &Trained, q: &Question) -> Result<Option<Meas
             ..Query::default()
         })
         .await?;
-    let want = ScenarioKey {
-        scenario: if q.lambda_qps.is_some() {
-            wattcounts_core::domain::Scenario::Server
-        } else {
-            wattcounts_core::domain::Scenario::Batch
-        },
-        lambda_qps: q.lambda_qps,
-    };
+    let want = scenario_key(q.lambda_qps);
     Ok(board
         .entries
         .iter()

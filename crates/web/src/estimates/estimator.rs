@@ -57,7 +57,6 @@ pub const WATTGPU: &[&str] = &[
 
 pub(crate) fn estimator_answer(view: &EstimatorView) -> EstimatorAnswer {
     let t = view.current.as_deref();
-    let (gpus, models) = t.map_or((0, 0), Trained::counts);
     let synthetic = t.is_some_and(|t| t.provenance.origin == "demo");
     EstimatorAnswer {
         status: status_word(&view.phase).into(),
@@ -79,13 +78,7 @@ pub(crate) fn estimator_answer(view: &EstimatorView) -> EstimatorAnswer {
         fitted_at: t.map(|t| t.provenance.fitted_at.clone()),
         fit_seconds: t.map(|t| t.provenance.fit_seconds),
         validation_seconds: t.map(|t| t.provenance.validation_seconds),
-        trained_on: t.map(|t| TrainedOn {
-            groups: t.rows.len(),
-            gpus,
-            models,
-            origin: t.provenance.origin.clone(),
-            protocol: t.provenance.protocol.clone(),
-        }),
+        trained_on: t.map(TrainedOn::of),
         settings: view.config.settings(),
         level: view.rules.level,
         domain_factor: view.rules.domain_factor,

@@ -27,6 +27,7 @@ use utoipa::ToSchema;
 
 use super::error::ApiError;
 use super::pages::url_encode;
+use wattcounts_core::domain::{Scenario, ScenarioKey};
 use wattcounts_core::estimator::answer::Band;
 use wattcounts_core::estimator::trained::Trained;
 use wattcounts_core::verdict::sig;
@@ -75,6 +76,19 @@ pub struct TrainedOn {
     pub protocol: String,
 }
 
+impl TrainedOn {
+    fn of(t: &Trained) -> TrainedOn {
+        let (gpus, models) = t.counts();
+        TrainedOn {
+            groups: t.rows.len(),
+            gpus,
+            models,
+            origin: t.provenance.origin.clone(),
+            protocol: t.provenance.protocol.clone(),
+        }
+    }
+}
+
 /// Which fit answered.
 #[derive(Serialize, ToSchema)]
 pub struct FitId {
@@ -88,18 +102,11 @@ pub struct FitId {
 }
 
 fn fit_id(t: &Trained, view: &EstimatorView) -> FitId {
-    let (gpus, models) = t.counts();
     FitId {
         version: t.version.clone(),
         data_stamp: t.provenance.data_stamp.clone(),
         fitted_at: t.provenance.fitted_at.clone(),
-        trained_on: TrainedOn {
-            groups: t.rows.len(),
-            gpus,
-            models,
-            origin: t.provenance.origin.clone(),
-            protocol: t.provenance.protocol.clone(),
-        },
+        trained_on: TrainedOn::of(t),
         status: status_word(&view.phase).into(),
     }
 }
@@ -112,11 +119,21 @@ fn status_word(p: &Phase) -> &'static str {
     }
 }
 
-fn scenario_param(lambda: Option<f64>) -> String {
-    match lambda {
-        Some(l) => format!("server@{l}"),
-        None => "batch".into(),
+/// Batch (no rate) or server at `lambda`.
+fn scenario_key(lambda: Option<f64>) -> ScenarioKey {
+    ScenarioKey {
+        scenario: if lambda.is_some() {
+            Scenario::Server
+        } else {
+            Scenario::Batch
+        },
+        lambda_qps: lambda,
     }
+}
+
+/// `batch` or `server@RATE`, as the `scenario` parameter takes it.
+fn scenario_param(lambda: Option<f64>) -> String {
+    scenario_key(lambda).param()
 }
 
 fn leaderboard_link(model: &str, gpu: &str, lambda: Option<f64>, origin: &str) -> String {
