@@ -1,7 +1,8 @@
 //! Derived metrics, computed by the service from the harness CSVs alone.
 //!
 //! Per iteration (HARNESS-FORMAT.md, "Derived metrics"): energy from the
-//! power trace (mean × duration), energy per token and per request,
+//! power trace by the meter's own rule (the trapezoid over the samples at
+//! the sampling period, [`ENERGY_RULE`]), energy per token and per request,
 //! throughput, power statistics, and for server runs TTFT / end-to-end
 //! percentiles and the inter-token latency. Per configuration (model ×
 //! scenario × arrival rate): median, min, max and coefficient of variation
@@ -10,6 +11,23 @@
 use serde::{Deserialize, Serialize};
 
 use crate::bundle::harness::{IterationRow, Scenario};
+
+/// The harness's energy meter (ai-energymeter 2.0.2, `gpu_sampling_rate`
+/// 0.1) reads NVML, then sleeps this long: samples are this far apart plus
+/// the few milliseconds the reads take.
+pub const METER_PERIOD_S: f64 = 0.1;
+
+/// How published energy is derived from a power trace; named on the
+/// snapshot card and `/methodology` so a figure says which rule made it.
+/// Version 1 (until 2026-12) was mean(samples) × measurement_duration,
+/// which overstates by about one sampling period ÷ duration.
+pub const ENERGY_RULE: &str = "trapezoid over the power samples at 0.1 s (energy rule 2)";
+
+/// The energy of one iteration by the meter's rule: the trapezoid over the
+/// power samples at [`METER_PERIOD_S`].
+pub fn trace_energy_j(row: &IterationRow) -> f64 {
+    row.power_w.trapezoid(METER_PERIOD_S)
+}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct IterationMetrics {
@@ -23,7 +41,7 @@ pub struct IterationMetrics {
     pub requests_failed: u64,
     pub prompt_tokens: u64,
     pub generation_tokens: u64,
-    /// mean(power trace) × duration.
+    /// The trapezoid over the power trace at the meter's period ([`ENERGY_RULE`]).
     pub gpu_energy_j: f64,
     pub reported_gpu_energy_j: f64,
     pub cpu_energy_j: f64,
@@ -154,7 +172,7 @@ fn ratio(num: f64, den: f64) -> Option<f64> {
 }
 
 pub fn derive(row: &IterationRow) -> IterationMetrics {
-    let energy = row.power_w.mean() * row.duration_s;
+    let energy = trace_energy_j(row);
     let (itl, ttft_p50, ttft_p90, e2e_p50, e2e_p90) = match row.scenario {
         Scenario::Batch => (
             ratio(row.duration_s, row.generation_tokens_total as f64),
@@ -318,7 +336,7 @@ mod tests {
     /// One results row as the harness's pandas writes it (list cells as
     /// Python lists), with every value chosen by hand so that each
     /// derived figure below can be worked out on paper, by the rules
-    /// `/methodology` states (energy = mean of the samples × duration;
+    /// `/methodology` states (energy = the trapezoid over the samples at 0.1 s;
     /// percentiles interpolated between closest ranks).
     fn csv(scenario: Scenario, row: &[&str]) -> Vec<u8> {
         let cols = result_columns(scenario);
@@ -434,13 +452,14 @@ mod tests {
     #[test]
     fn batch_figures_by_hand() {
         let m = derive(&batch_row());
-        // Energy: mean of the samples × measured duration
-        // = (100 + 110 + 120 + 130) / 4 W × 2.0 s = 115 W × 2 s = 230 J.
+        // Energy: the trapezoid over the samples 0.1 s apart
+        // = 0.1 s × (100/2 + 110 + 120 + 130/2) W = 0.1 × 345 = 34.5 J
+        // (not mean × duration = 115 W × 2 s: the meter's own rule).
         close(m.power_mean_w, 115.0);
-        close(m.gpu_energy_j, 230.0);
-        // Per token: 230 J / 46 tokens = 5 J; per request: 230 / 4 = 57.5 J.
-        close(m.energy_per_token_j.unwrap(), 5.0);
-        close(m.energy_per_request_j.unwrap(), 57.5);
+        close(m.gpu_energy_j, 34.5);
+        // Per token: 34.5 J / 46 tokens = 0.75 J; per request: 34.5 / 4 = 8.625 J.
+        close(m.energy_per_token_j.unwrap(), 0.75);
+        close(m.energy_per_request_j.unwrap(), 8.625);
         // Throughput: 46 tokens / 2 s = 23 tok/s.
         close(m.throughput_tok_s, 23.0);
         // Batch time per output token: 2.0 s / 46 = 0.0434782608695652 s.
@@ -455,11 +474,11 @@ mod tests {
     #[test]
     fn server_figures_by_hand() {
         let m = derive(&server_row());
-        // (200 + 220 + 240 + 260 + 280) / 5 = 240 W × 10 s = 2400 J.
-        close(m.gpu_energy_j, 2400.0);
-        // 2400 J / 80 tokens = 30 J; / 5 requests = 480 J; 80 / 10 s = 8 tok/s.
-        close(m.energy_per_token_j.unwrap(), 30.0);
-        close(m.energy_per_request_j.unwrap(), 480.0);
+        // 0.1 s × (200/2 + 220 + 240 + 260 + 280/2) W = 0.1 × 960 = 96 J.
+        close(m.gpu_energy_j, 96.0);
+        // 96 J / 80 tokens = 1.2 J; / 5 requests = 19.2 J; 80 / 10 s = 8 tok/s.
+        close(m.energy_per_token_j.unwrap(), 1.2);
+        close(m.energy_per_request_j.unwrap(), 19.2);
         close(m.throughput_tok_s, 8.0);
         // ITL: mean over requests with ≥ 2 tokens of (e2e − ttft)/(tokens − 1):
         // (1.1 − 0.1)/10 = 0.1, (2.2 − 0.2)/15 = 0.13̅, (2.3 − 0.3)/20 = 0.1,

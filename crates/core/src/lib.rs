@@ -10,6 +10,7 @@
 //! lives in other crates, so nothing here can reach for them.
 
 pub mod analysis;
+pub mod arrival_schedule;
 pub mod bundle;
 pub mod catalog;
 pub mod checks;

@@ -141,9 +141,18 @@ pub struct SeriesStats {
     pub min: f64,
     pub max: f64,
     pub first: f64,
+    pub last: f64,
 }
 
 impl SeriesStats {
+    /// The statistics of `values`, as a list cell holding them gives.
+    pub fn of(values: &[f64]) -> Self {
+        let mut s = SeriesStats::default();
+        for &v in values {
+            s.push(v);
+        }
+        s
+    }
     pub fn mean(&self) -> f64 {
         if self.n == 0 {
             0.0
@@ -151,7 +160,19 @@ impl SeriesStats {
             self.sum / self.n as f64
         }
     }
+    /// The trapezoid rule over the samples taken `period_s` apart (what
+    /// `numpy.trapezoid` gives at evenly spaced timestamps): the span is
+    /// one period shorter than n periods, and the first and last samples
+    /// count half. Fewer than two samples span no time and give 0.
+    pub fn trapezoid(&self, period_s: f64) -> f64 {
+        if self.n < 2 {
+            0.0
+        } else {
+            period_s * (self.sum - (self.first + self.last) / 2.0)
+        }
+    }
     fn push(&mut self, v: f64) {
+        self.last = v;
         if self.n == 0 {
             self.min = v;
             self.max = v;

@@ -1,13 +1,13 @@
 //! Arithmetic: the harness's own totals agree with the raw data beside them.
 
 use super::{CheckInput, CheckResult, Location, Rule, Severity, Tally, Thresholds};
-use crate::bundle::harness::Scenario;
+use crate::bundle::harness::{Scenario, SeriesStats};
+use crate::derived::METER_PERIOD_S;
 
 pub const GPU_ENERGY: Rule = Rule {
     id: "arithmetic.gpu_energy",
     severity: Severity::Hard,
-    rule:
-        "gpu_energy is within the tolerance of mean(gpu_0_power_draw_watts) × measurement_duration",
+    rule: "gpu_energy lies, within the tolerance, between the trapezoid over the power samples at the meter's 0.1 s period and the trapezoid at the widest spacing the measurement allows (measurement_duration ÷ (samples − 1))",
     unit: "%",
 };
 pub const TOKEN_TOTALS: Rule = Rule {
@@ -32,20 +32,56 @@ pub fn checks(input: &CheckInput, t: &Thresholds) -> Vec<CheckResult> {
     ]
 }
 
-fn gpu_energy(input: &CheckInput, t: &Thresholds) -> CheckResult {
-    let mut tally = Tally::new(GPU_ENERGY, Some(t.energy_tolerance_pct));
-    for r in input.rows {
-        let from_trace = r.power_w.mean() * r.duration_s;
-        let deviation = if from_trace > 0.0 {
-            (r.reported_gpu_energy_j - from_trace).abs() / from_trace * 100.0
-        } else if r.reported_gpu_energy_j == 0.0 {
-            0.0
+/// The energies an honest meter can report for a trace: its samples are
+/// at least the sleep period apart (0.1 s; the NVML reads add a few ms)
+/// and at most so far apart that they still fit in the measured duration.
+/// The band is narrow on long iterations and about one period ÷ duration
+/// wide on short ones (3 % at 3.3 s), where the timestamps are not known.
+pub(crate) fn energy_band(power: &SeriesStats, duration_s: f64) -> (f64, f64) {
+    let lo = power.trapezoid(METER_PERIOD_S);
+    let widest = if power.n >= 2 {
+        duration_s / (power.n - 1) as f64
+    } else {
+        METER_PERIOD_S
+    };
+    (lo, power.trapezoid(widest.max(METER_PERIOD_S)))
+}
+
+/// How far, in % of the nearer edge, `reported` lies outside `[lo, hi]`.
+pub(crate) fn outside_band(reported: f64, (lo, hi): (f64, f64)) -> f64 {
+    if reported.is_nan() {
+        f64::NAN
+    } else if reported < lo {
+        (lo - reported) / lo * 100.0
+    } else if reported > hi {
+        if hi > 0.0 {
+            (reported - hi) / hi * 100.0
         } else {
             f64::INFINITY
-        };
-        tally.at_most(deviation, t.energy_tolerance_pct, || Location::of_row(r));
+        }
+    } else {
+        0.0
     }
-    tally.finish(|v| format!("gpu_energy differs from the power trace's energy by {v:.2} %"))
+}
+
+fn gpu_energy(input: &CheckInput, t: &Thresholds) -> CheckResult {
+    let mut tally = Tally::new(GPU_ENERGY, Some(t.energy_tolerance_pct));
+    // The band of the row the message will name (the worst one).
+    let mut named = (f64::NEG_INFINITY, 0.0, 0.0, 0.0);
+    for r in input.rows {
+        let band = energy_band(&r.power_w, r.duration_s);
+        let off = outside_band(r.reported_gpu_energy_j, band);
+        if off > named.0 || off.is_nan() && !named.0.is_nan() {
+            named = (off, r.reported_gpu_energy_j, band.0, band.1);
+        }
+        tally.at_most(off, t.energy_tolerance_pct, || Location::of_row(r));
+    }
+    let (_, reported, lo, hi) = named;
+    tally.finish(|v| {
+        format!(
+            "gpu_energy {reported:.2} J lies {v:.2} % outside {lo:.2}–{hi:.2} J, the trapezoid over the power samples at 0.1 s and at duration ÷ (samples − 1)"
+        )
+    })
 }
 
 fn token_totals(input: &CheckInput) -> CheckResult {
@@ -72,4 +108,43 @@ fn query_counts(input: &CheckInput) -> CheckResult {
     tally.finish(|v| {
         format!("success + failure, processed_queries and queries_submitted differ by {v:.0}")
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn band_edges_by_hand() {
+        // Ten samples of 100 W over 1.0 s: at 0.1 s the trapezoid is
+        // 0.1 × (10 × 100 − 100) = 90 J; at 1.0 / 9 s it is 900 / 9 = 100 J.
+        let (lo, hi) = energy_band(&SeriesStats::of(&[100.0; 10]), 1.0);
+        assert!((lo - 90.0).abs() < 1e-9, "{lo}");
+        assert!((hi - 100.0).abs() < 1e-9, "{hi}");
+        // Inside: 0 %. 1 % under 90 J is 89.1 J; 2 % over 100 J is 102 J.
+        assert_eq!(outside_band(95.0, (lo, hi)), 0.0);
+        assert!((outside_band(89.1, (lo, hi)) - 1.0).abs() < 1e-9);
+        assert!((outside_band(102.0, (lo, hi)) - 2.0).abs() < 1e-9);
+        assert!(outside_band(f64::NAN, (lo, hi)).is_nan());
+        assert_eq!(outside_band(0.0, (0.0, 0.0)), 0.0);
+        assert_eq!(outside_band(1.0, (0.0, 0.0)), f64::INFINITY);
+        // A duration shorter than the samples at 0.1 s allow: the band
+        // is the single 0.1 s figure.
+        let (lo, hi) = energy_band(&SeriesStats::of(&[100.0; 10]), 0.5);
+        assert_eq!(lo, hi);
+    }
+
+    #[test]
+    fn a_short_honest_iteration_passes_and_a_doctored_one_fails() {
+        // 3.3 s at 10 Hz: 33 samples of 200 W. The meter's figure at
+        // 0.1 s plus 1 ms of NVML reads per sample: 32 × 0.101 × 200 =
+        // 646.4 J; mean × duration would be 660 J (2.1 % above it).
+        let power = SeriesStats::of(&[200.0; 33]);
+        let band = energy_band(&power, 3.3);
+        // lo = 0.1 × 32 × 200 = 640 J; hi = 3.3 / 32 × 32 × 200 = 660 J.
+        assert!((band.0 - 640.0).abs() < 1e-9 && (band.1 - 660.0).abs() < 1e-9);
+        assert_eq!(outside_band(646.4, band), 0.0);
+        // Doctored 5 % above the widest band edge: 693 J is 5 % over 660.
+        assert!((outside_band(693.0, band) - 5.0).abs() < 1e-9);
+    }
 }

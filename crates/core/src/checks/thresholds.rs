@@ -32,14 +32,22 @@ pub struct Thresholds {
     pub max_start_temperature_c: f64,
     /// repeatability.batch_energy_cv: CV of energy per token, %.
     pub batch_energy_cv_pct: f64,
-    /// repeatability.server_power_cv: CV of mean power, %.
-    pub server_power_cv_pct: f64,
-    /// repeatability.server_power_cv applies only where λ × MAX_TEST_DURATION
-    /// (the expected requests per iteration) reaches this: with fewer, mean
-    /// power swings with the Poisson request count, not with the setup.
+    /// repeatability.server_load_fit: residual standard deviation of the
+    /// iterations' energy about its straight line against generated tokens,
+    /// % of the mean energy. (Read from `server_power_cv_pct` too, the name
+    /// of the raw power CV it replaced.)
+    #[serde(alias = "server_power_cv_pct")]
+    pub server_load_fit_pct: f64,
+    /// repeatability.server_load_fit applies only where λ × MAX_TEST_DURATION
+    /// (the expected requests per iteration) reaches this: with fewer, a
+    /// handful of requests leaves the energy mostly idle and the line loose.
     pub server_cv_min_expected_requests: f64,
-    /// arrivals.poisson: |requests − λT| ≤ this × √(λT).
+    /// arrivals.poisson (unseeded runs only): |requests − λT| ≤ this × √(λT).
     pub poisson_sigmas: f64,
+    /// arrivals.schedule: how far, in seconds, the harness's wall clock may
+    /// run ahead of the sum of its drawn sleeps by the end of an iteration
+    /// (each asyncio sleep overshoots by about a millisecond).
+    pub arrival_drift_s: f64,
     /// consistency.robust_z: |x − median| / (1.4826 × MAD) ≤ this.
     pub robust_z: f64,
     /// consistency.robust_z: peers needed before the check applies.
@@ -65,9 +73,10 @@ impl Default for Thresholds {
             min_iterations: 3,
             max_start_temperature_c: 65.0,
             batch_energy_cv_pct: 5.0,
-            server_power_cv_pct: 10.0,
+            server_load_fit_pct: 10.0,
             server_cv_min_expected_requests: 30.0,
             poisson_sigmas: 4.0,
+            arrival_drift_s: 1.0,
             robust_z: 3.5,
             consistency_min_peers: 3,
             mad_floor_pct: 1.0,
@@ -92,6 +101,12 @@ mod tests {
         let t = Thresholds::from_yaml("batch_energy_cv_pct: 7.5\n").unwrap();
         assert_eq!(t.batch_energy_cv_pct, 7.5);
         assert_eq!(t.robust_z, 3.5);
+    }
+
+    #[test]
+    fn the_old_server_cv_name_still_reads() {
+        let t = Thresholds::from_yaml("server_power_cv_pct: 12\n").unwrap();
+        assert_eq!(t.server_load_fit_pct, 12.0);
     }
 
     #[test]

@@ -148,8 +148,8 @@ impl Table {
     /// Replaces a row's power trace and recomputes gpu_energy from it.
     fn set_power(&mut self, row: usize, power: &[f64]) {
         self.set_list(row, "gpu_0_power_draw_watts", power);
-        let mean = power.iter().sum::<f64>() / power.len().max(1) as f64;
-        let energy = mean * self.number(row, "measurement_duration");
+        let energy = crate::bundle::harness::SeriesStats::of(power)
+            .trapezoid(crate::derived::METER_PERIOD_S);
         self.set(row, "gpu_energy", format!("{energy:?}"));
     }
     fn scale_power(&mut self, row: usize, factor: f64) {

@@ -12,6 +12,7 @@ use super::options::SynthOptions;
 use super::physics::{
     exponential, normal, request_lengths, rng_for, Engine, Thermal, SAMPLE_PERIOD_S,
 };
+use crate::arrival_schedule::{ScheduleProtocol, Stream, HARNESS_SEED};
 use crate::bundle::harness::{self, Scenario};
 use crate::catalog::{GpuSpec, ModelSpec};
 
@@ -62,12 +63,15 @@ pub fn write_run(dir: &Path, run: &RunFolder) -> std::io::Result<std::path::Path
     Ok(root)
 }
 
+/// The harness's default warm-up at the largest rate, seconds.
+const WARMUP_S: f64 = 60.0;
+
 fn config_yaml(models: &[&ModelSpec], opts: &SynthOptions) -> String {
     let mut y = String::new();
     let _ = writeln!(y, "ITERATIONS: {}", opts.iterations);
     let _ = writeln!(y, "MAX_TEST_DURATION: {}", opts.server_duration_s);
     let _ = writeln!(y, "CONTEXT_LENGTH: 1024");
-    let _ = writeln!(y, "WARMUP_DURATION: 60");
+    let _ = writeln!(y, "WARMUP_DURATION: {WARMUP_S}");
     let rates: Vec<String> = opts.lambdas.iter().map(|l| l.to_string()).collect();
     let _ = writeln!(y, "LAMBDA_QPS_ARRAY: [{}]", rates.join(", "));
     let _ = writeln!(y, "CUDA_VISIBLE_DEVICES: \"0\"");
@@ -243,6 +247,17 @@ fn model_files(
         batch.push((it, r));
     }
     let mut server = Vec::new();
+    // Arrivals as the harness draws them: numpy seeded with 42 once per
+    // model's process, the warm-up first, then every rate's iterations.
+    let schedule = ScheduleProtocol {
+        seed: HARNESS_SEED,
+        warmup_s: WARMUP_S,
+        lambdas: opts.lambdas.clone(),
+        iterations: opts.iterations,
+        duration_s: opts.server_duration_s,
+    };
+    let mut stream = Stream::new(schedule.seed);
+    let mut pos = schedule.counts().0;
     for (rate_index, &lambda) in opts.lambdas.iter().enumerate() {
         for it in 0..opts.iterations {
             let burst = opts.fault == super::Fault::ArrivalBurst
@@ -251,11 +266,25 @@ fn model_files(
                 && it == 0;
             thermal.cool_down(&mut rng);
             let mut work = rng_for(opts.seed, &format!("{}|server|{lambda}|{it}", model.id));
+            // The arrivals-check fault: requests come four times as fast
+            // as the rate the CSV states, off the seeded schedule.
+            let arrivals = if burst {
+                let mut t = 0.0;
+                let mut out = Vec::new();
+                while t < opts.server_duration_s {
+                    t += exponential(&mut work, lambda * 4.0);
+                    out.push(t);
+                }
+                out
+            } else {
+                stream.arrivals(pos, lambda, opts.server_duration_s)
+            };
+            // Each request took one draw of the process's stream.
+            pos += arrivals.len();
             let r = server_iteration(
                 &engine,
                 opts,
-                lambda,
-                burst,
+                &arrivals,
                 &mut work,
                 &mut rng,
                 &mut thermal,
@@ -369,30 +398,26 @@ fn sample_count(rng: &mut StdRng, duration: f64) -> usize {
 fn server_iteration(
     engine: &Engine,
     opts: &SynthOptions,
-    lambda: f64,
-    burst: bool,
+    arrival_times: &[f64],
     work: &mut StdRng,
     rng: &mut StdRng,
     thermal: &mut Thermal,
     started: f64,
 ) -> Iteration {
     let horizon = opts.server_duration_s;
-    // The arrivals-check fault: requests come four times as fast as the
-    // rate the CSV states.
-    let drawn = if burst { lambda * 4.0 } else { lambda };
-    let mut arrivals = Vec::new();
-    let mut t = exponential(work, drawn);
-    while t < horizon {
-        let (prompt, gen) = request_lengths(work, opts.max_tokens);
-        arrivals.push(Request {
-            prompt,
-            gen,
-            arrival: t,
-            ttft: 0.0,
-            e2e: 0.0,
-        });
-        t += exponential(work, drawn);
-    }
+    let mut arrivals: Vec<Request> = arrival_times
+        .iter()
+        .map(|&arrival| {
+            let (prompt, gen) = request_lengths(work, opts.max_tokens);
+            Request {
+                prompt,
+                gen,
+                arrival,
+                ttft: 0.0,
+                e2e: 0.0,
+            }
+        })
+        .collect();
     // (index, decode start, tokens produced)
     let mut active: Vec<(usize, f64, f64)> = Vec::new();
     let mut next = 0usize;
@@ -473,7 +498,10 @@ fn results_csv(
     w.write_record(&cols).expect("write to memory");
     for (lambda, iteration, it) in rows {
         let n = it.trace.power.len();
-        let mean_power = it.trace.power.iter().sum::<f64>() / n.max(1) as f64;
+        // What the meter reports: the trapezoid over its samples, which
+        // this writer places exactly one period apart (as a stand-in NVML
+        // whose reads take no time would).
+        let meter_energy = harness::SeriesStats::of(&it.trace.power).trapezoid(SAMPLE_PERIOD_S);
         let gen_total: u64 = it.requests.iter().map(|r| r.gen as u64).sum();
         let prompt_total: u64 = it.requests.iter().map(|r| r.prompt as u64).sum();
         let mem = py_list(
@@ -520,7 +548,7 @@ fn results_csv(
             cpu_util,
             py_float(it.duration * 61.5, 3),
             py_float(it.duration * 9.8, 3),
-            py_float(mean_power * it.duration, 6),
+            py_float(meter_energy, 6),
             "0.0".into(),
             ttft,
             e2e,
