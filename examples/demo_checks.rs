@@ -39,7 +39,7 @@ fn main() -> anyhow::Result<()> {
     }
     let cache = tempfile::tempdir()?;
     let mut total_checks = std::time::Duration::ZERO;
-    for gpu in catalog::gpus() {
+    for gpu in catalog::paper_gpus() {
         if !wanted.is_empty() && !wanted.contains(&gpu.id) {
             continue;
         }

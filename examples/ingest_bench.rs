@@ -95,8 +95,7 @@ async fn main() -> anyhow::Result<()> {
 
     let t = Instant::now();
     let bundles: Vec<Vec<u8>> = if whole_demo {
-        catalog::gpus()
-            .iter()
+        catalog::paper_gpus()
             .map(|g| {
                 eprintln!("preparing {} ...", g.nvml_name);
                 wattcounts::demo::demo_bundle(cache, g, &key, AUDIENCE, &SynthOptions::default())

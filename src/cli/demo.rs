@@ -41,7 +41,7 @@ pub async fn run(cmd: DemoCommand) -> anyhow::Result<()> {
 
 pub fn select_gpus(names: &[String]) -> anyhow::Result<Vec<&'static catalog::GpuSpec>> {
     if names.is_empty() {
-        return Ok(catalog::gpus().iter().collect());
+        return Ok(catalog::paper_gpus().collect());
     }
     names
         .iter()

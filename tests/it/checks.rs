@@ -42,6 +42,31 @@ fn assert_verdict(r: &Value, id: &str, status: &str, outcome: &str) -> Value {
     c
 }
 
+/// A configuration rejected on its own (the bundle's other configurations
+/// accepted): the one result with `id` that rejected it.
+fn assert_rejected_alone(r: &Value, id: &str, scenario: &str) -> Value {
+    assert_eq!(r["status"], "accepted", "status; {r:#}");
+    let rejected = r["rejected_configurations"].as_array().expect("listed");
+    assert_eq!(rejected.len(), 1, "{rejected:#?}");
+    assert_eq!(rejected[0]["scenario"], scenario, "{rejected:#?}");
+    let c = rejected[0]["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap_or_else(|| panic!("{id} did not reject it: {rejected:#?}"))
+        .clone();
+    assert_eq!(c["outcome"], "fail", "{c:#}");
+    assert_eq!(c["rejects_configuration"], true, "{c:#}");
+    // The configuration is not published with the others.
+    assert!(!r["configurations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|k| k["scenario"] == scenario && k["lambda_qps"] == rejected[0]["lambda_qps"]));
+    c
+}
+
 fn assert_names_iteration(c: &Value, file_suffix: &str, iteration: u64) {
     let msg = c["message"].as_str().unwrap();
     assert!(msg.contains(file_suffix), "message names the file: {msg}");
@@ -72,8 +97,9 @@ async fn clean_run_passes_every_check() {
         "every rule reports, in order"
     );
     for c in checks {
-        // Consistency has no peers yet; everything else has data to judge.
-        if c["id"] == "consistency.robust_z" {
+        // Consistency has no peers yet; the Poisson test gives way to the
+        // seeded schedule; everything else has data to judge.
+        if c["id"] == "consistency.robust_z" || c["id"] == "arrivals.poisson" {
             assert_eq!(c["outcome"], "skip", "{c:#}");
         } else {
             assert_eq!(c["outcome"], "pass", "{c:#}");
@@ -89,7 +115,13 @@ async fn clean_run_passes_every_check() {
 async fn gpu_energy_off_by_five_percent_is_rejected() {
     let r = receipt_for(Fault::GpuEnergyMismatch).await;
     let c = assert_verdict(&r, "arithmetic.gpu_energy", "rejected", "fail");
-    assert!((figure(&c) - 5.0).abs() < 0.05, "{c:#}");
+    // 15 % above the trapezoid at 0.1 s; the band's upper edge (the
+    // trapezoid at duration ÷ (samples − 1)) sits a few % above that on
+    // these short iterations, so the figure outside the band is under 15 %
+    // and well over the 2 % tolerance.
+    assert!(figure(&c) > 5.0 && figure(&c) < 15.0, "{c:#}");
+    let msg = c["message"].as_str().unwrap();
+    assert!(msg.contains("outside") && msg.contains("0.1 s"), "{msg}");
     assert_eq!(c["threshold"], 2.0);
     assert_names_iteration(&c, BATCH, 1);
     assert_eq!(c["location"]["row"], 3);
@@ -112,18 +144,18 @@ async fn query_counts_that_disagree_are_rejected() {
 }
 
 #[tokio::test]
-async fn sparse_power_trace_is_rejected() {
+async fn sparse_power_trace_rejects_its_configuration() {
     let r = receipt_for(Fault::SparsePowerSamples).await;
-    let c = assert_verdict(&r, "sampling.power_samples", "rejected", "fail");
+    let c = assert_rejected_alone(&r, "sampling.power_samples", "batch");
     assert!((45.0..55.0).contains(&figure(&c)), "{c:#}");
     assert_eq!(c["threshold"], 75.0);
     assert_names_iteration(&c, BATCH, 1);
 }
 
 #[tokio::test]
-async fn server_run_shorter_than_configured_is_rejected() {
+async fn server_run_shorter_than_configured_rejects_its_configuration() {
     let r = receipt_for(Fault::ShortServerRun).await;
-    let c = assert_verdict(&r, "sampling.server_duration", "rejected", "fail");
+    let c = assert_rejected_alone(&r, "sampling.server_duration", "server");
     assert_eq!(figure(&c), 10.0);
     assert_eq!(c["threshold"], 20.0);
     assert_names_iteration(&c, SERVER, 1);
@@ -179,16 +211,15 @@ async fn overheated_gpu_is_rejected() {
 }
 
 #[tokio::test]
-async fn unknown_gpu_is_rejected_with_the_known_ones_listed() {
+async fn an_unknown_gpu_waits_for_a_maintainer_with_its_neighbours_named() {
     let r = receipt_for(Fault::UnknownGpu).await;
-    let c = assert_verdict(&r, "identity.gpu_catalogue", "rejected", "fail");
+    let c = assert_verdict(&r, "identity.gpu_catalogue", "needs_review", "warn");
     let msg = c["message"].as_str().unwrap();
     assert!(msg.contains("NVIDIA B300 Ultra Prototype"), "{msg}");
-    assert!(
-        msg.contains("NVIDIA L4") && msg.contains("NVIDIA H100 PCIe"),
-        "{msg}"
-    );
-    assert!(msg.contains("propose"), "{msg}");
+    // "B300 Ultra Prototype" shares no word but "b300"… none in the
+    // catalogue; the message still says how the GPU gets added.
+    assert!(msg.contains("waits for a maintainer"), "{msg}");
+    assert!(msg.contains("catalog/gpus.csv"), "{msg}");
     // Without a TDP the power limits cannot be judged.
     assert_eq!(check(&r, "physics.mean_power")["outcome"], "skip");
 }
@@ -266,9 +297,9 @@ async fn sampling_without_seed_is_rejected() {
 }
 
 #[tokio::test]
-async fn two_iterations_are_rejected() {
+async fn two_iterations_reject_their_configuration() {
     let r = receipt_for(Fault::TooFewIterations).await;
-    let c = assert_verdict(&r, "method.iterations_minimum", "rejected", "fail");
+    let c = assert_rejected_alone(&r, "method.iterations_minimum", "batch");
     assert_eq!(figure(&c), 2.0);
     assert_eq!(c["threshold"], 3.0);
     assert!(c["message"].as_str().unwrap().contains(BATCH), "{c:#}");
@@ -303,7 +334,7 @@ async fn unrepeatable_batch_energy_needs_review() {
 #[tokio::test]
 async fn unrepeatable_server_power_needs_review() {
     let r = receipt_for(Fault::UnrepeatableServer).await;
-    let c = assert_verdict(&r, "repeatability.server_power_cv", "needs_review", "warn");
+    let c = assert_verdict(&r, "repeatability.server_load_fit", "needs_review", "warn");
     assert!(figure(&c) > 10.0, "{c:#}");
     assert_eq!(c["threshold"], 10.0);
     assert_eq!(c["location"]["scenario"], "server");
@@ -312,9 +343,13 @@ async fn unrepeatable_server_power_needs_review() {
 #[tokio::test]
 async fn arrival_burst_needs_review() {
     let r = receipt_for(Fault::ArrivalBurst).await;
-    let c = assert_verdict(&r, "arrivals.poisson", "needs_review", "warn");
-    assert!(figure(&c) > 4.0, "{c:#}");
-    assert_eq!(c["threshold"], 4.0);
+    // Four times the rate: off the seeded schedule, which the demo's
+    // harness (sw-energy-benchmark, numpy seed 42) follows everywhere else.
+    let c = assert_verdict(&r, "arrivals.schedule", "needs_review", "warn");
+    assert!(figure(&c) >= 1.0, "{c:#}");
+    assert_eq!(c["threshold"], 0.0);
+    assert_eq!(c["failing"], 1, "{c:#}");
+    assert_eq!(check(&r, "arrivals.poisson")["outcome"], "skip");
     assert_names_iteration(&c, SERVER, 0);
 }
 
@@ -360,4 +395,105 @@ async fn rejected_bundles_stay_off_the_leaderboard() {
     let (status, again) = app.submit(&gz, &sign(&key, &gz)).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(again, r);
+}
+
+/// Keeps the header and the first `rows` rows of a results CSV.
+fn first_rows(text: &str, rows: usize) -> String {
+    text.lines()
+        .take(rows + 1)
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_model_that_crashed_part_way_is_rejected_alone_and_the_rest_is_published() {
+    let app = TestApp::new().await;
+    let key = app.register("alice").await;
+    // The fixture: L4, Qwen 0.5B and Llama 3.2 3B, reference protocol.
+    // Llama's batch run crashed during iteration 2: two rows saved.
+    let gz = BundleBuilder::fixture()
+        .edit(
+            "meta-llama_Llama-3.2-3B-Instruct/llm_batch_optimized_results.csv",
+            |t| first_rows(t, 2),
+        )
+        .by("alice", &key)
+        .build();
+    let (status, r) = app.submit(&gz, &sign(&key, &gz)).await;
+    assert_eq!(status, StatusCode::CREATED, "{r}");
+    assert_eq!(r["status"], "accepted", "{r:#}");
+    let rejected = r["rejected_configurations"].as_array().expect("listed");
+    assert_eq!(rejected.len(), 1, "{rejected:#?}");
+    let c = &rejected[0];
+    assert_eq!(c["model"], "meta-llama/Llama-3.2-3B-Instruct");
+    assert_eq!(c["scenario"], "batch");
+    let why = &c["checks"][0];
+    assert_eq!(why["id"], "method.iterations_minimum", "{c:#}");
+    assert_eq!(why["outcome"], "fail");
+    assert_eq!(why["figure"], 2.0);
+    assert_eq!(why["threshold"], 3.0);
+    assert_eq!(why["rejects_configuration"], true);
+    // The bundle's own checks judged the rest and all pass.
+    let bundle_fail = r["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["outcome"] == "fail")
+        .count();
+    assert_eq!(bundle_fail, 0, "{:#}", r["checks"]);
+    // Published: the complete configurations (2 models × 3 − 1), not Llama's batch.
+    let configs = r["configurations"].as_array().unwrap();
+    assert_eq!(configs.len(), 5, "{configs:#?}");
+    assert!(!configs
+        .iter()
+        .any(|c| c["model"] == "meta-llama/Llama-3.2-3B-Instruct" && c["scenario"] == "batch"));
+    let (status, lb) = app
+        .get("/api/v1/leaderboard?origin=real&scenario=batch")
+        .await;
+    assert_eq!(status, StatusCode::OK, "{lb}");
+    let models: Vec<&str> = lb["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["model"].as_str().unwrap())
+        .collect();
+    assert_eq!(models, vec![QWEN], "{lb}");
+    // The same answer when the receipt is read again, and on the page.
+    let id = r["submission_id"].as_str().unwrap();
+    let (_, again) = app.get(&format!("/api/v1/submissions/{id}")).await;
+    assert_eq!(
+        again["rejected_configurations"],
+        r["rejected_configurations"]
+    );
+    let (status, page) = html_page(&app, &format!("/submissions/{id}")).await;
+    assert_eq!(status, StatusCode::OK);
+    let headings = texts(&page, "h2, h3");
+    assert!(
+        headings.contains(&"Configurations rejected on their own".to_string())
+            && headings.contains(&"meta-llama/Llama-3.2-3B-Instruct batch".to_string()),
+        "{headings:?}"
+    );
+    let cells = texts(&page, "#rejected-configurations ~ div table td code");
+    assert!(
+        cells.contains(&"method.iterations_minimum".to_string()),
+        "{cells:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_bundle_whose_every_configuration_is_incomplete_is_rejected_whole() {
+    let r = {
+        let app = TestApp::new().await;
+        let key = app.register("alice").await;
+        let gz = BundleBuilder::faulty(Fault::None, 42)
+            .edit("llm_batch_optimized_results.csv", |t| first_rows(t, 2))
+            .edit("llm_server_optimized_results.csv", |t| first_rows(t, 2))
+            .by("alice", &key)
+            .build();
+        let (status, body) = app.submit(&gz, &sign(&key, &gz)).await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        body
+    };
+    assert_eq!(r["status"], "rejected", "{r:#}");
+    assert!(r.get("rejected_configurations").is_none(), "{r:#}");
+    assert_eq!(check(&r, "method.iterations_minimum")["outcome"], "fail");
 }

@@ -192,10 +192,17 @@ async fn estimates_over_http_labelled_refused_and_never_mixed() {
             "model = 'no/such'",
         ),
         (
-            "model=Qwen%2FQwen2.5-7B-Instruct&gpu=b200&scenario=batch",
+            "model=Qwen%2FQwen2.5-7B-Instruct&gpu=b300-ultra&scenario=batch",
             StatusCode::UNPROCESSABLE_ENTITY,
             "unknown_gpu",
-            "gpu = 'b200'",
+            "gpu = 'b300-ultra'",
+        ),
+        (
+            // In the catalogue, but its 8 TB/s lie beyond the measured GPUs'.
+            "model=Qwen%2FQwen2.5-7B-Instruct&gpu=b200&scenario=batch",
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "outside_domain",
+            "memory_bandwidth_gb_s = 8192",
         ),
         (
             "model=Qwen%2FQwen2.5-7B-Instruct&gpu=l4&scenario=server&rate=-1",

@@ -75,9 +75,29 @@ async fn metrics_are_derived_from_the_csvs() {
         })
         .unwrap();
     let rows = harness::parse_results("x", csv, harness::Scenario::Batch).unwrap();
-    let mut ept: Vec<f64> = rows
-        .iter()
-        .map(|r| r.power_w.mean() * r.duration_s / r.generation_tokens_total as f64)
+    // The energy meter's rule, read and integrated here without the
+    // service's parser: the trapezoid over the trace, samples 0.1 s apart.
+    let mut reader = csv::Reader::from_reader(csv.as_slice());
+    let header = reader.headers().unwrap().clone();
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let (power, tokens) = (
+        col("gpu_0_power_draw_watts"),
+        col("generation_tokens_total"),
+    );
+    let trapezoid = |cell: &str| -> f64 {
+        let p: Vec<f64> = cell
+            .trim_matches(|c| c == '[' || c == ']')
+            .split(", ")
+            .map(|v| v.parse().unwrap())
+            .collect();
+        p.windows(2).map(|w| (w[0] + w[1]) / 2.0 * 0.1).sum()
+    };
+    let mut ept: Vec<f64> = reader
+        .records()
+        .map(|r| {
+            let r = r.unwrap();
+            trapezoid(&r[power]) / r[tokens].parse::<f64>().unwrap()
+        })
         .collect();
     ept.sort_by(f64::total_cmp);
     let c = receipt["configurations"]
@@ -87,11 +107,16 @@ async fn metrics_are_derived_from_the_csvs() {
         .find(|c| c["model"] == "Qwen/Qwen2.5-0.5B-Instruct" && c["scenario"] == "batch")
         .unwrap();
     let median = c["energy_per_token_j"]["median"].as_f64().unwrap();
-    assert!((median - ept[1]).abs() < 1e-12, "{median} vs {}", ept[1]);
-    // The harness's gpu_energy column agrees with our trace integral.
+    assert!(
+        (median - ept[1]).abs() < 1e-9 * ept[1],
+        "{median} vs {}",
+        ept[1]
+    );
+    // The generator's gpu_energy column is the meter's figure for samples
+    // exactly 0.1 s apart: the same integral.
     for r in &rows {
-        let ours = r.power_w.mean() * r.duration_s;
-        assert!((ours - r.reported_gpu_energy_j).abs() / ours < 0.001);
+        let ours = r.power_w.trapezoid(0.1);
+        assert!((ours - r.reported_gpu_energy_j).abs() / ours < 1e-5);
     }
 }
 

@@ -3,8 +3,9 @@
 //! figures are worked out below as literals, each with its arithmetic.
 //! The rules are the ones /methodology states (and it cites this file):
 //!
-//! - energy of an iteration = mean of its 10 Hz power samples × measured
-//!   duration, idle samples included (as the harness's `gpu_energy`);
+//! - energy of an iteration = the trapezoid over its 10 Hz power samples
+//!   taken 0.1 s apart, idle samples included (the energy meter's rule):
+//!   0.1 s × (sum − (first + last) / 2);
 //! - per token = energy / generated tokens; per request = energy /
 //!   answered requests; throughput = generated tokens / duration;
 //! - batch time per output token = duration / generated tokens; server
@@ -146,20 +147,22 @@ struct Group {
 
 fn groups() -> [Group; 2] {
     [
-        // Member medians of energy per token: (21 + k) J / 100 tokens →
-        // 0.21, 0.22, 0.23 (member k's iterations: (42, 42.4, 41.6) + 2k W
-        // × 0.5 s = (21, 21.2, 20.8) + k J). Median 0.22, interval
-        // 0.21–0.23; CV the largest member's: sample sd of 0.208, 0.21,
-        // 0.212 is 0.002, over 0.21. Per request (21 + k)/4 → median 5.5;
-        // 100 tokens / 0.5 s = 200 tok/s; power median of 42, 44, 46.
+        // Member k's batch iterations, samples (30, 50, 50, 50, 30) + 2k W
+        // (one 50 is 52, then 48, in iterations 1 and 2): 0.1 s × (180 +
+        // 8k, 182 + 8k, 178 + 8k) W = (18, 18.2, 17.8) + 0.8k J; / 100
+        // tokens → member medians 0.18, 0.188, 0.196. Median 0.188,
+        // interval 0.18–0.196; CV the largest member's (member 0): sample
+        // sd of 0.178, 0.18, 0.182 is 0.002, over 0.18. Per request
+        // (18 + 0.8k)/4 → 4.5, 4.7, 4.9, median 4.7; 100 tokens / 0.5 s =
+        // 200 tok/s; power median of 42, 44, 46.
         Group {
             protocol: BATCH_PROTOCOL,
             scenario: "batch",
-            ept: 0.22,
-            ept_lo: 0.21,
-            ept_hi: 0.23,
-            ept_cv: 0.002 / 0.21,
-            epr: 5.5,
+            ept: 0.188,
+            ept_lo: 0.18,
+            ept_hi: 0.196,
+            ept_cv: 0.002 / 0.18,
+            epr: 4.7,
             throughput: 200.0,
             power: 44.0,
             ttft_p50: None,
@@ -167,19 +170,21 @@ fn groups() -> [Group; 2] {
             // page shows it in its own column, not as ITL).
             itl: Some(0.005),
         },
-        // Member medians: (32 + 2k) J / 40 tokens → 0.8, 0.85, 0.9 (power
-        // (32, 33, 31) + 2k W × 1 s); CV of member 0: sd of 0.775, 0.8,
-        // 0.825 is 0.025, over 0.8 = 0.03125. Per request (32 + 2k)/3 →
-        // median 34/3; 40 tokens / 1 s; TTFT p50 of 0.1, 0.15, 0.2 is
-        // 0.15; ITL mean of 0.5/10, 0.6/20, 0.35/7 = 0.13/3.
+        // Member k's server iterations, samples (20, 20, 40 ×6, 20, 20) +
+        // 2k W (one 40 or 20 is 30 in iterations 1 and 2): 0.1 s × (300,
+        // 310, 290) W + 0.1 × 18k = (30, 31, 29) + 1.8k J; / 40 tokens →
+        // member medians 0.75, 0.795, 0.84; CV of member 0: sd of 0.725,
+        // 0.75, 0.775 is 0.025, over 0.75. Per request (30 + 1.8k)/3 →
+        // 10, 10.6, 11.2, median 10.6; 40 tokens / 1 s; TTFT p50 of 0.1,
+        // 0.15, 0.2 is 0.15; ITL mean of 0.5/10, 0.6/20, 0.35/7 = 0.13/3.
         Group {
             protocol: SERVER_PROTOCOL,
             scenario: "server",
-            ept: 0.85,
-            ept_lo: 0.8,
-            ept_hi: 0.9,
-            ept_cv: 0.025 / 0.8,
-            epr: 34.0 / 3.0,
+            ept: 0.795,
+            ept_lo: 0.75,
+            ept_hi: 0.84,
+            ept_cv: 0.025 / 0.75,
+            epr: 10.6,
             throughput: 40.0,
             power: 34.0,
             ttft_p50: Some(0.15),
@@ -253,19 +258,20 @@ async fn every_published_figure_matches_the_hand_worked_oracle() {
         json!({"configurations": 2, "iterations": 6, "models": 1, "power_samples": 45})
     );
     let batch = config(r, "batch");
-    // Iterations: (30+50+50+50+30)/5 = 42 W, (…+52…) 42.4 W, (…48…) 41.6 W;
-    // × 0.5 s = 21, 21.2, 20.8 J; / 100 tokens = 0.21, 0.212, 0.208 J;
-    // sample sd 0.002 (deviations ±0.002, 0; /2 = 4e-6).
+    // Iterations: 0.1 s × (30/2 + 50 + 50 + 50 + 30/2) = 18 J, (…52…)
+    // 18.2 J, (…48…) 17.8 J (mean × duration would say 21, 21.2, 20.8);
+    // / 100 tokens = 0.18, 0.182, 0.178 J; sample sd 0.002 (deviations
+    // ±0.002, 0; /2 = 4e-6).
     figure(
         batch,
         "energy_per_token_j",
-        0.21,
-        0.208,
-        0.212,
-        0.002 / 0.21,
+        0.18,
+        0.178,
+        0.182,
+        0.002 / 0.18,
     );
-    // / 4 answered requests: 5.25, 5.3, 5.2 J; sd 0.05.
-    figure(batch, "energy_per_request_j", 5.25, 5.2, 5.3, 0.05 / 5.25);
+    // / 4 answered requests: 4.5, 4.55, 4.45 J; sd 0.05.
+    figure(batch, "energy_per_request_j", 4.5, 4.45, 4.55, 0.05 / 4.5);
     figure(batch, "throughput_tok_s", 200.0, 200.0, 200.0, 0.0);
     figure(batch, "power_mean_w", 42.0, 41.6, 42.4, 0.4 / 42.0);
     // Batch "ITL" is the time per output token: 0.5 s / 100.
@@ -273,16 +279,24 @@ async fn every_published_figure_matches_the_hand_worked_oracle() {
     assert_eq!(batch["ttft_p50_s"], Value::Null);
     assert_eq!(batch["e2e_p50_s"], Value::Null);
     let server = config(r, "server");
-    // (20·4 + 40·6)/10 = 32 W (33 and 31 with one sample 30 instead of
-    // 20 or 40) × 1 s; / 40 tokens = 0.8, 0.825, 0.775; sd 0.025.
-    figure(server, "energy_per_token_j", 0.8, 0.775, 0.825, 0.03125);
+    // 0.1 s × (20/2 + 20 + 40·6 + 20 + 20/2) = 30 J (31 and 29 with one
+    // inner sample 30 instead of 20 or 40); / 40 tokens = 0.75, 0.775,
+    // 0.725; sd 0.025, over 0.75. Per request 10, 31/3, 29/3: sd 1/3, over 10.
+    figure(
+        server,
+        "energy_per_token_j",
+        0.75,
+        0.725,
+        0.775,
+        0.025 / 0.75,
+    );
     figure(
         server,
         "energy_per_request_j",
-        32.0 / 3.0,
+        10.0,
+        29.0 / 3.0,
         31.0 / 3.0,
-        11.0,
-        0.03125,
+        1.0 / 30.0,
     );
     figure(server, "throughput_tok_s", 40.0, 40.0, 40.0, 0.0);
     figure(server, "power_mean_w", 32.0, 31.0, 33.0, 0.03125);
@@ -293,7 +307,7 @@ async fn every_published_figure_matches_the_hand_worked_oracle() {
     figure(server, "e2e_p50_s", 0.6, 0.6, 0.6, 0.0);
     figure(server, "itl_s", 0.13 / 3.0, 0.13 / 3.0, 0.13 / 3.0, 0.0);
     // Members 1 and 2: 2 and 4 W more on every sample.
-    for (k, ept_batch, ept_server) in [(1, 0.22, 0.85), (2, 0.23, 0.9)] {
+    for (k, ept_batch, ept_server) in [(1, 0.188, 0.795), (2, 0.196, 0.84)] {
         close(
             &format!("member {k} batch"),
             num(
@@ -342,18 +356,19 @@ async fn every_published_figure_matches_the_hand_worked_oracle() {
     }
 
     // The same rows as the HTML leaderboard prints them: three significant
-    // digits for J, W and Wh (5.5 J × 1000 / 3600 = 1.53 Wh per 1,000
-    // requests; 34/3 J → 3.15), CV in %, TTFT and ITL in ms.
+    // digits for J, W and Wh (4.7 J × 1000 / 3600 = 1.31 Wh per 1,000
+    // requests; 10.6 J → 2.94), CV in % (0.002/0.18 = 1.1 %, 0.025/0.75
+    // = 3.3 %), TTFT and ITL in ms.
     for (protocol, want) in [
         (
             BATCH_PROTOCOL,
             [
-                "0.2200.210–0.230",
-                "0.210–0.230",
+                "0.1880.180–0.196",
+                "0.180–0.196",
                 "75 %",
-                "5.505.25–5.75",
-                "1.53",
-                "1.0 %",
+                "4.704.50–4.90",
+                "1.31",
+                "1.1 %",
                 "200200–200",
                 "44",
                 "–",
@@ -367,12 +382,12 @@ async fn every_published_figure_matches_the_hand_worked_oracle() {
         (
             SERVER_PROTOCOL,
             [
-                "0.8500.800–0.900",
-                "0.800–0.900",
+                "0.7950.750–0.840",
+                "0.750–0.840",
                 "75 %",
-                "11.310.7–12.0",
-                "3.15",
-                "3.1 %",
+                "10.610.0–11.2",
+                "2.94",
+                "3.3 %",
                 "4040.0–40.0",
                 "34",
                 "150150–150",
@@ -401,8 +416,8 @@ async fn every_published_figure_matches_the_hand_worked_oracle() {
         assert_eq!(figures, want, "{protocol}: {cells:?}");
     }
 
-    // Per 1,000 requests on the model page's JSON (server): 34/3 J ×
-    // 1000 / 3600 J/Wh = 3.148… Wh (interval 32/3 and 12 J: 2.963–3.333);
+    // Per 1,000 requests on the model page's JSON (server): 10.6 J ×
+    // 1000 / 3600 J/Wh = 2.944… Wh (interval 10 and 11.2 J: 2.778–3.111);
     // gCO₂e = Wh / 1000 × 475 g/kWh × PUE 1.2.
     let (status, m) = app
         .get(&format!(
@@ -421,17 +436,17 @@ async fn every_published_figure_matches_the_hand_worked_oracle() {
         close(
             &format!("{field} median"),
             num(&point[field]["median"], field),
-            f(34.0 / 3.0),
+            f(10.6),
         );
         close(
             &format!("{field} lo"),
             num(&point[field]["lo"], field),
-            f(32.0 / 3.0),
+            f(10.0),
         );
         close(
             &format!("{field} hi"),
             num(&point[field]["hi"], field),
-            f(12.0),
+            f(11.2),
         );
     }
 
@@ -500,12 +515,14 @@ async fn parquet_agrees(app: &TestApp) {
     assert_eq!(runs.len(), 2, "{runs:?}");
     let run = |scenario: &str| *runs.iter().find(|r| r["scenario"] == scenario).unwrap();
     let b = run("batch");
-    // Iteration 0: 42 W × 0.5 s, 100 tokens, 4 requests, samples 30–50 W.
+    // Iteration 0: 0.1 s × 180 W = 18 J beside the fixture's reported 21 J
+    // (mean × duration, inside the band of 18–22.5 J: the trapezoid at 0.1
+    // s and at 0.5 s ÷ 4), 100 tokens, 4 requests, samples 30–50 W.
     for (f, want) in [
-        ("gpu_energy_j", 21.0),
+        ("gpu_energy_j", 18.0),
         ("reported_gpu_energy_j", 21.0),
-        ("energy_per_token_j", 0.21),
-        ("energy_per_request_j", 5.25),
+        ("energy_per_token_j", 0.18),
+        ("energy_per_request_j", 4.5),
         ("throughput_tok_s", 200.0),
         ("power_mean_w", 42.0),
         ("power_max_w", 50.0),
@@ -522,9 +539,9 @@ async fn parquet_agrees(app: &TestApp) {
     // TTFT p90 at rank 0.9·2 = 1.8: 0.15 + 0.8 × (0.2 − 0.15) = 0.19;
     // E2E p90: 0.6 + 0.8 × (0.8 − 0.6) = 0.76.
     for (f, want) in [
-        ("gpu_energy_j", 32.0),
-        ("energy_per_token_j", 0.8),
-        ("energy_per_request_j", 32.0 / 3.0),
+        ("gpu_energy_j", 30.0),
+        ("energy_per_token_j", 0.75),
+        ("energy_per_request_j", 10.0),
         ("ttft_p50_s", 0.15),
         ("ttft_p90_s", 0.19),
         ("e2e_p50_s", 0.6),

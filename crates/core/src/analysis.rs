@@ -12,7 +12,7 @@ use crate::bundle::manifest::{Manifest, ManifestSchema};
 use crate::bundle::system_info::{self, SystemInfo};
 use crate::bundle::unpack::{self, ArchiveEntry, UnpackLimits};
 use crate::bundle::MANIFEST_NAME;
-use crate::checks::{self, CheckInput, CheckResult, Thresholds};
+use crate::checks::{self, CheckInput, CheckOutcome, CheckResult, Thresholds};
 use crate::derived::{self, ConfigurationMetrics, IterationMetrics};
 use crate::digest::sha256_hex;
 use crate::rejection::{Detail, Rejection};
@@ -70,8 +70,13 @@ pub struct Analysis {
     pub manifest: Manifest,
     pub runs: Vec<IterationMetrics>,
     pub configurations: Vec<ConfigurationMetrics>,
-    /// Every check that needs only the bundle.
+    /// Every check that needs only the bundle, on the configurations kept.
     pub checks: Vec<CheckResult>,
+    /// Configurations that broke a hard rule on their own while others in
+    /// the bundle did not: left out of `runs` and `configurations`, each
+    /// with its failing results. Empty when every configuration fails (the
+    /// bundle is rejected whole) or none does.
+    pub rejected_configurations: Vec<checks::RejectedConfiguration>,
     /// The catalogue GPU the manifest names, if the catalogue has it.
     pub gpu: Option<&'static crate::catalog::GpuSpec>,
     /// The protocol the runs followed.
@@ -248,23 +253,73 @@ pub fn analyse_stream(
     let gpu = crate::catalog::gpu_by_nvml_name(&manifest.system.gpu.name);
     let protocol = crate::protocol::derive(&manifest, &parsed.rows, gpu)?;
     let content_sha256 = crate::protocol::content_digest(&manifest);
-    let checks = checks::evaluate(
-        &CheckInput {
-            manifest: &manifest,
-            system_info: parsed.system_info.as_ref(),
-            gpu,
-            rows: &parsed.rows,
-            runs: &runs,
-            configurations: &configurations,
-        },
-        &cfg.thresholds,
-    );
+    let input = CheckInput {
+        manifest: &manifest,
+        system_info: parsed.system_info.as_ref(),
+        gpu,
+        rows: &parsed.rows,
+        runs: &runs,
+        configurations: &configurations,
+    };
+    let mut checks = checks::evaluate(&input, &cfg.thresholds);
+    // A hard failure: is it one configuration's (a model that crashed
+    // part-way, say) or the bundle's? Only then is each judged alone.
+    let mut rejected = Vec::new();
+    if checks.iter().any(|c| c.outcome == CheckOutcome::Fail) {
+        rejected = checks::rejected_configurations(&input, &cfg.thresholds).unwrap_or_default();
+        if rejected.len() == configurations.len() {
+            rejected.clear();
+        }
+    }
+    // Kept only when configurations are set apart, to fall back to.
+    let whole =
+        (!rejected.is_empty()).then(|| (checks.clone(), runs.clone(), configurations.clone()));
+    let (runs, configurations) = if rejected.is_empty() {
+        (runs, configurations)
+    } else {
+        let kept = |model: &str, s, l| !rejected.iter().any(|r| r.holds(model, s, l));
+        let rows: Vec<_> = parsed
+            .rows
+            .iter()
+            .filter(|r| kept(&r.model, r.scenario, r.lambda_qps))
+            .cloned()
+            .collect();
+        let runs: Vec<_> = runs
+            .into_iter()
+            .filter(|r| kept(&r.model, r.scenario, r.lambda_qps))
+            .collect();
+        let configurations: Vec<_> = configurations
+            .into_iter()
+            .filter(|c| kept(&c.model, c.scenario, c.lambda_qps))
+            .collect();
+        checks = checks::evaluate(
+            &CheckInput {
+                manifest: &manifest,
+                system_info: parsed.system_info.as_ref(),
+                gpu,
+                rows: &rows,
+                runs: &runs,
+                configurations: &configurations,
+            },
+            &cfg.thresholds,
+        );
+        (runs, configurations)
+    };
+    // The rest still breaks a hard rule: the bundle is judged whole.
+    let (checks, runs, configurations) = match whole {
+        Some(whole) if checks.iter().any(|c| c.outcome == CheckOutcome::Fail) => {
+            rejected.clear();
+            whole
+        }
+        _ => (checks, runs, configurations),
+    };
     t.checks = start.elapsed();
     Ok(Analysis {
         manifest,
         runs,
         configurations,
         checks,
+        rejected_configurations: rejected,
         gpu,
         protocol,
         content_sha256,

@@ -29,6 +29,12 @@ pub struct Receipt {
     /// Every check's outcome, figure and threshold, in report order.
     pub checks: Vec<CheckResult>,
     pub configurations: Vec<ConfigurationMetrics>,
+    /// Configurations that broke a hard rule on their own (a model that
+    /// crashed part-way, say): not stored, not published, each with the
+    /// results that rejected it. The bundle's other configurations were
+    /// judged without them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rejected_configurations: Vec<RejectedConfigurationReceipt>,
     /// Maintainers' decisions on this submission, oldest first.
     pub moderation: Vec<ModerationEvent>,
     pub links: Links,
@@ -45,6 +51,46 @@ pub struct Receipt {
 /// The submission's leaf, its index, and an inclusion proof against the
 /// checkpoint of the tree that ends with it, in the c2sp.org/tlog-proof
 /// shape (the signed checkpoint is its last part).
+/// One configuration rejected on its own.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct RejectedConfigurationReceipt {
+    pub model: String,
+    pub scenario: crate::domain::Scenario,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lambda_qps: Option<f64>,
+    pub checks: Vec<CheckResult>,
+}
+
+impl RejectedConfigurationReceipt {
+    /// Splits stored results into the bundle's and the rejected
+    /// configurations', grouped in the order they were stored.
+    pub fn split(results: Vec<CheckResult>) -> (Vec<CheckResult>, Vec<Self>) {
+        let mut bundle = Vec::new();
+        let mut rejected: Vec<Self> = Vec::new();
+        for r in results {
+            if !r.rejects_configuration {
+                bundle.push(r);
+                continue;
+            }
+            let loc = r.location.clone().unwrap_or_default();
+            let model = loc.model.unwrap_or_default();
+            let scenario = loc.scenario.unwrap_or(crate::domain::Scenario::Batch);
+            match rejected.iter_mut().find(|c| {
+                c.model == model && c.scenario == scenario && c.lambda_qps == loc.lambda_qps
+            }) {
+                Some(c) => c.checks.push(r),
+                None => rejected.push(RejectedConfigurationReceipt {
+                    model,
+                    scenario,
+                    lambda_qps: loc.lambda_qps,
+                    checks: vec![r],
+                }),
+            }
+        }
+        (bundle, rejected)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ReceiptLog {
     pub index: u64,

@@ -299,6 +299,14 @@ impl Ingestor {
             &self.config.thresholds,
         ));
         let status = checks::status_from_checks(&check_results);
+        // Configurations rejected on their own travel with the receipt
+        // (their iterations are not stored): after the bundle's results.
+        check_results.extend(
+            analysis
+                .rejected_configurations
+                .into_iter()
+                .flat_map(|r| r.failing),
+        );
         t.checks += start.elapsed();
 
         let start = Instant::now();

@@ -129,7 +129,7 @@ pub fn runs<'a>() -> Vec<Field<RunRow<'a>>> {
         field!("requests_failed", Int, "requests", "Requests that failed.", |r| int(r.run.requests_failed)),
         field!("prompt_tokens", Int, "tokens", "Prompt tokens processed.", |r| int(r.run.prompt_tokens)),
         field!("generation_tokens", Int, "tokens", "Tokens generated.", |r| int(r.run.generation_tokens)),
-        field!("gpu_energy_j", Float, "J", "GPU energy recomputed by the service: mean(power trace) × duration_s, idle included.", |r| Value::Float(Some(r.run.gpu_energy_j))),
+        field!("gpu_energy_j", Float, "J", "GPU energy recomputed by the service from the power trace by the meter's rule: the trapezoid over the samples at 0.1 s, idle included.", |r| Value::Float(Some(r.run.gpu_energy_j))),
         field!("reported_gpu_energy_j", Float, "J", "GPU energy as the harness reported it (gpu_energy).", |r| Value::Float(Some(r.run.reported_gpu_energy_j))),
         field!("cpu_energy_j", Float, "J", "CPU energy from RAPL, as the harness reported it (0 where RAPL is missing).", |r| Value::Float(Some(r.run.cpu_energy_j))),
         field!("dram_energy_j", Float, "J", "DRAM energy from RAPL, as the harness reported it (0 where RAPL is missing).", |r| Value::Float(Some(r.run.dram_energy_j))),

@@ -25,6 +25,7 @@ pub fn build(stored: Stored) -> Receipt {
     let mut models: Vec<&str> = configurations.iter().map(|c| c.model.as_str()).collect();
     models.sort_unstable();
     models.dedup();
+    let (checks, rejected_configurations) = RejectedConfigurationReceipt::split(checks);
     Receipt {
         submission_id: rec.id,
         bundle_sha256: rec.bundle_sha256.clone(),
@@ -48,6 +49,7 @@ pub fn build(stored: Stored) -> Receipt {
         },
         checks,
         configurations,
+        rejected_configurations,
         moderation,
         links: Links {
             this: format!("/api/v1/submissions/{}", rec.id),

@@ -97,6 +97,8 @@ struct SubmissionPage {
     failed: usize,
     skipped: usize,
     checks: Vec<CheckRow>,
+    /// Configurations rejected on their own: (what, its failing checks).
+    rejected: Vec<(String, Vec<CheckRow>)>,
     moderation: Vec<EventRow>,
     configurations: Vec<ConfigRow>,
     /// (label, value) lines from the manifest.
@@ -196,12 +198,18 @@ pub async fn submission_page(
         });
     let mut facts = manifest.as_ref().map(manifest_facts).unwrap_or_default();
     if let Some(p) = &r.protocol {
+        // Only the scenarios the bundle ran: a batch-only bundle has no
+        // server protocol to state.
+        let mut parts = Vec::new();
+        if p.fields.batch_prompts.is_some() {
+            parts.push(format!("batch: {} (id {})", p.batch_label, p.batch_id));
+        }
+        if p.fields.server_duration_s.is_some() {
+            parts.push(format!("server: {} (id {})", p.server_label, p.server_id));
+        }
         facts.push((
             "Compared with",
-            format!(
-                "runs of the same protocol only — batch: {} (id {}); server: {} (id {})",
-                p.batch_label, p.batch_id, p.server_label, p.server_id
-            ),
+            format!("runs of the same protocol only — {}", parts.join("; ")),
         ));
     }
     if let Some(c) = &r.content_sha256 {
@@ -252,6 +260,17 @@ pub async fn submission_page(
         failed: count(CheckOutcome::Fail),
         skipped: count(CheckOutcome::Skip),
         checks: r.checks.iter().map(CheckRow::from).collect(),
+        rejected: r
+            .rejected_configurations
+            .iter()
+            .map(|c| {
+                let what = match c.lambda_qps {
+                    Some(l) => format!("{} {} @ {l} req/s", c.model, c.scenario.as_str()),
+                    None => format!("{} {}", c.model, c.scenario.as_str()),
+                };
+                (what, c.checks.iter().map(CheckRow::from).collect())
+            })
+            .collect(),
         moderation: r.moderation.iter().map(EventRow::from).collect(),
         configurations: r
             .configurations

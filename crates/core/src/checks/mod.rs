@@ -150,6 +150,12 @@ pub struct CheckResult {
     pub message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub location: Option<Location>,
+    /// Set on a result that rejected one configuration on its own (the
+    /// one its location names): that configuration's iterations were not
+    /// stored, and the bundle's other configurations were judged without
+    /// it. Absent on the bundle's own results.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rejects_configuration: bool,
 }
 
 impl CheckResult {
@@ -315,6 +321,7 @@ impl Tally {
             failing: self.failing,
             message,
             location: Some(location),
+            rejects_configuration: false,
         }
     }
 }
@@ -336,6 +343,7 @@ pub(crate) fn skip(rule: Rule, why: &str) -> CheckResult {
         failing: 0,
         message: format!("skipped: {why}"),
         location: None,
+        rejects_configuration: false,
     }
 }
 
@@ -396,8 +404,110 @@ pub fn rules() -> Vec<Rule> {
     r
 }
 
+/// One configuration (model × scenario × rate) that broke a hard rule on
+/// its own, with the results that say how.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RejectedConfiguration {
+    pub model: String,
+    pub scenario: Scenario,
+    pub lambda_qps: Option<f64>,
+    /// Its failing results, `rejects_configuration` set, located at it.
+    pub failing: Vec<CheckResult>,
+}
+
+impl RejectedConfiguration {
+    pub fn holds(&self, model: &str, scenario: Scenario, lambda_qps: Option<f64>) -> bool {
+        self.model == model && self.scenario == scenario && self.lambda_qps == lambda_qps
+    }
+}
+
+/// Rules whose failure means a configuration is incomplete (the harness
+/// logs a model that crashed and goes on, keeping the iterations it saved;
+/// a crash can also cut a server test or the power trace short). Only
+/// these reject a configuration on its own. Every other hard rule is about
+/// the bundle's integrity (its numbers disagree with its own traces, the
+/// GPU is not the one stated, the physics is impossible): one such
+/// failure rejects the whole bundle, as nothing in it can be trusted more
+/// than the rest.
+pub const COMPLETENESS_RULES: &[&str] = &[
+    "method.iterations_minimum",
+    "sampling.server_duration",
+    "sampling.power_samples",
+];
+
+/// Judges each configuration alone (its rows, runs and figures, with the
+/// bundle's manifest and system info) and returns those whose hard
+/// failures are all of [`COMPLETENESS_RULES`]. `None` when some
+/// configuration fails another hard rule: then the bundle is judged whole.
+pub fn rejected_configurations(
+    input: &CheckInput,
+    t: &Thresholds,
+) -> Option<Vec<RejectedConfiguration>> {
+    let mut out = Vec::new();
+    for c in input.configurations {
+        let rows: Vec<IterationRow> = input
+            .rows
+            .iter()
+            .filter(|r| {
+                r.model == c.model && r.scenario == c.scenario && r.lambda_qps == c.lambda_qps
+            })
+            .cloned()
+            .collect();
+        let runs: Vec<IterationMetrics> = input
+            .runs
+            .iter()
+            .filter(|r| {
+                r.model == c.model && r.scenario == c.scenario && r.lambda_qps == c.lambda_qps
+            })
+            .cloned()
+            .collect();
+        let alone = CheckInput {
+            manifest: input.manifest,
+            system_info: input.system_info,
+            gpu: input.gpu,
+            rows: &rows,
+            runs: &runs,
+            configurations: std::slice::from_ref(c),
+        };
+        let failing: Vec<CheckResult> = evaluate(&alone, t)
+            .into_iter()
+            .filter(|r| r.outcome == CheckOutcome::Fail)
+            .map(|mut r| {
+                r.rejects_configuration = true;
+                let here = Location::of_configuration(c);
+                let loc = r.location.get_or_insert_with(Location::default);
+                loc.model = here.model;
+                loc.scenario = here.scenario;
+                loc.lambda_qps = here.lambda_qps;
+                r
+            })
+            .collect();
+        if failing
+            .iter()
+            .any(|r| !COMPLETENESS_RULES.contains(&r.id.as_str()))
+        {
+            return None;
+        }
+        if !failing.is_empty() {
+            out.push(RejectedConfiguration {
+                model: c.model.clone(),
+                scenario: c.scenario,
+                lambda_qps: c.lambda_qps,
+                failing,
+            });
+        }
+    }
+    Some(out)
+}
+
 /// Hard failure → rejected; soft warning → needs review; else accepted.
+/// Results that rejected one configuration on its own do not decide the
+/// bundle's status.
 pub fn status_from_checks(results: &[CheckResult]) -> Status {
+    let results: Vec<&CheckResult> = results
+        .iter()
+        .filter(|r| !r.rejects_configuration)
+        .collect();
     if results.iter().any(|r| r.outcome == CheckOutcome::Fail) {
         Status::Rejected
     } else if results.iter().any(|r| r.outcome == CheckOutcome::Warn) {
@@ -463,6 +573,7 @@ mod tests {
             failing: 0,
             message: String::new(),
             location: None,
+            rejects_configuration: false,
         };
         assert_eq!(
             status_from_checks(&[mk(CheckOutcome::Pass), mk(CheckOutcome::Skip)]),

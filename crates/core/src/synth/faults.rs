@@ -10,7 +10,9 @@ use crate::catalog::GpuSpec;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fault {
     None,
-    /// arithmetic.gpu_energy: gpu_energy 5 % above the trace's energy.
+    /// arithmetic.gpu_energy: gpu_energy 15 % above the trace's energy (on
+    /// a short iteration an honest meter's figure may already read ~5 %
+    /// above the trapezoid at 0.1 s: its samples can be further apart).
     GpuEnergyMismatch,
     /// arithmetic.token_totals: generation_tokens_total off by 7.
     TokenTotalMismatch,
@@ -195,7 +197,7 @@ pub fn apply(run: &mut RunFolder, gpu: &GpuSpec, fault: Fault) {
         // Applied while generating (see writer::server_iteration).
         Fault::None | Fault::ArrivalBurst => {}
         Fault::GpuEnergyMismatch => edit_results(run, Scenario::Batch, |t| {
-            let e = t.number(ROW, "gpu_energy") * 1.05;
+            let e = t.number(ROW, "gpu_energy") * 1.15;
             t.set(ROW, "gpu_energy", format!("{e:?}"));
         }),
         Fault::TokenTotalMismatch => edit_results(run, Scenario::Batch, |t| {

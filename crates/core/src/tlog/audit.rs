@@ -264,6 +264,7 @@ mod tests {
             },
             checks: vec![],
             configurations: vec![],
+            rejected_configurations: vec![],
             moderation: vec![],
             links: crate::receipt::Links {
                 this: String::new(),

@@ -1,10 +1,13 @@
-//! GPU and model catalogues shipped in the crate (from the WattGPU data
-//! release, Apache-2.0; see catalog/). Parsed once on first use.
+//! GPU and model catalogues shipped in the crate (see catalog/README.md):
+//! `gpus.csv`, every NVIDIA GPU a community is likely to own, each row with
+//! its source (the paper's eleven copied from the WattGPU data release);
+//! `model_features.csv` from the WattGPU release (Apache-2.0). Parsed once
+//! on first use.
 
 use std::sync::OnceLock;
 
-const GPU_CSV: &str = include_str!("../catalog/gpu_features.csv");
-const MODEL_CSV: &str = include_str!("../catalog/model_features.csv");
+const GPU_CSV: &str = include_str!("../../catalog/gpus.csv");
+const MODEL_CSV: &str = include_str!("../../catalog/model_features.csv");
 
 /// SHA-256 of both catalogue files: what a stored estimator fit's features
 /// were read from (a corrected TDP makes older fits stale).
@@ -36,9 +39,24 @@ pub struct GpuSpec {
     pub transistor_count_m: f64,
     /// HBM2e, GDDR6X, ...
     pub memory_type: String,
-    /// Board power with a model loaded and no work, watts. Estimates from
-    /// public measurements; the catalogue CSV does not carry it.
+    /// Board power with a model loaded and no work, watts.
     pub idle_w: f64,
+    /// Where `idle_w` comes from: `wattgpu` (the paper's GPUs), `measured`
+    /// (a published measurement named in `source`) or `tdp_share_0.15`.
+    pub idle_basis: String,
+    /// SXM, PCIe, NVL, Superchip, Workstation or Consumer.
+    pub form_factor: String,
+    /// Memory interface width, bits.
+    pub memory_bus_bits: f64,
+    /// The datasheet or spec-database page the figures come from.
+    pub source: String,
+}
+
+impl GpuSpec {
+    /// One of the GPUs the Watt Counts paper measured (the demo's GPUs).
+    pub fn in_paper(&self) -> bool {
+        self.idle_basis == "wattgpu"
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -54,21 +72,6 @@ pub struct ModelSpec {
     pub kv_heads: u32,
     pub model_type: String,
 }
-
-/// Loaded-idle power per NVML name (W).
-const IDLE_W: &[(&str, f64)] = &[
-    ("NVIDIA A30", 33.0),
-    ("NVIDIA H200", 80.0),
-    ("NVIDIA A100-SXM4-40GB", 52.0),
-    ("NVIDIA L40S", 38.0),
-    ("NVIDIA H100 PCIe", 55.0),
-    ("NVIDIA H100 NVL", 62.0),
-    ("Tesla V100-SXM2-32GB", 42.0),
-    ("NVIDIA L4", 24.0),
-    ("NVIDIA GeForce RTX 3090", 44.0),
-    ("Tesla T4", 28.0),
-    ("NVIDIA GeForce RTX 4090", 38.0),
-];
 
 pub fn gpu_id(nvml_name: &str) -> String {
     let lower = nvml_name.to_ascii_lowercase();
@@ -111,50 +114,40 @@ pub fn gpus() -> &'static [GpuSpec] {
     static GPUS: OnceLock<Vec<GpuSpec>> = OnceLock::new();
     GPUS.get_or_init(|| {
         let (h, body) = rows(GPU_CSV);
-        let (name, arch, rel, tdp, mem, bw, tf) = (
-            col(&h, "gpu_type"),
-            col(&h, "architecture"),
-            col(&h, "release_date"),
-            col(&h, "thermal_design_power_w"),
-            col(&h, "memory_size_gb"),
-            col(&h, "memory_bandwidth_gb_s"),
-            col(&h, "tensor_tflops"),
-        );
-        let (fp16, base, boost, year, transistors, mem_type) = (
-            col(&h, "half_float_performance_gflop_s"),
-            col(&h, "base_clock_mhz"),
-            col(&h, "boost_clock_mhz"),
-            col(&h, "release_year"),
-            col(&h, "transistor_count_m"),
-            col(&h, "memory_type"),
-        );
+        let text = |r: &[&str], name: &str| r[col(&h, name)].trim().to_string();
+        let n = |r: &[&str], name: &str| num(r, col(&h, name));
         body.iter()
             .map(|r| {
-                let nvml = r[name].to_string();
-                let tdp_w = num(r, tdp);
+                let nvml = text(r, "nvml_name");
                 GpuSpec {
                     id: gpu_id(&nvml),
-                    idle_w: IDLE_W
-                        .iter()
-                        .find(|(n, _)| *n == nvml)
-                        .map_or(tdp_w * 0.15, |(_, w)| *w),
                     nvml_name: nvml,
-                    architecture: r[arch].to_string(),
-                    release_date: r[rel].to_string(),
-                    tdp_w,
-                    memory_gb: num(r, mem),
-                    memory_bandwidth_gb_s: num(r, bw),
-                    tensor_tflops: num(r, tf),
-                    fp16_tflops: num(r, fp16) / 1000.0,
-                    base_clock_mhz: num(r, base),
-                    boost_clock_mhz: num(r, boost),
-                    release_year: num(r, year),
-                    transistor_count_m: num(r, transistors),
-                    memory_type: r[mem_type].to_string(),
+                    architecture: text(r, "architecture"),
+                    release_date: text(r, "release_date"),
+                    tdp_w: n(r, "tdp_w"),
+                    memory_gb: n(r, "memory_gb"),
+                    memory_bandwidth_gb_s: n(r, "memory_bandwidth_gb_s"),
+                    tensor_tflops: n(r, "tensor_tflops"),
+                    fp16_tflops: n(r, "fp16_tflops"),
+                    base_clock_mhz: n(r, "base_clock_mhz"),
+                    boost_clock_mhz: n(r, "boost_clock_mhz"),
+                    release_year: n(r, "release_year"),
+                    transistor_count_m: n(r, "transistor_count_m"),
+                    memory_type: text(r, "memory_type"),
+                    idle_w: n(r, "idle_w"),
+                    idle_basis: text(r, "idle_basis"),
+                    form_factor: text(r, "form_factor"),
+                    memory_bus_bits: n(r, "memory_bus_bits"),
+                    source: text(r, "source"),
                 }
             })
             .collect()
     })
+}
+
+/// The GPUs the Watt Counts paper measured, in catalogue order.
+pub fn paper_gpus() -> impl Iterator<Item = &'static GpuSpec> {
+    gpus().iter().filter(|g| g.in_paper())
 }
 
 pub fn models() -> &'static [ModelSpec] {
@@ -207,25 +200,4 @@ pub fn model_by_id(id: &str) -> Option<&'static ModelSpec> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn catalogues_load() {
-        assert_eq!(gpus().len(), 11);
-        assert_eq!(models().len(), 51);
-        let h100 = gpu_by_nvml_name("NVIDIA H100 PCIe").unwrap();
-        assert_eq!(h100.id, "h100-pcie");
-        assert_eq!(h100.tdp_w, 350.0);
-        assert_eq!(gpu_by_nvml_name("Tesla T4").unwrap().id, "t4");
-        assert_eq!(
-            gpu_by_nvml_name("NVIDIA GeForce RTX 4090").unwrap().id,
-            "rtx-4090"
-        );
-        let llama = model_by_id("meta-llama/Llama-3.1-8B-Instruct").unwrap();
-        assert_eq!(llama.params_b, 8.03);
-        assert_eq!(llama.kv_heads, 8);
-        let ids: std::collections::HashSet<_> = gpus().iter().map(|g| &g.id).collect();
-        assert_eq!(ids.len(), 11, "gpu ids are unique");
-    }
-}
+mod tests;
