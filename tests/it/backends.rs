@@ -69,7 +69,55 @@ on_both_backends!(
     parallel_distinct_submissions_all_land,
     one_bundle_sent_concurrently_is_stored_once,
     rebuild_yields_what_the_writes_kept,
+    runs_of_an_older_energy_rule_are_derived_again,
 );
+
+/// A deployment upgraded from energy rule 1 (mean power × duration): its
+/// stored runs and configuration figures are derived again from the
+/// stored bundles by `db rebuild`, which `serve` runs by itself, and then
+/// equal what ingest derives today.
+async fn runs_of_an_older_energy_rule_are_derived_again(app: TestApp) {
+    let alice = app.register("alice").await;
+    let gz = BundleBuilder::fixture().by("alice", &alice).build();
+    let (status, receipt) = app.submit(&gz, &sign(&alice, &gz)).await;
+    assert_eq!(status, StatusCode::CREATED, "{receipt}");
+    let runs_sql = "SELECT gpu_energy_j FROM runs ORDER BY model, scenario, lambda_qps, iteration";
+    let raw = app.raw.as_ref().unwrap();
+    let today = raw.floats(runs_sql).await;
+    let kept = read_model(&app).await;
+    assert!(!app.service.needs_rebuild().await.unwrap());
+
+    // What rule 1 stored: energy = mean power × duration (above the
+    // trapezoid by about one sample period ÷ duration), and the figures
+    // made from it.
+    raw.exec("UPDATE submissions SET energy_rule = 1").await;
+    raw.exec(
+        "UPDATE runs SET gpu_energy_j = power_mean_w * duration_s,
+            energy_per_token_j = power_mean_w * duration_s / generation_tokens",
+    )
+    .await;
+    raw.exec("UPDATE configurations SET ept_median_j = ept_median_j * 1.01")
+        .await;
+    let old = raw.floats(runs_sql).await;
+    assert!(
+        old.iter().zip(&today).all(|(o, t)| o > t),
+        "{old:?} vs {today:?}"
+    );
+    assert!(app.service.needs_rebuild().await.unwrap());
+
+    let report = app.service.rebuild(|_| {}).await.unwrap();
+    assert_eq!((report.submissions, report.derived), (1, 1));
+    assert!(!app.service.needs_rebuild().await.unwrap());
+    assert_eq!(raw.floats(runs_sql).await, today);
+    assert_eq!(read_model(&app).await, kept);
+    let (_, again) = app
+        .get(&format!(
+            "/api/v1/submissions/{}",
+            receipt["submission_id"].as_str().unwrap()
+        ))
+        .await;
+    assert_eq!(again["configurations"], receipt["configurations"]);
+}
 
 /// Everything the read model answers: every group of every view (both
 /// origins, all protocols, with and without rows in review) and the counters.

@@ -85,14 +85,25 @@ pub struct Analysis {
     pub content_sha256: String,
 }
 
-/// The protocol and run-content digest of a bundle stored earlier (for
-/// `db rebuild`): the manifest and the results CSVs, nothing else. The
+/// What `db rebuild` derives again from a bundle stored earlier.
+#[derive(Debug, Clone)]
+pub struct StoredDerivation {
+    pub protocol: crate::domain::Protocol,
+    pub content_sha256: String,
+    /// Every iteration, by today's rules ([`derived::ENERGY_RULE`]), in
+    /// the order ingest stores them.
+    pub runs: Vec<IterationMetrics>,
+    pub configurations: Vec<ConfigurationMetrics>,
+}
+
+/// The protocol, run-content digest and metrics of a bundle stored earlier
+/// (for `db rebuild`): the manifest and the results CSVs, nothing else. The
 /// bundle passed every rule when it was stored, so no rule is run again.
 pub fn derive_stored(
     bundle: &[u8],
     schema: &ManifestSchema,
     limits: &UnpackLimits,
-) -> Result<(crate::domain::Protocol, String), Rejection> {
+) -> Result<StoredDerivation, Rejection> {
     let mut manifest_bytes = None;
     let mut rows = Vec::new();
     let mut failure = None;
@@ -118,7 +129,33 @@ pub fn derive_stored(
     let manifest = schema.parse(&manifest_bytes)?;
     let gpu = crate::catalog::gpu_by_nvml_name(&manifest.system.gpu.name);
     let protocol = crate::protocol::derive(&manifest, &rows, gpu)?;
-    Ok((protocol, crate::protocol::content_digest(&manifest)))
+    sort_rows(&mut rows);
+    let runs: Vec<IterationMetrics> = rows.iter().map(derived::derive).collect();
+    let configurations = derived::aggregate(&runs);
+    Ok(StoredDerivation {
+        protocol,
+        content_sha256: crate::protocol::content_digest(&manifest),
+        runs,
+        configurations,
+    })
+}
+
+/// Rows in the order ingest stores their runs: model, scenario, rate, iteration.
+fn sort_rows(rows: &mut [IterationRow]) {
+    rows.sort_by(|a, b| {
+        (
+            a.model.as_str(),
+            a.scenario.as_str(),
+            a.lambda_qps.map(f64::to_bits),
+            a.iteration,
+        )
+            .cmp(&(
+                b.model.as_str(),
+                b.scenario.as_str(),
+                b.lambda_qps.map(f64::to_bits),
+                b.iteration,
+            ))
+    });
 }
 
 /// Everything between the raw bytes and the derived metrics. Pure: bytes in,
@@ -552,20 +589,7 @@ fn check_files(processed: Vec<Processed>, m: &Manifest) -> Result<Parsed, Reject
         ));
     }
     // A stable order regardless of thread scheduling.
-    rows.sort_by(|a, b| {
-        (
-            a.model.as_str(),
-            a.scenario.as_str(),
-            a.lambda_qps.map(f64::to_bits),
-            a.iteration,
-        )
-            .cmp(&(
-                b.model.as_str(),
-                b.scenario.as_str(),
-                b.lambda_qps.map(f64::to_bits),
-                b.iteration,
-            ))
-    });
+    sort_rows(&mut rows);
     Ok(Parsed { rows, system_info })
 }
 

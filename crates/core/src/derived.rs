@@ -23,6 +23,10 @@ pub const METER_PERIOD_S: f64 = 0.1;
 /// which overstates by about one sampling period ÷ duration.
 pub const ENERGY_RULE: &str = "trapezoid over the power samples at 0.1 s (energy rule 2)";
 
+/// The number in [`ENERGY_RULE`]: stored with each submission, so `db
+/// rebuild` knows which stored runs were derived by an older rule.
+pub const ENERGY_RULE_VERSION: i64 = 2;
+
 /// The energy of one iteration by the meter's rule: the trapezoid over the
 /// power samples at [`METER_PERIOD_S`].
 pub fn trace_energy_j(row: &IterationRow) -> f64 {

@@ -1,7 +1,8 @@
 //! `db rebuild`: recompute every derived table from the stored
 //! submissions. Protocols and run-content digests that were never recorded
-//! (submissions stored before they existed) are derived again from the
-//! stored bundles, each checked against its sha256 first.
+//! (submissions stored before they existed), and runs an older energy rule
+//! derived, are derived again from the stored bundles, each checked against
+//! its sha256 first.
 
 use std::collections::HashMap;
 
@@ -34,7 +35,7 @@ impl Service {
             let path = rec.blob_path.clone();
             let want = rec.bundle_sha256.clone();
             let id = rec.id;
-            let (protocol, content) = tokio::task::spawn_blocking(move || {
+            let derivation = tokio::task::spawn_blocking(move || {
                 let bytes = blobs
                     .read(&path)
                     .with_context(|| format!("reading the stored bundle of {id} ({path})"))?;
@@ -52,10 +53,11 @@ impl Service {
                 })
             })
             .await??;
-            derived.insert(id, (protocol, content));
+            derived.insert(id, derivation);
             if (i + 1) % 100 == 0 || i + 1 == total {
                 progress(&format!(
-                    "derived protocol and content digest of {}/{total} stored bundles",
+                    "derived protocol, content digest and metrics ({}) of {}/{total} stored bundles",
+                    wattcounts_core::derived::ENERGY_RULE,
                     i + 1
                 ));
             }

@@ -407,7 +407,7 @@ impl Store for Bounded {
     }
     async fn rebuild_read_model(
         &self,
-        derived: &std::collections::HashMap<Uuid, (wattcounts_core::domain::Protocol, String)>,
+        derived: &std::collections::HashMap<Uuid, wattcounts_core::analysis::StoredDerivation>,
     ) -> Result<RebuildReport, StoreError> {
         self.unbounded("rebuild_read_model", self.inner.rebuild_read_model(derived))
             .await

@@ -62,6 +62,7 @@ const TABLES: &[(&str, &[(&str, Kind)])] = &[
             ("iterations", Int),
             ("power_samples", Int),
             ("log_index", Int),
+            ("energy_rule", Int),
         ],
     ),
     (

@@ -268,8 +268,8 @@ pub trait Store: tlog::LogStore + Send + Sync {
         limit: u32,
     ) -> Result<Vec<SubmissionRecord>, StoreError>;
     /// Submissions whose protocol or run-content digest is not recorded
-    /// yet (stored before they existed): what `db rebuild` must derive
-    /// from the stored bundles.
+    /// yet (stored before they existed), or whose runs an older energy rule
+    /// derived: what `db rebuild` must derive from the stored bundles.
     async fn submissions_to_derive(&self) -> Result<Vec<SubmissionRecord>, StoreError>;
     /// Whether some configuration lacks a figure the read model now keeps
     /// (stored before it did): `db rebuild` computes it from the metrics.
@@ -279,7 +279,7 @@ pub trait Store: tlog::LogStore + Send + Sync {
     /// stored submissions, in one transaction.
     async fn rebuild_read_model(
         &self,
-        derived: &std::collections::HashMap<Uuid, (wattcounts_core::domain::Protocol, String)>,
+        derived: &std::collections::HashMap<Uuid, wattcounts_core::analysis::StoredDerivation>,
     ) -> Result<RebuildReport, StoreError>;
     /// Everything a dataset snapshot publishes (accepted submissions only),
     /// read in one transaction so the parts agree with each other, sent in

@@ -363,6 +363,54 @@ macro_rules! sql_store {
 
         /// Recomputes one group from its members, holding its row lock
         /// (PostgreSQL) so two instances writing to one group lose nothing.
+        /// Writes a submission's iterations (ingest, and `db rebuild`
+        /// when an older rule derived them).
+        async fn insert_runs(tx: &mut $conn, id: &str, runs: &[::wattcounts_core::derived::IterationMetrics]) -> Result<(), StoreError> {
+            for r in runs {
+                    sqlx::query(
+                        "INSERT INTO runs (submission_id, model, scenario, lambda_qps, iteration, started_at, duration_s,
+                            requests_ok, requests_failed, prompt_tokens, generation_tokens, gpu_energy_j, reported_gpu_energy_j,
+                            cpu_energy_j, dram_energy_j, power_mean_w, power_max_w, power_min_w, power_samples, temp_first_c,
+                            temp_max_c, energy_per_token_j, energy_per_request_j, throughput_tok_s, itl_s, ttft_p50_s, ttft_p90_s,
+                            e2e_p50_s, e2e_p90_s)
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29)",
+                    )
+                    .bind(id)
+                    .bind(&r.model)
+                    .bind(r.scenario.as_str())
+                    .bind(r.lambda_qps)
+                    .bind(r.iteration as i64)
+                    .bind(&r.started_at)
+                    .bind(r.duration_s)
+                    .bind(r.requests_ok as i64)
+                    .bind(r.requests_failed as i64)
+                    .bind(r.prompt_tokens as i64)
+                    .bind(r.generation_tokens as i64)
+                    .bind(r.gpu_energy_j)
+                    .bind(r.reported_gpu_energy_j)
+                    .bind(r.cpu_energy_j)
+                    .bind(r.dram_energy_j)
+                    .bind(r.power_mean_w)
+                    .bind(r.power_max_w)
+                    .bind(r.power_min_w)
+                    .bind(r.power_samples as i64)
+                    .bind(r.temp_first_c)
+                    .bind(r.temp_max_c)
+                    .bind(r.energy_per_token_j)
+                    .bind(r.energy_per_request_j)
+                    .bind(r.throughput_tok_s)
+                    .bind(r.itl_s)
+                    .bind(r.ttft_p50_s)
+                    .bind(r.ttft_p90_s)
+                    .bind(r.e2e_p50_s)
+                    .bind(r.e2e_p90_s)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+                }
+            Ok(())
+        }
+
         async fn refresh_group(tx: &mut $conn, key: &str) -> Result<(), StoreError> {
             if let Some(sql) = <$store>::LOCK_GROUP {
                 sqlx::query(sql).bind(key).execute(&mut *tx).await.map_err(db_err)?;
@@ -1220,8 +1268,8 @@ macro_rules! sql_store {
                 let res = sqlx::query(
                     "INSERT INTO submissions (id, bundle_sha256, submitter_id, key_id, status, received_at, gpu_name, gpu_id,
                         run_name, is_demo, bundle_bytes, blob_path, signature, manifest, protocol, content_sha256,
-                        iterations, power_samples)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)",
+                        iterations, power_samples, energy_rule)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)",
                 )
                 .bind(&id)
                 .bind(&s.bundle_sha256)
@@ -1241,6 +1289,7 @@ macro_rules! sql_store {
                 .bind(&s.content_sha256)
                 .bind(s.iterations() as i64)
                 .bind(s.power_samples() as i64)
+                .bind(::wattcounts_core::derived::ENERGY_RULE_VERSION)
                 .execute(&mut *tx)
                 .await;
                 if let Err(e) = res {
@@ -1262,48 +1311,7 @@ macro_rules! sql_store {
                         None => Err(db_err(e)),
                     };
                 }
-                for r in &s.runs {
-                    sqlx::query(
-                        "INSERT INTO runs (submission_id, model, scenario, lambda_qps, iteration, started_at, duration_s,
-                            requests_ok, requests_failed, prompt_tokens, generation_tokens, gpu_energy_j, reported_gpu_energy_j,
-                            cpu_energy_j, dram_energy_j, power_mean_w, power_max_w, power_min_w, power_samples, temp_first_c,
-                            temp_max_c, energy_per_token_j, energy_per_request_j, throughput_tok_s, itl_s, ttft_p50_s, ttft_p90_s,
-                            e2e_p50_s, e2e_p90_s)
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29)",
-                    )
-                    .bind(&id)
-                    .bind(&r.model)
-                    .bind(r.scenario.as_str())
-                    .bind(r.lambda_qps)
-                    .bind(r.iteration as i64)
-                    .bind(&r.started_at)
-                    .bind(r.duration_s)
-                    .bind(r.requests_ok as i64)
-                    .bind(r.requests_failed as i64)
-                    .bind(r.prompt_tokens as i64)
-                    .bind(r.generation_tokens as i64)
-                    .bind(r.gpu_energy_j)
-                    .bind(r.reported_gpu_energy_j)
-                    .bind(r.cpu_energy_j)
-                    .bind(r.dram_energy_j)
-                    .bind(r.power_mean_w)
-                    .bind(r.power_max_w)
-                    .bind(r.power_min_w)
-                    .bind(r.power_samples as i64)
-                    .bind(r.temp_first_c)
-                    .bind(r.temp_max_c)
-                    .bind(r.energy_per_token_j)
-                    .bind(r.energy_per_request_j)
-                    .bind(r.throughput_tok_s)
-                    .bind(r.itl_s)
-                    .bind(r.ttft_p50_s)
-                    .bind(r.ttft_p90_s)
-                    .bind(r.e2e_p50_s)
-                    .bind(r.e2e_p90_s)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
-                }
+                insert_runs(&mut tx, &id, &s.runs).await?;
                 let mut groups = Vec::with_capacity(s.configurations.len());
                 for (i, c) in s.configurations.iter().enumerate() {
                     let g = ::wattcounts_core::leaderboard::group_of(
@@ -1639,8 +1647,9 @@ macro_rules! sql_store {
 
             async fn submissions_to_derive(&self) -> Result<Vec<SubmissionRecord>, StoreError> {
                 let rows = sqlx::query(&format!(
-                    "{SUBMISSION_SELECT} WHERE s.protocol IS NULL ORDER BY s.received_at, s.id"
+                    "{SUBMISSION_SELECT} WHERE s.protocol IS NULL OR s.energy_rule < $1 ORDER BY s.received_at, s.id"
                 ))
+                .bind(::wattcounts_core::derived::ENERGY_RULE_VERSION)
                 .fetch_all(&self.pool)
                 .await
                 .map_err(db_err)?;
@@ -1658,7 +1667,7 @@ macro_rules! sql_store {
 
             async fn rebuild_read_model(
                 &self,
-                derived: &std::collections::HashMap<Uuid, (::wattcounts_core::domain::Protocol, String)>,
+                derived: &std::collections::HashMap<Uuid, ::wattcounts_core::analysis::StoredDerivation>,
             ) -> Result<$crate::RebuildReport, StoreError> {
                 let _w = self.write_lock().await;
                 let mut tx = self.pool.begin_with(<$store>::BEGIN_WRITE).await.map_err(db_err)?;
@@ -1680,10 +1689,11 @@ macro_rules! sql_store {
                 let mut groups: std::collections::BTreeMap<String, ::wattcounts_core::leaderboard::GroupInfo> = Default::default();
                 for sub in &subs {
                     report.submissions += 1;
-                    let (protocol, content) = match derived.get(&sub.id) {
-                        Some((p, c)) => {
+                    let rederived = derived.get(&sub.id);
+                    let (protocol, content) = match rederived {
+                        Some(d) => {
                             report.derived += 1;
-                            (p.clone(), c.clone())
+                            (d.protocol.clone(), d.content_sha256.clone())
                         }
                         None => match (&sub.protocol, &sub.content_sha256) {
                             (Some(p), Some(c)) => (p.clone(), c.clone()),
@@ -1702,6 +1712,41 @@ macro_rules! sql_store {
                         first_with.insert(content.clone(), sub.id);
                     }
                     let id = sub.id.to_string();
+                    // Runs derived by an older energy rule: again from the
+                    // bundle, for the configurations stored (one its checks
+                    // set apart stays out).
+                    let stored_configs: Vec<(String, String, Option<f64>)> = sqlx::query_as(
+                        "SELECT model, scenario, lambda_qps FROM configurations WHERE submission_id = $1",
+                    )
+                    .bind(&id)
+                    .fetch_all(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+                    let stored_config = |model: &str, scenario: ::wattcounts_core::domain::Scenario, lambda: Option<f64>| {
+                        stored_configs
+                            .iter()
+                            .any(|(m, s, l)| m == model && s == scenario.as_str() && *l == lambda)
+                    };
+                    if let Some(d) = rederived {
+                        sqlx::query("DELETE FROM runs WHERE submission_id = $1")
+                            .bind(&id)
+                            .execute(&mut *tx)
+                            .await
+                            .map_err(db_err)?;
+                        let runs: Vec<_> = d
+                            .runs
+                            .iter()
+                            .filter(|r| stored_config(&r.model, r.scenario, r.lambda_qps))
+                            .cloned()
+                            .collect();
+                        insert_runs(&mut tx, &id, &runs).await?;
+                        sqlx::query("UPDATE submissions SET energy_rule = $1 WHERE id = $2")
+                            .bind(::wattcounts_core::derived::ENERGY_RULE_VERSION)
+                            .bind(&id)
+                            .execute(&mut *tx)
+                            .await
+                            .map_err(db_err)?;
+                    }
                     sqlx::query(
                         "UPDATE submissions SET protocol = $1, content_sha256 = $2, duplicate_of = $3,
                             iterations = (SELECT COUNT(*) FROM runs r WHERE r.submission_id = $4),
@@ -1725,12 +1770,22 @@ macro_rules! sql_store {
                     for (cid, metrics) in configs {
                         report.configurations += 1;
                         let c: ConfigurationMetrics = serde_json::from_str(&metrics).map_err(json_err)?;
+                        // The same configuration as derived again, if it was.
+                        let c = rederived
+                            .and_then(|d| {
+                                d.configurations.iter().find(|k| {
+                                    k.model == c.model && k.scenario == c.scenario && k.lambda_qps == c.lambda_qps
+                                })
+                            })
+                            .cloned()
+                            .unwrap_or(c);
                         let g = ::wattcounts_core::leaderboard::group_of(sub.gpu_id.as_deref(), &sub.gpu_name, sub.is_demo, &protocol, &c);
                         let f = ::wattcounts_core::leaderboard::member_figures(&c);
                         let key = g.key.canonical();
                         sqlx::query(
                             "UPDATE configurations SET group_key = $1, ept_lo = $2, ept_hi = $3, ept_conf = $4, epr_median = $5,
-                                ttft_median = $6, itl_median = $7, intervals = $8 WHERE id = $9",
+                                ttft_median = $6, itl_median = $7, intervals = $8, ept_median_j = $10, ept_cv = $11,
+                                throughput_median = $12, power_mean_median_w = $13, metrics = $14, iterations = $15 WHERE id = $9",
                         )
                         .bind(&key)
                         .bind(f.ept_interval.lo)
@@ -1741,6 +1796,12 @@ macro_rules! sql_store {
                         .bind(f.itl_median)
                         .bind(f.intervals.to_json())
                         .bind(cid)
+                        .bind(c.energy_per_token_j.median)
+                        .bind(c.energy_per_token_j.cv)
+                        .bind(c.throughput_tok_s.median)
+                        .bind(c.power_mean_w.median)
+                        .bind(serde_json::to_string(&c).map_err(json_err)?)
+                        .bind(c.iterations as i64)
                         .execute(&mut *tx)
                         .await
                         .map_err(db_err)?;

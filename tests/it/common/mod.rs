@@ -192,6 +192,15 @@ impl RawDb {
         }
         .unwrap_or_else(|e| panic!("{sql}: {e}"));
     }
+
+    /// The first column of every row `sql` returns, as floats.
+    pub async fn floats(&self, sql: &str) -> Vec<f64> {
+        match self {
+            RawDb::Sqlite(p) => sqlx::query_scalar(sql).fetch_all(p).await,
+            RawDb::Pg(p) => sqlx::query_scalar(sql).fetch_all(p).await,
+        }
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+    }
 }
 
 impl TestApp {
