@@ -24,7 +24,13 @@ pub async fn build(cfg: &ServeConfig, public_url: String) -> anyhow::Result<AppS
     let store = wattcounts_store::open(&url)
         .await
         .with_context(|| format!("opening {url}"))?;
-    with_store(store, cfg, public_url)
+    let state = with_store(store, cfg, public_url)?;
+    // GPUs maintainers added join the catalogue every check reads.
+    let added = state.service.load_catalogue_additions().await?;
+    if added > 0 {
+        eprintln!("catalogue: {added} GPU(s) added by maintainers beside the shipped ones");
+    }
+    Ok(state)
 }
 
 /// The same over a store opened elsewhere.

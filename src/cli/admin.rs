@@ -25,6 +25,10 @@ pub enum AdminCommand {
     /// verifier key readers check checkpoints with. A single instance makes
     /// its own (<data-dir>/log.key) on first start.
     LogKeygen(LogKeygenArgs),
+    /// The GPU catalogue: add a GPU it lacks (through the running
+    /// service's maintainer API; waiting submissions are judged again).
+    #[command(subcommand)]
+    Gpu(super::admin_gpu::GpuCommand),
 }
 
 #[derive(Debug, Args)]
@@ -74,6 +78,7 @@ pub async fn run(cmd: AdminCommand) -> anyhow::Result<std::process::ExitCode> {
     match cmd {
         AdminCommand::WeakKeys(a) => weak_keys(&a).await.map(|()| ok),
         AdminCommand::HandleCollisions(a) => handle_collisions(&a).await,
+        AdminCommand::Gpu(c) => super::admin_gpu::run(c).await,
         AdminCommand::LogKeygen(a) => {
             let origin = a.origin.trim();
             if origin.is_empty() || origin.contains(['+', ' ', '\n']) {

@@ -4,6 +4,7 @@
 //! receipt) are `wattcounts-submit`'s, so both binaries answer alike.
 
 pub mod admin;
+pub mod admin_gpu;
 pub mod config_cmd;
 pub mod db;
 pub mod demo;

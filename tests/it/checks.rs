@@ -219,7 +219,7 @@ async fn an_unknown_gpu_waits_for_a_maintainer_with_its_neighbours_named() {
     // "B300 Ultra Prototype" shares no word but "b300"… none in the
     // catalogue; the message still says how the GPU gets added.
     assert!(msg.contains("waits for a maintainer"), "{msg}");
-    assert!(msg.contains("catalog/gpus.csv"), "{msg}");
+    assert!(msg.contains("admin gpu add"), "{msg}");
     // Without a TDP the power limits cannot be judged.
     assert_eq!(check(&r, "physics.mean_power")["outcome"], "skip");
 }

@@ -8,6 +8,7 @@ mod backends;
 mod browser;
 mod bytes;
 mod cache;
+mod catalogue;
 mod checks;
 mod cli;
 mod demo_findings;

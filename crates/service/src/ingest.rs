@@ -63,7 +63,7 @@ pub enum Novelty {
 pub struct Ingestor {
     store: Arc<dyn Store>,
     pub blobs: BlobStore,
-    schema: Arc<ManifestSchema>,
+    pub(crate) schema: Arc<ManifestSchema>,
     pub config: IngestConfig,
     /// Submissions per signing key (and the other request limits).
     pub limits: crate::limits::RateLimits,
@@ -114,6 +114,51 @@ impl Ingestor {
             .await?
             .ok_or_else(|| IngestError::Internal(format!("submission {id} vanished")))?;
         Ok((Novelty::Replayed, r))
+    }
+
+    /// The verdict on an analysed bundle: its own checks, then the one that
+    /// needs stored peers (consistency, within the same groups: GPU,
+    /// protocol, origin), the status they give, and after them the results
+    /// of configurations rejected on their own. Used at ingest and when a
+    /// waiting submission is judged again.
+    pub(crate) async fn judge(
+        &self,
+        mut check_results: Vec<checks::CheckResult>,
+        rejected: Vec<checks::RejectedConfiguration>,
+        analysis: &wattcounts_core::analysis::Analysis,
+        is_demo: bool,
+    ) -> Result<(Vec<checks::CheckResult>, wattcounts_core::domain::Status), StoreError> {
+        let peers = match analysis.gpu {
+            Some(g) => {
+                let keys: Vec<String> = analysis
+                    .configurations
+                    .iter()
+                    .map(|c| {
+                        wattcounts_core::leaderboard::group_of(
+                            Some(&g.id),
+                            &analysis.manifest.system.gpu.name,
+                            is_demo,
+                            &analysis.protocol,
+                            c,
+                        )
+                        .key
+                        .canonical()
+                    })
+                    .collect();
+                self.store.peer_groups(&keys).await?
+            }
+            None => Vec::new(),
+        };
+        check_results.push(checks::consistency(
+            &analysis.configurations,
+            &peers,
+            &self.config.thresholds,
+        ));
+        let status = checks::status_from_checks(&check_results);
+        // Configurations rejected on their own travel with the receipt
+        // (their iterations are not stored): after the bundle's results.
+        check_results.extend(rejected.into_iter().flat_map(|r| r.failing));
+        Ok((check_results, status))
     }
 
     /// Ingests a bundle already streamed to a staging file (digested on
@@ -207,7 +252,7 @@ impl Ingestor {
         let (synced, analysed) = tokio::join!(synced, analysed);
         synced?.map_err(|e| IngestError::Internal(format!("flushing the staged bundle: {e}")))?;
         let bundle = Arc::into_inner(bundle).expect("the workers are done with it");
-        let analysis = {
+        let mut analysis = {
             let (r, local) = analysed?;
             t.decompress = local.decompress;
             t.parse = local.parse;
@@ -216,6 +261,9 @@ impl Ingestor {
             t.unpacked_bytes = local.unpacked_bytes;
             r??
         };
+        // The verdicts leave the analysis (judged below, with the peers).
+        let own_checks = std::mem::take(&mut analysis.checks);
+        let rejected = std::mem::take(&mut analysis.rejected_configurations);
         let m = &analysis.manifest;
         if m.submitter.key_fingerprint != fingerprint {
             return Err(Rejection::forbidden(
@@ -271,42 +319,7 @@ impl Ingestor {
         let start = Instant::now();
         let gpu_id = analysis.gpu.map(|g| g.id.clone());
         let is_demo = key.handle == DEMO_HANDLE;
-        let mut check_results = analysis.checks;
-        let peers = match &gpu_id {
-            Some(g) => {
-                let keys: Vec<String> = analysis
-                    .configurations
-                    .iter()
-                    .map(|c| {
-                        wattcounts_core::leaderboard::group_of(
-                            Some(g),
-                            &m.system.gpu.name,
-                            is_demo,
-                            &analysis.protocol,
-                            c,
-                        )
-                        .key
-                        .canonical()
-                    })
-                    .collect();
-                self.store.peer_groups(&keys).await?
-            }
-            None => Vec::new(),
-        };
-        check_results.push(checks::consistency(
-            &analysis.configurations,
-            &peers,
-            &self.config.thresholds,
-        ));
-        let status = checks::status_from_checks(&check_results);
-        // Configurations rejected on their own travel with the receipt
-        // (their iterations are not stored): after the bundle's results.
-        check_results.extend(
-            analysis
-                .rejected_configurations
-                .into_iter()
-                .flat_map(|r| r.failing),
-        );
+        let (check_results, status) = self.judge(own_checks, rejected, &analysis, is_demo).await?;
         t.checks += start.elapsed();
 
         let start = Instant::now();

@@ -268,6 +268,49 @@ impl Store for Bounded {
         )
         .await
     }
+    async fn catalogue_additions(&self) -> Result<Vec<crate::CatalogueAddition>, StoreError> {
+        self.bound(
+            Call::Read,
+            "catalogue_additions",
+            self.inner.catalogue_additions(),
+        )
+        .await
+    }
+    async fn add_catalogue_gpu(
+        &self,
+        spec: &wattcounts_core::catalog::GpuSpec,
+        by: &Actor,
+    ) -> Result<Option<crate::CatalogueAddition>, StoreError> {
+        self.bound(
+            Call::Write,
+            "add_catalogue_gpu",
+            self.inner.add_catalogue_gpu(spec, by),
+        )
+        .await
+    }
+    async fn waiting_on_gpu(&self, nvml_name: &str) -> Result<Vec<SubmissionRecord>, StoreError> {
+        self.bound(
+            Call::Read,
+            "waiting_on_gpu",
+            self.inner.waiting_on_gpu(nvml_name),
+        )
+        .await
+    }
+    async fn rejudge(
+        &self,
+        id: Uuid,
+        gpu_id: &str,
+        checks: &[CheckResult],
+        to: Status,
+        by: &Actor,
+    ) -> Result<Decided, StoreError> {
+        self.bound(
+            Call::Write,
+            "rejudge",
+            self.inner.rejudge(id, gpu_id, checks, to, by),
+        )
+        .await
+    }
     async fn check_results(&self, id: Uuid) -> Result<Vec<CheckResult>, StoreError> {
         self.bound(Call::Read, "check_results", self.inner.check_results(id))
             .await

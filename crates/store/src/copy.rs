@@ -126,6 +126,17 @@ const TABLES: &[(&str, &[(&str, Kind)])] = &[
         ],
     ),
     (
+        "catalogue_gpus",
+        &[
+            ("nvml_name", Text),
+            ("version", Int),
+            ("spec", Text),
+            ("added_at", Text),
+            ("actor", Text),
+            ("reason", Text),
+        ],
+    ),
+    (
         "check_results",
         &[
             ("id", Int),

@@ -216,6 +216,30 @@ pub trait Store: tlog::LogStore + Send + Sync {
         by: &Actor,
     ) -> Result<Decided, StoreError>;
     async fn moderation_events(&self, id: Uuid) -> Result<Vec<ModerationEvent>, StoreError>;
+    /// Every GPU maintainers added, oldest first.
+    async fn catalogue_additions(&self) -> Result<Vec<CatalogueAddition>, StoreError>;
+    /// Adds `spec` to the catalogue with a decision leaf in the log, in one
+    /// transaction; `None` when a GPU of that name was added before.
+    async fn add_catalogue_gpu(
+        &self,
+        spec: &wattcounts_core::catalog::GpuSpec,
+        by: &Actor,
+    ) -> Result<Option<CatalogueAddition>, StoreError>;
+    /// Submissions waiting in review on a GPU the catalogue lacked when
+    /// they arrived, by the name their manifest gives.
+    async fn waiting_on_gpu(&self, nvml_name: &str) -> Result<Vec<SubmissionRecord>, StoreError>;
+    /// Judges a waiting submission again now that the catalogue has its GPU:
+    /// its GPU id, check results and status, a decision leaf saying why, its
+    /// configurations in the groups of that GPU, all in one transaction.
+    /// Refused (`WrongStatus`) unless it still waits in review.
+    async fn rejudge(
+        &self,
+        id: Uuid,
+        gpu_id: &str,
+        checks: &[CheckResult],
+        to: Status,
+        by: &Actor,
+    ) -> Result<Decided, StoreError>;
     async fn check_results(&self, id: Uuid) -> Result<Vec<CheckResult>, StoreError>;
     /// What the accepted members of these groups measured (canonical
     /// group keys: same GPU, protocol and origin), from the read model: one
@@ -425,6 +449,17 @@ pub enum SnapshotPart {
 pub struct Actor {
     pub name: String,
     pub at: DateTime<Utc>,
+    pub reason: String,
+}
+
+/// A GPU a maintainer added to the catalogue.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
+pub struct CatalogueAddition {
+    /// 1 for the first addition, then one more for each.
+    pub version: i64,
+    pub spec: wattcounts_core::catalog::GpuSpec,
+    pub added_at: String,
+    pub actor: String,
     pub reason: String,
 }
 

@@ -363,6 +363,25 @@ macro_rules! sql_store {
 
         /// Recomputes one group from its members, holding its row lock
         /// (PostgreSQL) so two instances writing to one group lose nothing.
+        /// Writes a submission's check results in report order (ingest, and
+        /// a judgement again once the catalogue has its GPU).
+        async fn insert_checks(tx: &mut $conn, id: &str, checks: &[CheckResult]) -> Result<(), StoreError> {
+            for (i, c) in checks.iter().enumerate() {
+                sqlx::query(
+                    "INSERT INTO check_results (submission_id, position, check_id, outcome, result) VALUES ($1, $2, $3, $4, $5)",
+                )
+                .bind(id)
+                .bind(i as i64)
+                .bind(&c.id)
+                .bind(c.outcome.as_str())
+                .bind(serde_json::to_string(c).map_err(json_err)?)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            }
+            Ok(())
+        }
+
         /// Writes a submission's iterations (ingest, and `db rebuild`
         /// when an older rule derived them).
         async fn insert_runs(tx: &mut $conn, id: &str, runs: &[::wattcounts_core::derived::IterationMetrics]) -> Result<(), StoreError> {
@@ -1089,6 +1108,195 @@ macro_rules! sql_store {
                 Ok(Decided::Done(current))
             }
 
+            async fn catalogue_additions(&self) -> Result<Vec<$crate::CatalogueAddition>, StoreError> {
+                let rows: Vec<(i64, String, String, String, String)> = sqlx::query_as(
+                    "SELECT version, spec, added_at, actor, reason FROM catalogue_gpus ORDER BY version",
+                )
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db_err)?;
+                rows.into_iter()
+                    .map(|(version, spec, added_at, actor, reason)| {
+                        Ok($crate::CatalogueAddition {
+                            version,
+                            spec: serde_json::from_str(&spec).map_err(json_err)?,
+                            added_at,
+                            actor,
+                            reason,
+                        })
+                    })
+                    .collect()
+            }
+
+            async fn add_catalogue_gpu(
+                &self,
+                spec: &::wattcounts_core::catalog::GpuSpec,
+                by: &Actor,
+            ) -> Result<Option<$crate::CatalogueAddition>, StoreError> {
+                let _w = self.write_lock().await;
+                let mut tx = self.pool.begin_with(<$store>::BEGIN_WRITE).await.map_err(db_err)?;
+                let known: Option<i64> = sqlx::query_scalar("SELECT version FROM catalogue_gpus WHERE nvml_name = $1")
+                    .bind(&spec.nvml_name)
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+                if known.is_some() {
+                    return Ok(None);
+                }
+                let version: i64 = sqlx::query_scalar("SELECT CAST(COALESCE(MAX(version), 0) + 1 AS BIGINT) FROM catalogue_gpus")
+                    .fetch_one(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+                let body = serde_json::to_string(spec).map_err(json_err)?;
+                let at = ts(&by.at);
+                sqlx::query(
+                    "INSERT INTO catalogue_gpus (nvml_name, version, spec, added_at, actor, reason) VALUES ($1, $2, $3, $4, $5, $6)",
+                )
+                .bind(&spec.nvml_name)
+                .bind(version)
+                .bind(&body)
+                .bind(&at)
+                .bind(&by.name)
+                .bind(&by.reason)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+                // The log records what was added: the name, the version and
+                // the digest of the figures, beside the maintainer's reason.
+                let reason = format!(
+                    "{}; catalogue GPU '{}' added as version {version} (figures sha256 {}, source {})",
+                    by.reason,
+                    spec.nvml_name,
+                    ::wattcounts_core::digest::sha256_hex(body.as_bytes()),
+                    spec.source
+                );
+                let leaf = insert_event(
+                    &mut tx,
+                    by,
+                    EventRow {
+                        action: "catalogue_add",
+                        submission_id: None,
+                        handle: None,
+                        fingerprint: None,
+                        from: None,
+                        to: None,
+                        effective_at: None,
+                        reason: &reason,
+                    },
+                )
+                .await?;
+                append_leaves(&mut tx, &[leaf], false).await?;
+                tx.commit().await.map_err(db_err)?;
+                Ok(Some($crate::CatalogueAddition {
+                    version,
+                    spec: spec.clone(),
+                    added_at: at,
+                    actor: by.name.clone(),
+                    reason: by.reason.clone(),
+                }))
+            }
+
+            async fn waiting_on_gpu(&self, nvml_name: &str) -> Result<Vec<SubmissionRecord>, StoreError> {
+                let rows = sqlx::query(&format!(
+                    "{SUBMISSION_SELECT} WHERE s.status = 'needs_review' AND s.gpu_id IS NULL AND s.gpu_name = $1 ORDER BY s.received_at, s.id"
+                ))
+                .bind(nvml_name)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db_err)?;
+                rows.iter().map(submission_record).collect()
+            }
+
+            async fn rejudge(
+                &self,
+                id: Uuid,
+                gpu_id: &str,
+                checks: &[CheckResult],
+                to: Status,
+                by: &Actor,
+            ) -> Result<Decided, StoreError> {
+                let _w = self.write_lock().await;
+                let mut tx = self.pool.begin_with(<$store>::BEGIN_WRITE).await.map_err(db_err)?;
+                let id_text = id.to_string();
+                let row = sqlx::query(&format!("{SUBMISSION_SELECT} WHERE s.id = $1"))
+                    .bind(&id_text)
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+                let Some(row) = row else {
+                    return Ok(Decided::NotFound);
+                };
+                let sub = submission_record(&row)?;
+                if sub.status != Status::NeedsReview || sub.gpu_id.is_some() {
+                    return Ok(Decided::WrongStatus(sub.status));
+                }
+                let protocol = sub.protocol.clone().ok_or_else(|| {
+                    StoreError::Other(anyhow::anyhow!("submission {id} has no protocol; run db rebuild first"))
+                })?;
+                // The groups it sat in under its bare name, to refresh after.
+                let old_keys: Vec<String> = sqlx::query_scalar(
+                    "SELECT DISTINCT group_key FROM configurations WHERE submission_id = $1 AND group_key IS NOT NULL",
+                )
+                .bind(&id_text)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(db_err)?;
+                sqlx::query("UPDATE submissions SET gpu_id = $1, status = $2 WHERE id = $3")
+                    .bind(gpu_id)
+                    .bind(to.as_str())
+                    .bind(&id_text)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+                sqlx::query("DELETE FROM check_results WHERE submission_id = $1")
+                    .bind(&id_text)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+                insert_checks(&mut tx, &id_text, checks).await?;
+                let configs: Vec<(i64, String)> = sqlx::query_as(
+                    "SELECT id, metrics FROM configurations WHERE submission_id = $1 ORDER BY position",
+                )
+                .bind(&id_text)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(db_err)?;
+                for (cid, metrics) in configs {
+                    let c: ConfigurationMetrics = serde_json::from_str(&metrics).map_err(json_err)?;
+                    let g = ::wattcounts_core::leaderboard::group_of(Some(gpu_id), &sub.gpu_name, sub.is_demo, &protocol, &c);
+                    ensure_group_key(&mut tx, &g).await?;
+                    sqlx::query("UPDATE configurations SET group_key = $1 WHERE id = $2")
+                        .bind(g.key.canonical())
+                        .bind(cid)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(db_err)?;
+                }
+                let leaf = insert_event(
+                    &mut tx,
+                    by,
+                    EventRow {
+                        action: "rejudge",
+                        submission_id: Some(&id_text),
+                        handle: Some(&sub.handle),
+                        fingerprint: None,
+                        from: Some(sub.status),
+                        to: Some(to),
+                        effective_at: None,
+                        reason: &by.reason,
+                    },
+                )
+                .await?;
+                for k in &old_keys {
+                    refresh_group(&mut tx, k).await?;
+                }
+                refresh_groups_of(&mut tx, std::slice::from_ref(&id_text)).await?;
+                move_counters(&mut tx, &id_text, Some(sub.status), to).await?;
+                append_leaves(&mut tx, &[leaf], false).await?;
+                tx.commit().await.map_err(db_err)?;
+                Ok(Decided::Done(sub.status))
+            }
+
             async fn moderation_events(&self, id: Uuid) -> Result<Vec<ModerationEvent>, StoreError> {
                 let rows = sqlx::query(
                     "SELECT created_at, actor, action, submission_id, submitter_handle, key_fingerprint, from_status,
@@ -1352,19 +1560,7 @@ macro_rules! sql_store {
                     .map_err(db_err)?;
                     groups.push(g);
                 }
-                for (i, c) in s.checks.iter().enumerate() {
-                    sqlx::query(
-                        "INSERT INTO check_results (submission_id, position, check_id, outcome, result) VALUES ($1, $2, $3, $4, $5)",
-                    )
-                    .bind(&id)
-                    .bind(i as i64)
-                    .bind(&c.id)
-                    .bind(c.outcome.as_str())
-                    .bind(serde_json::to_string(c).map_err(json_err)?)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
-                }
+                insert_checks(&mut tx, &id, &s.checks).await?;
                 // The read model: every group this submission joins, in key
                 // order, then the counters.
                 groups.sort_by_cached_key(|g| g.key.canonical());

@@ -7,6 +7,7 @@ pub mod api_page;
 pub mod auth;
 pub mod cache;
 pub mod cache_policy;
+pub mod catalogue_api;
 pub mod charts;
 pub mod csv_export;
 pub mod download;
@@ -247,6 +248,8 @@ fn route_table(state: &AppState) -> routes::Table {
         .api(NoStore, routes!(admin_api::decide))
         .api(NoStore, routes!(admin_api::suspend))
         .api(NoStore, routes!(admin_api::revoke))
+        .api(NoStore, routes!(catalogue_api::add_gpu))
+        .api(DataVersioned, routes!(catalogue_api::gpus))
         .get("/snapshots", Revalidate, snapshots::list_page)
         .get("/snapshots/{id}", Revalidate, snapshots::snapshot_page)
         .get("/snapshots/{id}/{file}", Immutable, snapshots::download)

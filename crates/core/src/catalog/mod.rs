@@ -17,9 +17,10 @@ pub fn digest() -> &'static str {
         .get_or_init(|| crate::digest::sha256_hex(format!("{GPU_CSV}\u{0}{MODEL_CSV}").as_bytes()))
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct GpuSpec {
-    /// Stable URL-safe id, e.g. `h100-pcie`.
+    /// Stable URL-safe id, e.g. `h100-pcie` (made from the NVML name).
+    #[serde(default)]
     pub id: String,
     /// NVML product name, e.g. `NVIDIA H100 PCIe`.
     pub nvml_name: String,
@@ -110,7 +111,37 @@ fn num(row: &[&str], i: usize) -> f64 {
         .unwrap_or(0.0)
 }
 
+/// The shipped catalogue plus the GPUs maintainers added (see
+/// [`install_additions`]); the shipped list until any is installed.
 pub fn gpus() -> &'static [GpuSpec] {
+    let added = *ADDED.read().unwrap_or_else(|e| e.into_inner());
+    added.unwrap_or_else(shipped)
+}
+
+/// Shipped catalogue plus additions, once any addition is installed.
+static ADDED: std::sync::RwLock<Option<&'static [GpuSpec]>> = std::sync::RwLock::new(None);
+
+/// Makes `additions` (GPUs maintainers added, stored in the database) part
+/// of the catalogue every lookup reads, after the shipped rows; a name the
+/// shipped catalogue has already is ignored. Additions are rare (a GPU a
+/// community starts to own), so each call keeps its list for the life of
+/// the process rather than reference-counting every lookup.
+pub fn install_additions(additions: &[GpuSpec]) {
+    let mut all: Vec<GpuSpec> = shipped().to_vec();
+    for g in additions {
+        if !all
+            .iter()
+            .any(|k| k.nvml_name == g.nvml_name || k.id == g.id)
+        {
+            all.push(g.clone());
+        }
+    }
+    let leaked: &'static [GpuSpec] = Box::leak(all.into_boxed_slice());
+    *ADDED.write().unwrap_or_else(|e| e.into_inner()) = Some(leaked);
+}
+
+/// The catalogue shipped in `gpus.csv`.
+pub fn shipped() -> &'static [GpuSpec] {
     static GPUS: OnceLock<Vec<GpuSpec>> = OnceLock::new();
     GPUS.get_or_init(|| {
         let (h, body) = rows(GPU_CSV);
@@ -143,6 +174,144 @@ pub fn gpus() -> &'static [GpuSpec] {
             })
             .collect()
     })
+}
+
+/// Per-pin data rate, Gbit/s, each memory type reaches on shipping boards
+/// (JEDEC and vendor ranges; the T4's GDDR6 runs at 10).
+pub fn pin_rate_range(memory_type: &str) -> Option<(f64, f64)> {
+    Some(match memory_type {
+        "HBM2" => (1.4, 2.6),
+        "HBM2e" => (2.4, 3.7),
+        "HBM3" => (4.0, 6.5),
+        "HBM3e" => (6.0, 9.8),
+        "GDDR5" => (5.0, 9.0),
+        "GDDR6" => (10.0, 20.5),
+        "GDDR6X" => (19.0, 23.5),
+        "GDDR7" => (27.0, 32.0),
+        _ => return None,
+    })
+}
+
+/// Most board power a form factor carries, W (SXM modules up to B200's
+/// 1,000 W; a PCIe or workstation card up to 600 W on one 16-pin plug).
+pub fn tdp_ceiling(form_factor: &str) -> Option<f64> {
+    Some(match form_factor {
+        "SXM" | "Superchip" => 1200.0,
+        "PCIe" | "NVL" | "Workstation" | "Consumer" => 600.0,
+        _ => return None,
+    })
+}
+
+/// What is implausible about a catalogue row, each as one sentence naming
+/// the field and figure: NVML's name form, units and ranges, bandwidth
+/// against the memory type, TDP against the form factor. Empty when the
+/// row is plausible. Every shipped row and every maintainer's addition is
+/// held to it.
+pub fn plausibility_problems(g: &GpuSpec) -> Vec<String> {
+    let mut bad = Vec::new();
+    let n = &g.nvml_name;
+    let prefix_ok = ["NVIDIA ", "Tesla ", "Quadro "]
+        .iter()
+        .any(|p| n.starts_with(p));
+    if !prefix_ok || n.trim() != n || n.contains("  ") || n.chars().any(char::is_control) {
+        bad.push(format!(
+            "nvml_name '{n}' is not an NVML product name (it starts with NVIDIA, Tesla or Quadro, as nvidia-smi prints it)"
+        ));
+    }
+    if (g.form_factor == "Consumer") != n.starts_with("NVIDIA GeForce RTX ") {
+        bad.push(format!(
+            "form_factor {} against the name: GeForce RTX cards are Consumer, no other card is",
+            g.form_factor
+        ));
+    }
+    match tdp_ceiling(&g.form_factor) {
+        None => bad.push(format!(
+            "form_factor '{}' is not one of SXM, PCIe, NVL, Superchip, Workstation, Consumer",
+            g.form_factor
+        )),
+        Some(max) if !(40.0..=max).contains(&g.tdp_w) => bad.push(format!(
+            "tdp_w {} W lies outside 40–{max} W for a {} board",
+            g.tdp_w, g.form_factor
+        )),
+        _ => {}
+    }
+    if !(g.idle_w > 0.03 * g.tdp_w && g.idle_w < 0.45 * g.tdp_w) {
+        bad.push(format!(
+            "idle_w {} W is not between 3 % and 45 % of tdp_w {} W",
+            g.idle_w, g.tdp_w
+        ));
+    }
+    if !["wattgpu", "measured", "tdp_share_0.15"].contains(&g.idle_basis.as_str()) {
+        bad.push(format!(
+            "idle_basis '{}' is not one of wattgpu, measured, tdp_share_0.15",
+            g.idle_basis
+        ));
+    }
+    match pin_rate_range(&g.memory_type) {
+        None => bad.push(format!(
+            "memory_type '{}' is not one of HBM2, HBM2e, HBM3, HBM3e, GDDR5, GDDR6, GDDR6X, GDDR7",
+            g.memory_type
+        )),
+        Some((lo, hi)) => {
+            let rate = g.memory_bandwidth_gb_s * 8.0 / g.memory_bus_bits;
+            if !(lo..=hi).contains(&rate) {
+                bad.push(format!(
+                    "memory_bandwidth_gb_s {} on memory_bus_bits {} is {rate:.2} Gbit/s a pin, outside {lo}–{hi} for {}",
+                    g.memory_bandwidth_gb_s, g.memory_bus_bits, g.memory_type
+                ));
+            }
+        }
+    }
+    if !(4.0..=200.0).contains(&g.memory_gb) {
+        bad.push(format!("memory_gb {} lies outside 4–200", g.memory_gb));
+    }
+    if !(g.fp16_tflops > 1.0 && g.fp16_tflops < 2500.0) {
+        bad.push(format!("fp16_tflops {} lies outside 1–2500", g.fp16_tflops));
+    }
+    if !(g.tensor_tflops > 10.0 && g.tensor_tflops < 2500.0) {
+        bad.push(format!(
+            "tensor_tflops {} lies outside 10–2500",
+            g.tensor_tflops
+        ));
+    }
+    if !(300.0..=3000.0).contains(&g.base_clock_mhz) || g.boost_clock_mhz < g.base_clock_mhz {
+        bad.push(format!(
+            "base_clock_mhz {} / boost_clock_mhz {}: base within 300–3000 MHz, boost at least base",
+            g.base_clock_mhz, g.boost_clock_mhz
+        ));
+    }
+    if !(5_000.0..=250_000.0).contains(&g.transistor_count_m) {
+        bad.push(format!(
+            "transistor_count_m {} lies outside 5,000–250,000 (millions)",
+            g.transistor_count_m
+        ));
+    }
+    let year: f64 = g
+        .release_date
+        .get(..4)
+        .and_then(|y| y.parse().ok())
+        .unwrap_or(0.0);
+    let date_ok = chrono::NaiveDate::parse_from_str(&g.release_date, "%Y-%m-%d").is_ok();
+    if !date_ok || year != g.release_year || !(2017.0..=2030.0).contains(&year) {
+        bad.push(format!(
+            "release_date '{}' (YYYY-MM-DD, 2017–2030) and release_year {} disagree",
+            g.release_date, g.release_year
+        ));
+    }
+    if !g.source.starts_with("https://") || g.source.chars().any(char::is_whitespace) {
+        bad.push(format!(
+            "source '{}' is not an https:// address of the datasheet or spec page",
+            g.source
+        ));
+    }
+    if g.id != gpu_id(n) {
+        bad.push(format!(
+            "id '{}' is not the one the name gives ('{}')",
+            g.id,
+            gpu_id(n)
+        ));
+    }
+    bad
 }
 
 /// The GPUs the Watt Counts paper measured, in catalogue order.

@@ -89,109 +89,72 @@ fn the_paper_rows_are_the_wattgpu_release() {
     assert_eq!(seen, 11);
 }
 
-/// Per-pin data rate, Gbit/s, each memory type reaches on shipping boards
-/// (JEDEC and vendor ranges; the T4's GDDR6 runs at 10).
-fn pin_rate_range(memory_type: &str) -> Option<(f64, f64)> {
-    Some(match memory_type {
-        "HBM2" => (1.4, 2.6),
-        "HBM2e" => (2.4, 3.7),
-        "HBM3" => (4.0, 6.5),
-        "HBM3e" => (6.0, 9.8),
-        "GDDR5" => (5.0, 9.0),
-        "GDDR6" => (10.0, 20.5),
-        "GDDR6X" => (19.0, 23.5),
-        "GDDR7" => (27.0, 32.0),
-        _ => return None,
-    })
+#[test]
+fn every_row_is_plausible() {
+    let problems: Vec<String> = gpus()
+        .iter()
+        .flat_map(|g| {
+            plausibility_problems(g)
+                .into_iter()
+                .map(move |p| format!("{}: {p}", g.nvml_name))
+        })
+        .collect();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
-/// Most board power a form factor carries, W (SXM modules up to B200's
-/// 1,000 W; a PCIe or workstation card up to 600 W on one 16-pin plug).
-fn tdp_ceiling(form_factor: &str) -> Option<f64> {
-    Some(match form_factor {
-        "SXM" | "Superchip" => 1200.0,
-        "PCIe" | "NVL" | "Workstation" | "Consumer" => 600.0,
-        _ => return None,
-    })
+/// A row with every field plausible (an A100 80 GB SXM's figures).
+fn plausible() -> GpuSpec {
+    gpu_by_nvml_name("NVIDIA A100-SXM4-80GB").unwrap().clone()
 }
 
 #[test]
-fn every_row_is_plausible() {
-    let mut problems = Vec::new();
-    for g in gpus() {
-        let n = &g.nvml_name;
-        let mut bad = |what: String| problems.push(format!("{n}: {what}"));
-        // NVML's form: a vendor word first, no stray spaces, consumer
-        // cards as "NVIDIA GeForce RTX …".
-        let prefix_ok = ["NVIDIA ", "Tesla ", "Quadro "]
-            .iter()
-            .any(|p| n.starts_with(p));
-        if !prefix_ok || n.trim() != n || n.contains("  ") {
-            bad("not an NVML product name".into());
-        }
-        if (g.form_factor == "Consumer") != n.starts_with("NVIDIA GeForce RTX ") {
-            bad(format!("form factor {} against the name", g.form_factor));
-        }
-        match tdp_ceiling(&g.form_factor) {
-            None => bad(format!("unknown form factor {}", g.form_factor)),
-            Some(max) if !(40.0..=max).contains(&g.tdp_w) => {
-                bad(format!("TDP {} W outside 40–{max} W", g.tdp_w))
-            }
-            _ => {}
-        }
-        if !(g.idle_w > 0.03 * g.tdp_w && g.idle_w < 0.45 * g.tdp_w) {
-            bad(format!(
-                "loaded idle {} W against TDP {} W",
-                g.idle_w, g.tdp_w
-            ));
-        }
-        if !["wattgpu", "measured", "tdp_share_0.15"].contains(&g.idle_basis.as_str()) {
-            bad(format!("idle basis {}", g.idle_basis));
-        }
-        match pin_rate_range(&g.memory_type) {
-            None => bad(format!("unknown memory type {}", g.memory_type)),
-            Some((lo, hi)) => {
-                let rate = g.memory_bandwidth_gb_s * 8.0 / g.memory_bus_bits;
-                if !(lo..=hi).contains(&rate) {
-                    bad(format!(
-                        "{} GB/s on {} bits is {rate:.2} Gbit/s a pin, outside {lo}–{hi} for {}",
-                        g.memory_bandwidth_gb_s, g.memory_bus_bits, g.memory_type
-                    ));
-                }
-            }
-        }
-        if !(4.0..=200.0).contains(&g.memory_gb) {
-            bad(format!("memory {} GB", g.memory_gb));
-        }
-        if !(g.fp16_tflops > 1.0 && g.fp16_tflops < 2500.0) {
-            bad(format!("FP16 {} TFLOPS", g.fp16_tflops));
-        }
-        if !(g.tensor_tflops > 10.0 && g.tensor_tflops < 2500.0) {
-            bad(format!("tensor {} TFLOPS", g.tensor_tflops));
-        }
-        if !(300.0..=3000.0).contains(&g.base_clock_mhz) || g.boost_clock_mhz < g.base_clock_mhz {
-            bad(format!(
-                "clocks {} / {} MHz",
-                g.base_clock_mhz, g.boost_clock_mhz
-            ));
-        }
-        if !(5_000.0..=250_000.0).contains(&g.transistor_count_m) {
-            bad(format!("{} M transistors", g.transistor_count_m));
-        }
-        let year: f64 = g
-            .release_date
-            .get(..4)
-            .and_then(|y| y.parse().ok())
-            .unwrap_or(0.0);
-        if year != g.release_year || !(2017.0..=2026.0).contains(&year) {
-            bad(format!(
-                "released {} in year {}",
-                g.release_date, g.release_year
-            ));
-        }
-        if !g.source.starts_with("https://") {
-            bad(format!("source {}", g.source));
-        }
+fn each_implausible_field_is_named_with_its_figure() {
+    let cases: Vec<(&str, Box<dyn Fn(&mut GpuSpec)>)> = vec![
+        (
+            "nvml_name",
+            Box::new(|g| g.nvml_name = "NVIDIA  A100-SXM4-80GB".into()),
+        ),
+        (
+            "form_factor",
+            Box::new(|g| g.form_factor = "Consumer".into()),
+        ),
+        ("tdp_w 1500", Box::new(|g| g.tdp_w = 1500.0)),
+        ("idle_w 300", Box::new(|g| g.idle_w = 300.0)),
+        ("idle_basis", Box::new(|g| g.idle_basis = "guess".into())),
+        // 2039 GB/s on 5120 bits is 3.19 Gbit/s a pin: HBM2e, not HBM3.
+        ("3.19 Gbit/s", Box::new(|g| g.memory_type = "HBM3".into())),
+        (
+            "memory_type 'DDR4'",
+            Box::new(|g| g.memory_type = "DDR4".into()),
+        ),
+        ("memory_gb 800", Box::new(|g| g.memory_gb = 800.0)),
+        ("fp16_tflops 0.5", Box::new(|g| g.fp16_tflops = 0.5)),
+        ("tensor_tflops 5", Box::new(|g| g.tensor_tflops = 5.0)),
+        (
+            "boost_clock_mhz 900",
+            Box::new(|g| g.boost_clock_mhz = 900.0),
+        ),
+        (
+            "transistor_count_m 54",
+            Box::new(|g| g.transistor_count_m = 54.0),
+        ),
+        ("release_year 2019", Box::new(|g| g.release_year = 2019.0)),
+        (
+            "release_date '2021-13-01'",
+            Box::new(|g| g.release_date = "2021-13-01".into()),
+        ),
+        (
+            "source 'techpowerup'",
+            Box::new(|g| g.source = "techpowerup".into()),
+        ),
+        ("id 'a100'", Box::new(|g| g.id = "a100".into())),
+    ];
+    assert!(plausibility_problems(&plausible()).is_empty());
+    for (want, edit) in cases {
+        let mut g = plausible();
+        edit(&mut g);
+        let problems = plausibility_problems(&g);
+        assert_eq!(problems.len(), 1, "{want}: {problems:?}");
+        assert!(problems[0].contains(want), "{want}: {problems:?}");
     }
-    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

@@ -75,9 +75,11 @@ fn gpu_catalogue(input: &CheckInput) -> CheckResult {
             format!(
                 "{MANIFEST_NAME} /system/gpu/name: '{name}' is not among the {} NVIDIA GPUs in this service's catalogue{}, \
                  so the checks that need its TDP and loaded-idle power were skipped and the bundle \
-                 waits for a maintainer, hidden from the leaderboards. To have it added, open an issue with its \
-                 nvidia-smi -q output and its datasheet (TDP, memory size, type and bandwidth, FP16 and tensor \
-                 TFLOPS); the catalogue is crates/core/catalog/gpus.csv",
+                 waits for a maintainer, hidden from the leaderboards. Once a maintainer adds the GPU \
+                 (`wattcounts admin gpu add`, with its datasheet figures and their source), the bundle is \
+                 judged again by every check. To ask for it, open an issue with its nvidia-smi -q output and \
+                 its datasheet (TDP, memory size, type and bandwidth, FP16 and tensor TFLOPS); \
+                 GET /api/v1/catalogue/gpus lists the GPUs known",
                 catalog::gpus().len(),
                 match closest_names(name) {
                     v if v.is_empty() => String::new(),

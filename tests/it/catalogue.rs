@@ -1,0 +1,215 @@
+//! The GPU catalogue for the community (#41 items 1 and 2): a bundle from a
+//! GPU the catalogue lacks waits in review; a maintainer adds the GPU with
+//! its figures and source (a log leaf); the waiting bundle is judged again
+//! by every check, now with the GPU's TDP and idle power, and moves by a
+//! logged decision that says why. Bad additions are refused field by field.
+
+use axum::http::StatusCode;
+use serde_json::{json, Value};
+
+use crate::common::*;
+use wattcounts::synth::Fault;
+
+/// The name the `UnknownGpu` fault gives an L4 run.
+const FAULT_NAME: &str = "NVIDIA B300 Ultra Prototype";
+
+/// A plausible row for `name`: the L4's figures (the run's trace is an
+/// L4's), so every check that needs a TDP can pass.
+fn row(name: &str) -> Value {
+    json!({
+        "nvml_name": name,
+        "architecture": "Ada Lovelace",
+        "form_factor": "PCIe",
+        "release_date": "2026-03-01",
+        "release_year": 2026.0,
+        "tdp_w": 72.0,
+        "idle_w": 24.0,
+        "idle_basis": "measured",
+        "memory_gb": 24.0,
+        "memory_type": "GDDR6",
+        "memory_bus_bits": 192.0,
+        "memory_bandwidth_gb_s": 300.0,
+        "fp16_tflops": 30.29,
+        "tensor_tflops": 121.0,
+        "base_clock_mhz": 795.0,
+        "boost_clock_mhz": 2040.0,
+        "transistor_count_m": 35800.0,
+        "source": "https://example.org/datasheets/test-gpu.pdf",
+    })
+}
+
+async fn waiting_then_added(app: TestApp, name: &str) {
+    let key = app.register("alice").await;
+    let gz = BundleBuilder::faulty(Fault::UnknownGpu, 42)
+        .edit("system_info.txt", |s| {
+            s.replace(&format!(": {FAULT_NAME}\n"), &format!(": {name}\n"))
+        })
+        .by("alice", &key)
+        .build();
+    let (status, r) = app.submit(&gz, &sign(&key, &gz)).await;
+    assert_eq!(status, StatusCode::CREATED, "{r}");
+    assert_eq!(r["status"], "needs_review", "{r:#}");
+    assert_eq!(r["gpu"]["id"], Value::Null);
+    let id = r["submission_id"].as_str().unwrap().to_string();
+    let checks = |r: &Value, id: &str| -> Value {
+        r["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == id)
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(checks(&r, "physics.mean_power")["outcome"], "skip");
+
+    // Refusals first: nothing is added by them.
+    let path = "/api/v1/admin/catalogue/gpus";
+    let mut implausible = row(name);
+    implausible["tdp_w"] = json!(5000.0);
+    implausible["memory_type"] = json!("HBM3");
+    let (status, e) = app
+        .admin_post(path, json!({"gpu": implausible, "reason": "issue 41"}))
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{e}");
+    assert_eq!(e["error"]["code"], "implausible_gpu");
+    let pointers: Vec<&str> = e["error"]["details"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["pointer"].as_str().unwrap())
+        .collect();
+    // 300 GB/s on 192 bits is 12.5 Gbit/s a pin: GDDR6, not HBM3.
+    // 24 W idle against 5,000 W is under 3 %.
+    assert_eq!(
+        pointers,
+        ["/gpu/tdp_w", "/gpu/idle_w", "/gpu/memory_bandwidth_gb_s"],
+        "{e:#}"
+    );
+    assert!(
+        e["error"]["message"].as_str().unwrap().contains("5000"),
+        "{e}"
+    );
+    let (status, e) = app
+        .admin_post(path, json!({"gpu": row("NVIDIA L4"), "reason": "issue 41"}))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{e}");
+    assert_eq!(e["error"]["code"], "gpu_exists");
+    let (status, _) = app
+        .admin_post(path, json!({"gpu": row(name), "reason": "  "}))
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    let (status, _) = app
+        .send(
+            axum::http::Request::post(path)
+                .header("content-type", "application/json")
+                .body(axum::body::Body::from(
+                    json!({"gpu": row(name), "reason": "x"}).to_string(),
+                ))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (_, again) = app.get(&format!("/api/v1/submissions/{id}")).await;
+    assert_eq!(again["status"], "needs_review", "a refusal changes nothing");
+
+    // The addition: stored, logged, and the waiting bundle judged again.
+    let (status, added) = app
+        .admin_post(
+            path,
+            json!({"gpu": row(name), "reason": "issue 41: datasheet attached"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{added}");
+    let gpu_id = wattcounts::catalog::gpu_id(name);
+    assert_eq!(added["addition"]["spec"]["id"], gpu_id.as_str());
+    assert_eq!(added["addition"]["version"], 1);
+    assert_eq!(
+        added["rejudged"],
+        json!([{"submission_id": id, "from": "needs_review", "to": "accepted"}])
+    );
+    let (_, r) = app.get(&format!("/api/v1/submissions/{id}")).await;
+    assert_eq!(r["status"], "accepted", "{r:#}");
+    assert_eq!(r["gpu"]["id"], gpu_id.as_str());
+    assert_eq!(checks(&r, "identity.gpu_catalogue")["outcome"], "pass");
+    assert_eq!(checks(&r, "physics.mean_power")["outcome"], "pass");
+    let events = r["moderation"].as_array().unwrap();
+    let last = events.last().unwrap();
+    assert_eq!(last["action"], "rejudge", "{events:#?}");
+    assert_eq!(last["actor"], "maintainer");
+    let reason = last["reason"].as_str().unwrap();
+    assert!(
+        reason.contains(name)
+            && reason.contains("version 1")
+            && reason.contains("every check passes"),
+        "{reason}"
+    );
+    // A second call adds nothing: the name is known now.
+    let (status, _) = app
+        .admin_post(path, json!({"gpu": row(name), "reason": "again"}))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+
+    // The catalogue lists it, with who added it and why; the leaderboard
+    // holds the bundle's groups on the new GPU.
+    let (status, cat) = app.get("/api/v1/catalogue/gpus").await;
+    assert_eq!(status, StatusCode::OK);
+    let additions = cat["additions"].as_array().unwrap();
+    assert_eq!(additions.len(), 1, "{additions:#?}");
+    assert_eq!(additions[0]["spec"]["nvml_name"], name);
+    assert_eq!(additions[0]["reason"], "issue 41: datasheet attached");
+    assert!(cat["gpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|g| g["nvml_name"] == name && g["source"] == row(name)["source"]));
+    let protocol = r["protocol"]["batch_id"].as_str().unwrap();
+    let (_, lb) = app
+        .get(&format!(
+            "/api/v1/leaderboard?origin=real&protocol={protocol}"
+        ))
+        .await;
+    assert!(
+        lb["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["gpu_id"] == gpu_id.as_str()),
+        "{lb:#}"
+    );
+    // The log holds the addition and the new judgement as decision leaves.
+    let (status, log) = app.get("/api/v1/log/entries?start=0&end=100").await;
+    assert_eq!(status, StatusCode::OK, "{log}");
+    let leaves: Vec<&str> = log["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["leaf"].as_str().unwrap())
+        .collect();
+    let add = leaves
+        .iter()
+        .find(|l| l.contains("\"action\":\"catalogue_add\""))
+        .unwrap_or_else(|| panic!("no addition leaf in {leaves:#?}"));
+    assert!(
+        add.contains(name) && add.contains("figures sha256"),
+        "{add}"
+    );
+    assert!(
+        leaves
+            .iter()
+            .any(|l| l.contains("\"action\":\"rejudge\"") && l.contains(&id)),
+        "{leaves:#?}"
+    );
+}
+
+#[tokio::test]
+async fn an_unknown_gpu_waits_and_is_judged_again_once_added_on_sqlite() {
+    waiting_then_added(TestApp::new().await, "NVIDIA Test Accelerator SQLite 24GB").await;
+}
+
+#[tokio::test]
+async fn an_unknown_gpu_waits_and_is_judged_again_once_added_on_postgres() {
+    let Some(app) = TestApp::postgres().await else {
+        return;
+    };
+    waiting_then_added(app, "NVIDIA Test Accelerator PostgreSQL 24GB").await;
+}
