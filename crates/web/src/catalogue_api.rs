@@ -34,7 +34,7 @@ impl From<CatalogueError> for ApiError {
                     .iter()
                     .map(|p| {
                         let field = p.split_whitespace().next().unwrap_or_default();
-                        Detail::new(p.clone()).pointer(&format!("/gpu/{field}"))
+                        Detail::new(p.clone()).pointer(format!("/gpu/{field}"))
                     })
                     .collect();
                 err

@@ -107,9 +107,12 @@ fn plausible() -> GpuSpec {
     gpu_by_nvml_name("NVIDIA A100-SXM4-80GB").unwrap().clone()
 }
 
+/// One change to a plausible row.
+type Edit = Box<dyn Fn(&mut GpuSpec)>;
+
 #[test]
 fn each_implausible_field_is_named_with_its_figure() {
-    let cases: Vec<(&str, Box<dyn Fn(&mut GpuSpec)>)> = vec![
+    let cases: Vec<(&str, Edit)> = vec![
         (
             "nvml_name",
             Box::new(|g| g.nvml_name = "NVIDIA  A100-SXM4-80GB".into()),
