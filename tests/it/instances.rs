@@ -277,3 +277,93 @@ async fn get_json(client: &reqwest::Client, url: String) -> serde_json::Value {
         .await
         .unwrap_or_else(|e| panic!("{url}: not JSON: {e}"))
 }
+
+/// A GPU added through one instance (with `wattcounts admin gpu add`, the
+/// real binary against its maintainer API) is known to the other within its
+/// data-stamp poll: a bundle from that GPU sent there is judged with the
+/// GPU's figures at once, not held for review.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_gpu_added_on_one_instance_judges_bundles_on_the_other() {
+    let Some((_store, key, url)) = alice_in_a_fresh_schema().await else {
+        return;
+    };
+    let data = tempfile::tempdir().unwrap();
+    let token = admin_token_flag();
+    let args = [
+        "--public-url",
+        AUDIENCE,
+        "--database-url",
+        &url,
+        "--data-dir",
+        data.path().to_str().unwrap(),
+        "--admin-token",
+        &token,
+    ];
+    let a = spawn_server(&args);
+    let b = spawn_server(&args);
+    let name = "NVIDIA Test Accelerator Fleet 24GB";
+    // An L4's figures under another name: the run below is an L4's.
+    let row = serde_json::json!({
+        "nvml_name": name, "architecture": "Ada Lovelace", "form_factor": "PCIe",
+        "release_date": "2026-03-01", "release_year": 2026.0, "tdp_w": 72.0,
+        "idle_w": 24.0, "idle_basis": "measured", "memory_gb": 24.0,
+        "memory_type": "GDDR6", "memory_bus_bits": 192.0,
+        "memory_bandwidth_gb_s": 300.0, "fp16_tflops": 30.29, "tensor_tflops": 121.0,
+        "base_clock_mhz": 795.0, "boost_clock_mhz": 2040.0,
+        "transistor_count_m": 35800.0,
+        "source": "https://example.org/datasheets/fleet.pdf",
+    });
+    let file = data.path().join("gpu.json");
+    std::fs::write(&file, row.to_string()).unwrap();
+    let add = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_wattcounts"))
+            .args([
+                "admin", "gpu", "add", "--server", &a.url, "--reason", "issue 41",
+            ])
+            .arg("--file")
+            .arg(&file)
+            .env("WATTCOUNTS_ADMIN_TOKEN", ADMIN_TOKEN)
+            .output()
+            .unwrap()
+    };
+    let out = add();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains(&format!("added '{name}' as catalogue version 1")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("0 waiting submission(s) judged again"),
+        "{stdout}"
+    );
+    let again = add();
+    assert_eq!(again.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("gpu_exists"),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+
+    // B polls the data stamp every 2 s; the addition moved it.
+    tokio::time::sleep(std::time::Duration::from_millis(3_000)).await;
+    let gz = BundleBuilder::faulty(wattcounts::synth::Fault::UnknownGpu, 42)
+        .edit("system_info.txt", |s| {
+            s.replace(": NVIDIA B300 Ultra Prototype\n", &format!(": {name}\n"))
+        })
+        .by("alice", &key)
+        .build();
+    let client = reqwest::Client::new();
+    let (status, r) = submit_over_http(&client, &b.url, gz.clone(), sign(&key, &gz)).await;
+    assert_eq!(status, 201, "{r}");
+    assert_eq!(r["status"], "accepted", "{r:#}");
+    assert_eq!(
+        r["gpu"]["id"],
+        wattcounts::catalog::gpu_id(name).as_str(),
+        "{r:#}"
+    );
+}

@@ -184,6 +184,11 @@ impl Service {
                 Ok(stamp) => {
                     if last.is_some_and(|l| l != stamp) {
                         self.changed();
+                        // Another instance may have added a GPU (a logged
+                        // decision moves the stamp): judge by it here too.
+                        if let Err(e) = self.load_catalogue_additions().await {
+                            tracing::warn!(error = %e, "catalogue additions unavailable");
+                        }
                     }
                     last = Some(stamp);
                 }

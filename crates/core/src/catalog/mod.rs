@@ -127,6 +127,13 @@ static ADDED: std::sync::RwLock<Option<&'static [GpuSpec]>> = std::sync::RwLock:
 /// community starts to own), so each call keeps its list for the life of
 /// the process rather than reference-counting every lookup.
 pub fn install_additions(additions: &[GpuSpec]) {
+    // Nothing new (the common case when instances poll): keep the list.
+    if additions
+        .iter()
+        .all(|g| gpu_by_nvml_name(&g.nvml_name).is_some())
+    {
+        return;
+    }
     let mut all: Vec<GpuSpec> = shipped().to_vec();
     for g in additions {
         if !all
