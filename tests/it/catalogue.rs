@@ -199,6 +199,28 @@ async fn waiting_then_added(app: TestApp, name: &str) {
             .any(|l| l.contains("\"action\":\"rejudge\"") && l.contains(&id)),
         "{leaves:#?}"
     );
+    // A snapshot carries the catalogue its submissions were judged by.
+    let (status, snap) = app
+        .admin_post("/api/v1/admin/snapshots", json!({"traces": false}))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{snap}");
+    let path = app
+        .dir
+        .path()
+        .join("snapshots")
+        .join(snap["snapshot_id"].as_str().unwrap())
+        .join("gpus.csv");
+    let mut reader = csv::Reader::from_path(&path).unwrap();
+    let header = reader.headers().unwrap().clone();
+    let col = |n: &str| header.iter().position(|h| h == n).unwrap();
+    let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    // One submission, on the added GPU: its row, and no other.
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let ours = &rows[0];
+    assert_eq!(&ours[col("nvml_name")], name);
+    assert_eq!(&ours[col("added")], "true");
+    assert_eq!(&ours[col("tdp_w")], "72.0");
+    assert_eq!(&ours[col("source")], row(name)["source"].as_str().unwrap());
 }
 
 #[tokio::test]

@@ -228,6 +228,18 @@ async fn snapshot_holds_exactly_the_accepted_data() {
         .flat_map(|f| text_column(&read_parquet(&dir.join(f)), "submission_id"))
         .collect();
     assert_eq!(trace_ids, want);
+    // The catalogue rows of the GPUs in it, as shipped, with their source.
+    let gpus = std::fs::read_to_string(dir.join("gpus.csv")).unwrap();
+    let mut lines = gpus.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(&header[..3], ["gpu_id", "nvml_name", "added"], "{gpus}");
+    let rows: Vec<&str> = lines.collect();
+    assert!(
+        rows.iter()
+            .any(|r| r.starts_with("l4,NVIDIA L4,false,Ada Lovelace,PCIe,")
+                && r.contains(",72.0,24.0,wattgpu,")),
+        "{gpus}"
+    );
     for f in [
         "runs.csv",
         "configurations.csv",
@@ -497,8 +509,9 @@ async fn verify_names_the_file_that_differs() {
     .await
     .unwrap();
     assert!(report.ok(), "{report:?}");
-    // runs ×2, configurations ×2, submissions.csv, log.jsonl, the card, the citation.
-    assert_eq!(report.files.len(), 8);
+    // runs ×2, configurations ×2, submissions.csv, gpus.csv, log.jsonl,
+    // the card, the citation.
+    assert_eq!(report.files.len(), 9);
 
     // A copy with one changed byte, a missing file and a cut Parquet file.
     let copy = tempfile::tempdir().unwrap();

@@ -2,6 +2,7 @@
 //! lists build the tables ([`super::tables`]) and write the dataset card
 //! ([`super::card`]), so the card cannot describe a column the files lack.
 
+use wattcounts_core::catalog::GpuSpec;
 use wattcounts_core::derived::IterationMetrics;
 use wattcounts_core::domain::{Origin, Scenario};
 use wattcounts_core::leaderboard::LeaderboardRow;
@@ -317,6 +318,32 @@ pub fn submissions() -> Vec<Field<SubmissionRecord>> {
         field!("content_sha256", Text, "", "SHA-256 over the harness files' paths and digests (the manifest left out): the same run packed twice has one content digest.", |s| text(s.content_sha256.as_deref().unwrap_or(""))),
         field!("power_samples", Int, "samples", "GPU power samples behind the submission's iterations.", |s| int(s.power_samples)),
         field!("log_index", Int, "", "The submission's leaf in the transparency log (line log_index + 1 of log.jsonl).", |s| int(s.log_index.unwrap_or(u64::MAX))),
+    ]
+}
+
+/// The GPU catalogue the snapshot's submissions were judged by: every row,
+/// shipped or added by a maintainer, with its source.
+pub fn gpus() -> Vec<Field<GpuSpec>> {
+    vec![
+        field!("gpu_id", Text, "", "GPU catalogue id, as runs.gpu_id and the other tables name it.", |g| text(&g.id)),
+        field!("nvml_name", Text, "", "Product name as NVML (nvidia-smi) reports it.", |g| text(&g.nvml_name)),
+        field!("added", Bool, "", "True for a GPU a maintainer added to the service's catalogue (the log holds a catalogue_add decision for it); false for a row shipped with the release.", |g| Value::Bool(!wattcounts_core::catalog::shipped().iter().any(|s| s.nvml_name == g.nvml_name))),
+        field!("architecture", Text, "", "GPU architecture.", |g| text(&g.architecture)),
+        field!("form_factor", Text, "", "SXM, PCIe, NVL, Superchip, Workstation or Consumer.", |g| text(&g.form_factor)),
+        field!("release_date", Text, "", "Release date, YYYY-MM-DD.", |g| text(&g.release_date)),
+        field!("tdp_w", Float, "W", "Board power (TDP); the physics checks hold mean and peak power to multiples of it.", |g| Value::Float(Some(g.tdp_w))),
+        field!("idle_w", Float, "W", "Board power with a model loaded and no work; the idle-floor check and the estimator read it.", |g| Value::Float(Some(g.idle_w))),
+        field!("idle_basis", Text, "", "Where idle_w comes from: wattgpu (the paper's GPUs), measured (a published measurement named in source) or tdp_share_0.15 (15 % of TDP).", |g| text(&g.idle_basis)),
+        field!("memory_gb", Float, "GB", "Memory size.", |g| Value::Float(Some(g.memory_gb))),
+        field!("memory_type", Text, "", "HBM2, HBM2e, HBM3, HBM3e, GDDR5, GDDR6, GDDR6X or GDDR7.", |g| text(&g.memory_type)),
+        field!("memory_bus_bits", Float, "bits", "Memory interface width.", |g| Value::Float(Some(g.memory_bus_bits))),
+        field!("memory_bandwidth_gb_s", Float, "GB/s", "Memory bandwidth.", |g| Value::Float(Some(g.memory_bandwidth_gb_s))),
+        field!("fp16_tflops", Float, "TFLOPS", "FP16 throughput without tensor cores, as TechPowerUp's database states it.", |g| Value::Float(Some(g.fp16_tflops))),
+        field!("tensor_tflops", Float, "TFLOPS", "Dense FP16 tensor-core throughput from NVIDIA's datasheet.", |g| Value::Float(Some(g.tensor_tflops))),
+        field!("base_clock_mhz", Float, "MHz", "Base clock.", |g| Value::Float(Some(g.base_clock_mhz))),
+        field!("boost_clock_mhz", Float, "MHz", "Boost clock.", |g| Value::Float(Some(g.boost_clock_mhz))),
+        field!("transistor_count_m", Float, "millions", "Transistors.", |g| Value::Float(Some(g.transistor_count_m))),
+        field!("source", Text, "", "The datasheet or spec-database page the figures come from.", |g| text(&g.source)),
     ]
 }
 

@@ -374,6 +374,23 @@ fn write_into(
         &submission_docs,
         &submissions,
     )?;
+    // The catalogue rows of the GPUs the submissions ran on: what their
+    // checks read (TDP, idle power) and the estimator's features.
+    let gpu_fields = columns::gpus();
+    let gpu_docs = columns::docs(&gpu_fields);
+    let on: std::collections::BTreeSet<String> = submissions.iter().map(columns::gpu_id).collect();
+    let gpus: Vec<wattcounts_core::catalog::GpuSpec> = wattcounts_core::catalog::gpus()
+        .iter()
+        .filter(|g| on.contains(&g.id))
+        .cloned()
+        .collect();
+    out.table(
+        "gpus.csv",
+        "The GPU catalogue's rows for the GPUs in this snapshot (TDP, idle power, memory and compute figures the checks and the estimator read), shipped or added by a maintainer, each with its source.",
+        &gpu_fields,
+        &gpu_docs,
+        &gpus,
+    )?;
     progress(&format!(
         "configurations: {} rows; submissions: {} rows",
         configurations.len(),
