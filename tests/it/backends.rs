@@ -331,7 +331,7 @@ async fn bad_bundle_stores_nothing(app: TestApp) {
 }
 
 fn harness_suffix() -> &'static str {
-    "Qwen_Qwen2.5-0.5B-Instruct/llm_batch_optimized_results.csv"
+    "_Qwen_Qwen2_5-0_5B-Instruct__/llm_batch_optimized_results.csv"
 }
 
 async fn reused_submission_id_is_a_conflict(app: TestApp) {

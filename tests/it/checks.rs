@@ -413,7 +413,7 @@ async fn a_model_that_crashed_part_way_is_rejected_alone_and_the_rest_is_publish
     // Llama's batch run crashed during iteration 2: two rows saved.
     let gz = BundleBuilder::fixture()
         .edit(
-            "meta-llama_Llama-3.2-3B-Instruct/llm_batch_optimized_results.csv",
+            "_meta-llama_Llama-3_2-3B-Instruct__/llm_batch_optimized_results.csv",
             |t| first_rows(t, 2),
         )
         .by("alice", &key)

@@ -164,7 +164,7 @@ async fn rows_of_two_protocols_in_one_bundle_are_refused() {
     let d = first_detail(&body);
     assert_eq!(
         d["file"],
-        "Qwen_Qwen2.5-0.5B-Instruct/llm_batch_optimized_results.csv"
+        "_Qwen_Qwen2_5-0_5B-Instruct__/llm_batch_optimized_results.csv"
     );
     assert_eq!(d["row"], 3);
     assert_eq!(d["column"], "max_tokens");

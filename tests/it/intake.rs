@@ -71,7 +71,7 @@ async fn metrics_are_derived_from_the_csvs() {
         .files
         .iter()
         .find(|(p, _)| {
-            p.starts_with("Qwen_Qwen2.5-0.5B-Instruct/") && p.ends_with(harness::BATCH_RESULTS)
+            p.starts_with("_Qwen_Qwen2_5-0_5B-Instruct__/") && p.ends_with(harness::BATCH_RESULTS)
         })
         .unwrap();
     let rows = harness::parse_results("x", csv, harness::Scenario::Batch).unwrap();

@@ -176,6 +176,30 @@ pub async fn submit(a: &SubmitArgs) -> anyhow::Result<ExitCode> {
                 );
             }
         }
+        // Configurations the service set apart (a model that crashed
+        // part-way): not published, the rest is.
+        for c in body["rejected_configurations"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            let rate = c["lambda_qps"]
+                .as_f64()
+                .map(|l| format!(" at {l} req/s"))
+                .unwrap_or_default();
+            eprintln!(
+                "  configuration rejected on its own (not published): {} {}{rate}",
+                c["model"].as_str().unwrap_or("?"),
+                c["scenario"].as_str().unwrap_or("?")
+            );
+            for k in c["checks"].as_array().into_iter().flatten() {
+                eprintln!(
+                    "    fail {}: {}",
+                    k["id"].as_str().unwrap_or("?"),
+                    k["message"].as_str().unwrap_or("")
+                );
+            }
+        }
         return Ok(if verdict == "rejected" {
             ExitCode::from(EXIT_REJECTED)
         } else {

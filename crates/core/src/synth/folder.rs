@@ -31,6 +31,36 @@ impl RunFolder {
     }
 }
 
+/// The folder the harness writes a model's CSVs to. `run_benchmark.sh`
+/// takes the YAML's list item as written (`"Qwen/Qwen2.5-0.5B-Instruct"`,
+/// quotes included), echoes it (a newline follows), turns `/` into `_`,
+/// then every byte outside `[A-Za-z0-9_-]` into `_`:
+/// `_Qwen_Qwen2_5-0_5B-Instruct__`.
 pub fn model_dir_name(model_id: &str) -> String {
-    model_id.replace('/', "_")
+    format!("\"{model_id}\"\n")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn folder_names_are_the_harness_s() {
+        // As run_benchmark.sh names them for config-v2.yaml's quoted items.
+        assert_eq!(
+            super::model_dir_name("Qwen/Qwen2.5-0.5B-Instruct"),
+            "_Qwen_Qwen2_5-0_5B-Instruct__"
+        );
+        assert_eq!(
+            super::model_dir_name("meta-llama/Llama-3.1-8B-Instruct"),
+            "_meta-llama_Llama-3_1-8B-Instruct__"
+        );
+    }
 }

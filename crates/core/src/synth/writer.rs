@@ -77,7 +77,8 @@ fn config_yaml(models: &[&ModelSpec], opts: &SynthOptions) -> String {
     let _ = writeln!(y, "CUDA_VISIBLE_DEVICES: \"0\"");
     let _ = writeln!(y, "LLM_MODELS:");
     for m in models {
-        let _ = writeln!(y, "  - {}", m.id);
+        // Quoted, as config-v2.yaml lists them.
+        let _ = writeln!(y, "  - \"{}\"", m.id);
     }
     y
 }
