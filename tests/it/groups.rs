@@ -148,7 +148,7 @@ async fn rows_of_two_protocols_in_one_bundle_are_refused() {
     let key = app.register("alice").await;
     let gz = BundleBuilder::fixture()
         .edit(
-            "Qwen2.5-0.5B-Instruct/llm_batch_optimized_results.csv",
+            "Qwen2_5-0_5B-Instruct__/llm_batch_optimized_results.csv",
             |s| {
                 // The second data row asks for fewer tokens than the rest.
                 let mut lines: Vec<String> = s.lines().map(str::to_string).collect();

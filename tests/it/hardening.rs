@@ -226,7 +226,7 @@ async fn a_control_character_in_a_model_id_is_refused() {
     let key = app.register("alice").await;
     let gz = BundleBuilder::fixture()
         .edit(
-            "Qwen2.5-0.5B-Instruct/llm_batch_optimized_results.csv",
+            "Qwen2_5-0_5B-Instruct__/llm_batch_optimized_results.csv",
             |t| {
                 t.replace(
                     "Qwen/Qwen2.5-0.5B-Instruct",
@@ -309,7 +309,7 @@ async fn recovery_removes_orphans_and_keeps_what_rows_reference() {
     assert_eq!(bytes.to_vec(), gz);
 }
 
-const BATCH_QWEN: &str = "Qwen2.5-0.5B-Instruct/llm_batch_optimized_results.csv";
+const BATCH_QWEN: &str = "Qwen2_5-0_5B-Instruct__/llm_batch_optimized_results.csv";
 
 /// The fixture with cells of one results file rewritten: `edit(row index,
 /// column, cell)` returns the new text, or None to keep it.
