@@ -20,6 +20,11 @@ use rand_mt::Mt;
 /// The seed `utils.fix_seeds()` uses by default.
 pub const HARNESS_SEED: u32 = 42;
 
+/// The most draws one model's stream is replayed to (16 MB of them). A
+/// protocol expecting more (the reference expects about 530) is not
+/// replayed: a bundle cannot make the service draw without bound.
+pub const MAX_DRAWS: usize = 2_000_000;
+
 /// numpy's legacy `RandomState`: `np.random.seed(n)` and
 /// `np.random.exponential(scale)`, bit for bit.
 pub struct LegacyNumpy {
@@ -68,24 +73,38 @@ impl Stream {
         }
     }
 
-    fn draw(&mut self, k: usize) -> f64 {
+    /// Draw `k`, or `None` past [`MAX_DRAWS`].
+    fn draw(&mut self, k: usize) -> Option<f64> {
+        if k >= MAX_DRAWS {
+            return None;
+        }
         while self.draws.len() <= k {
             let e = self.rng.standard_exponential();
             self.draws.push(e);
         }
-        self.draws[k]
+        Some(self.draws[k])
     }
 
     /// Arrival offsets of an iteration starting at stream position `pos`
     /// with no drift: S_1, …, S_c where c is the first k with S_k ≥ D
     /// (the last request goes out at or after the deadline, as the
-    /// harness's loop checks the clock before sleeping).
+    /// harness's loop checks the clock before sleeping). Stops at
+    /// [`MAX_DRAWS`], and on draws that do not advance the clock.
     pub fn arrivals(&mut self, pos: usize, lambda: f64, duration_s: f64) -> Vec<f64> {
         let scale = 1.0 / lambda;
         let mut out = Vec::new();
         let mut t = 0.0;
         while t < duration_s {
-            t += scale * self.draw(pos + out.len());
+            let Some(e) = self.draw(pos + out.len()) else {
+                break;
+            };
+            let next = t + scale * e;
+            // A positive draw that no longer moves the clock (or a NaN)
+            // would loop to the bound: the schedule ends there.
+            if e > 0.0 && next.partial_cmp(&t) != Some(std::cmp::Ordering::Greater) {
+                break;
+            }
+            t = next;
             out.push(t);
         }
         out
@@ -138,6 +157,31 @@ pub struct Followed {
 }
 
 impl ScheduleProtocol {
+    /// Draws a replay of this protocol expects (λ × duration per
+    /// iteration, the warm-up at the largest λ), or `None` when a rate or
+    /// duration is not a positive finite number.
+    pub fn expected_draws(&self) -> Option<f64> {
+        let ok = |v: f64| v.is_finite() && v > 0.0;
+        if !ok(self.warmup_s) && self.warmup_s != 0.0
+            || !ok(self.duration_s)
+            || self.lambdas.is_empty()
+            || !self.lambdas.iter().all(|&l| ok(l))
+        {
+            return None;
+        }
+        let per_rate: f64 = self.lambdas.iter().map(|l| l * self.duration_s).sum();
+        Some(self.max_lambda() * self.warmup_s + per_rate * f64::from(self.iterations))
+    }
+
+    /// Whether replaying this protocol stays well inside [`MAX_DRAWS`].
+    pub fn replayable(&self) -> bool {
+        self.iterations <= 10_000
+            && self.lambdas.len() <= 100
+            && self
+                .expected_draws()
+                .is_some_and(|d| d <= MAX_DRAWS as f64 / 4.0)
+    }
+
     /// The harness's order of server iterations: (λ, iteration).
     pub fn order(&self) -> Vec<(f64, u32)> {
         self.lambdas
@@ -293,6 +337,37 @@ mod tests {
         assert_eq!(v[5].expected, 108);
         let v = p.judge(&submitted(&counts), 0.5);
         assert!(!v[5].consistent);
+    }
+
+    #[test]
+    fn a_protocol_too_large_to_replay_is_not_replayed() {
+        // The reference: 0.33 × 60 + (0.017 + 0.33) × 300 × 5 = 540.3 draws.
+        let d = reference().expected_draws().unwrap();
+        assert!((d - 540.3).abs() < 1e-9, "{d}");
+        assert!(reference().replayable());
+        let huge = ScheduleProtocol {
+            lambdas: vec![1e6],
+            ..reference()
+        };
+        assert!(!huge.replayable());
+        let endless = ScheduleProtocol {
+            iterations: u32::MAX,
+            ..reference()
+        };
+        assert!(!endless.replayable());
+        let many_rates = ScheduleProtocol {
+            lambdas: vec![1e-9; 101],
+            ..reference()
+        };
+        assert!(!many_rates.replayable());
+        let zero = ScheduleProtocol {
+            lambdas: vec![0.0],
+            ..reference()
+        };
+        assert_eq!(zero.expected_draws(), None);
+        // A stream stops drawing at its bound whatever it is asked.
+        let mut s = Stream::new(42);
+        assert_eq!(s.arrivals(MAX_DRAWS - 2, 1.0, 1e12).len(), 2);
     }
 
     #[test]

@@ -48,13 +48,17 @@ pub fn schedule_of(input: &CheckInput) -> Result<ScheduleProtocol, &'static str>
         .and_then(|v| v.as_f64())
         .ok_or("the config states no WARMUP_DURATION")?;
     let c = input.manifest.harness_config();
-    Ok(ScheduleProtocol {
+    let p = ScheduleProtocol {
         seed,
         warmup_s,
         lambdas: c.lambda_qps_array,
         iterations: c.iterations,
         duration_s: c.max_test_duration,
-    })
+    };
+    if !p.replayable() {
+        return Err("the config's rates, durations or iterations are too many requests (or none) to replay the seeded schedule");
+    }
+    Ok(p)
 }
 
 pub fn checks(input: &CheckInput, t: &Thresholds) -> Vec<CheckResult> {
