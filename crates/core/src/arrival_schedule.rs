@@ -371,6 +371,78 @@ mod tests {
     }
 
     #[test]
+    fn bounds_and_refusals_of_a_replay() {
+        // Each malformed field alone makes the protocol unreplayable.
+        for p in [
+            ScheduleProtocol {
+                warmup_s: -1.0,
+                ..reference()
+            },
+            ScheduleProtocol {
+                duration_s: 0.0,
+                ..reference()
+            },
+            ScheduleProtocol {
+                lambdas: vec![],
+                ..reference()
+            },
+            ScheduleProtocol {
+                lambdas: vec![0.33, f64::NAN],
+                ..reference()
+            },
+        ] {
+            assert_eq!(p.expected_draws(), None, "{p:?}");
+            assert!(!p.replayable(), "{p:?}");
+        }
+        // No warm-up at all is a protocol too.
+        assert!(ScheduleProtocol {
+            warmup_s: 0.0,
+            ..reference()
+        }
+        .replayable());
+        // 1000 req/s × 300 s × 5 + 60 s of warm-up = 1,560,000 draws: more
+        // than a quarter of the bound (500,000), so not replayed.
+        let busy = ScheduleProtocol {
+            lambdas: vec![1000.0],
+            ..reference()
+        };
+        assert_eq!(busy.expected_draws(), Some(1_560_000.0));
+        assert!(!busy.replayable());
+        // A rate that is not a number draws nothing (the clock cannot move).
+        assert!(Stream::new(42).arrivals(0, f64::NAN, 10.0).is_empty());
+    }
+
+    #[test]
+    fn a_rate_read_back_from_csv_text_is_the_configured_one() {
+        // λ = 2.0 configured, 2.0 + 1.5e-9 in the CSV (float text): the
+        // same rate within 1e-9 × λ, so its iterations are placed.
+        let p = ScheduleProtocol {
+            lambdas: vec![2.0],
+            iterations: 1,
+            ..reference()
+        };
+        let (_, counts) = p.counts();
+        let v = p.judge(
+            &[Submitted {
+                lambda: 2.0 + 1.5e-9,
+                iteration: 0,
+                requests: counts[0] as u64,
+            }],
+            1.0,
+        );
+        assert_eq!(v.len(), 1);
+        assert!(v[0].consistent);
+    }
+
+    #[test]
+    fn when_no_warm_up_explains_more_the_driftless_one_is_kept() {
+        // A count no warm-up explains: the verdict states what the
+        // driftless warm-up (24 requests) gives, 8.
+        let v = reference().judge(&submitted(&[1000]), 1.0);
+        assert_eq!((v[0].consistent, v[0].expected), (false, 8));
+    }
+
+    #[test]
     fn a_partial_model_is_judged_up_to_its_gap() {
         let p = reference();
         let mut s = submitted(&[8, 3, 9, 7, 3, 108, 97, 108, 97, 68]);
