@@ -436,10 +436,28 @@ mod tests {
 
     #[test]
     fn when_no_warm_up_explains_more_the_driftless_one_is_kept() {
-        // A count no warm-up explains: the verdict states what the
-        // driftless warm-up (24 requests) gives, 8.
-        let v = reference().judge(&submitted(&[1000]), 1.0);
-        assert_eq!((v[0].consistent, v[0].expected), (false, 8));
+        // One rate, 0.33 req/s: the warm-up took 24 draws (23 with a clock
+        // 0.361 s ahead); a first iteration after 24 draws has 104
+        // requests, after 23 it would have 105 (counted with numpy). A
+        // count neither explains: the verdict states the driftless path's.
+        let p = ScheduleProtocol {
+            lambdas: vec![0.33],
+            ..reference()
+        };
+        let one = |requests| {
+            p.judge(
+                &[Submitted {
+                    lambda: 0.33,
+                    iteration: 0,
+                    requests,
+                }],
+                1.0,
+            )[0]
+        };
+        let v = one(1000);
+        assert_eq!((v.consistent, v.expected), (false, 104));
+        // Both are explained by one warm-up each.
+        assert!(one(104).consistent && one(105).consistent);
     }
 
     #[test]
