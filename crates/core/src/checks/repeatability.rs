@@ -18,7 +18,7 @@
 
 use super::{CheckInput, CheckResult, Location, Rule, Severity, Tally, Thresholds};
 use crate::bundle::harness::Scenario;
-use crate::derived::ConfigurationMetrics;
+use crate::derived::{ConfigurationMetrics, IterationMetrics};
 
 pub const BATCH_ENERGY_CV: Rule = Rule {
     id: "repeatability.batch_energy_cv",
@@ -52,7 +52,8 @@ pub(crate) fn load_fit_residual_pct(points: &[(f64, f64)]) -> f64 {
     if points.len() < 2 || mean_y == 0.0 {
         return 0.0;
     }
-    if points.len() < 3 || sxx <= f64::EPSILON * mean_x.abs().max(1.0) {
+    // Loads are token counts (integers): equal loads give exactly 0.
+    if points.len() < 3 || sxx == 0.0 {
         return (syy / (n - 1.0)).sqrt() / mean_y * 100.0;
     }
     let sxy: f64 = points.iter().map(|p| (p.0 - mean_x) * (p.1 - mean_y)).sum();
@@ -62,10 +63,8 @@ pub(crate) fn load_fit_residual_pct(points: &[(f64, f64)]) -> f64 {
 
 /// (generated tokens, mean power × duration) of a configuration's
 /// iterations that count.
-fn load_and_energy(input: &CheckInput, c: &ConfigurationMetrics) -> Vec<(f64, f64)> {
-    input
-        .runs
-        .iter()
+fn load_and_energy(runs: &[IterationMetrics], c: &ConfigurationMetrics) -> Vec<(f64, f64)> {
+    runs.iter()
         .filter(|r| {
             r.counts()
                 && r.scenario == c.scenario
@@ -96,7 +95,7 @@ pub fn checks(input: &CheckInput, t: &Thresholds) -> Vec<CheckResult> {
     for c in input.configurations.iter().filter(|c| c.iterations > 1) {
         match c.scenario {
             Scenario::Batch => {
-                let per_token: Vec<f64> = load_and_energy(input, c)
+                let per_token: Vec<f64> = load_and_energy(input.runs, c)
                     .into_iter()
                     .map(|(tokens, energy)| energy / tokens)
                     .collect();
@@ -108,7 +107,7 @@ pub fn checks(input: &CheckInput, t: &Thresholds) -> Vec<CheckResult> {
                 if c.lambda_qps.unwrap_or(0.0) * duration < t.server_cv_min_expected_requests {
                     continue;
                 }
-                let residual = load_fit_residual_pct(&load_and_energy(input, c));
+                let residual = load_fit_residual_pct(&load_and_energy(input.runs, c));
                 server.at_most(residual, t.server_load_fit_pct, || {
                     Location::of_configuration(c)
                 })
@@ -139,6 +138,79 @@ mod tests {
         assert!(load_fit_residual_pct(&pts) < 1e-9);
         // The raw CV of these energies is large: sd of 1200..2000 step 200
         // is 200 × √2.5 = 316.2, over 1600 → 19.8 %; the fit does not see it.
+    }
+
+    #[test]
+    fn residual_of_an_uneven_line_by_hand() {
+        // x = 0, 1, 2, 4, 5 (mean 2.4); y = 10, 13, 11, 15, 14 (mean 12.6).
+        // Sxx = 17.2, Sxy = 13.8, Syy = 17.2; SSR = 17.2 − 13.8² / 17.2 =
+        // 6.1279069767; sd = √(SSR / 3) = 1.42921…; ÷ 12.6 → 11.3429 %
+        // (numpy.polyfit's residuals give the same SSR).
+        let pts = [
+            (0.0, 10.0),
+            (1.0, 13.0),
+            (2.0, 11.0),
+            (4.0, 15.0),
+            (5.0, 14.0),
+        ];
+        let r = load_fit_residual_pct(&pts);
+        assert!((r - 11.342921055985027).abs() < 1e-9, "{r}");
+        // One iteration says nothing; no energy at all neither.
+        assert_eq!(load_fit_residual_pct(&[(1.0, 5.0)]), 0.0);
+        assert_eq!(
+            load_fit_residual_pct(&[(1.0, 0.0), (2.0, 0.0), (3.0, 0.0)]),
+            0.0
+        );
+    }
+
+    /// A counted iteration of `model` with the figures the rule reads.
+    fn run(model: &str, scenario: Scenario, lambda: Option<f64>, tokens: u64) -> IterationMetrics {
+        IterationMetrics {
+            model: model.into(),
+            scenario,
+            lambda_qps: lambda,
+            iteration: 0,
+            started_at: String::new(),
+            duration_s: 10.0,
+            requests_ok: 1,
+            requests_failed: 0,
+            prompt_tokens: 1,
+            generation_tokens: tokens,
+            gpu_energy_j: 1.0,
+            reported_gpu_energy_j: 1.0,
+            cpu_energy_j: 0.0,
+            dram_energy_j: 0.0,
+            power_mean_w: 100.0,
+            power_max_w: 100.0,
+            power_min_w: 100.0,
+            power_samples: 100,
+            temp_first_c: 40.0,
+            temp_max_c: 40.0,
+            energy_per_token_j: Some(1.0),
+            energy_per_request_j: Some(1.0),
+            throughput_tok_s: 1.0,
+            itl_s: None,
+            ttft_p50_s: None,
+            ttft_p90_s: None,
+            e2e_p50_s: None,
+            e2e_p90_s: None,
+        }
+    }
+
+    #[test]
+    fn a_configuration_s_points_are_its_own_counted_iterations() {
+        let mine = run("m", Scenario::Server, Some(0.33), 500);
+        let runs = vec![
+            mine.clone(),
+            run("other", Scenario::Server, Some(0.33), 700),
+            run("m", Scenario::Batch, None, 800),
+            run("m", Scenario::Server, Some(0.017), 900),
+            // Generated nothing: dropped, as the paper does.
+            run("m", Scenario::Server, Some(0.33), 0),
+        ];
+        let c = crate::derived::aggregate(std::slice::from_ref(&mine)).remove(0);
+        // 100 W × 10 s = 1000 J, beside its 500 tokens.
+        assert_eq!(load_and_energy(&runs, &c), vec![(500.0, 1000.0)]);
     }
 
     #[test]
