@@ -136,6 +136,8 @@ mod tests {
             .map(|&x| (x, 1000.0 + 2.0 * x))
             .collect();
         assert!(load_fit_residual_pct(&pts) < 1e-9);
+        // Three iterations already determine a line (one degree of freedom).
+        assert!(load_fit_residual_pct(&pts[..3]) < 1e-9);
         // The raw CV of these energies is large: sd of 1200..2000 step 200
         // is 200 × √2.5 = 316.2, over 1600 → 19.8 %; the fit does not see it.
     }
@@ -228,6 +230,8 @@ mod tests {
         // 90, 100, 110: sample sd 10 over 100.
         assert!((cv_pct(&[90.0, 100.0, 110.0]) - 10.0).abs() < 1e-12);
         assert_eq!(cv_pct(&[5.0]), 0.0);
+        // Two values: sd of 90 and 110 is √200 = 14.142, over 100.
+        assert!((cv_pct(&[90.0, 110.0]) - 200f64.sqrt()).abs() < 1e-12);
     }
 
     #[test]
