@@ -290,65 +290,28 @@ pub fn analyse_stream(
     let gpu = crate::catalog::gpu_by_nvml_name(&manifest.system.gpu.name);
     let protocol = crate::protocol::derive(&manifest, &parsed.rows, gpu)?;
     let content_sha256 = crate::protocol::content_digest(&manifest);
-    let input = CheckInput {
-        manifest: &manifest,
-        system_info: parsed.system_info.as_ref(),
-        gpu,
-        rows: &parsed.rows,
-        runs: &runs,
-        configurations: &configurations,
-    };
-    let mut checks = checks::evaluate(&input, &cfg.thresholds);
-    // A hard failure: is it one configuration's (a model that crashed
-    // part-way, say) or the bundle's? Only then is each judged alone.
-    let mut rejected = Vec::new();
-    if checks.iter().any(|c| c.outcome == CheckOutcome::Fail) {
-        rejected = checks::rejected_configurations(&input, &cfg.thresholds).unwrap_or_default();
-        if rejected.len() == configurations.len() {
-            rejected.clear();
-        }
-    }
-    // Kept only when configurations are set apart, to fall back to.
-    let whole =
-        (!rejected.is_empty()).then(|| (checks.clone(), runs.clone(), configurations.clone()));
-    let (runs, configurations) = if rejected.is_empty() {
-        (runs, configurations)
-    } else {
-        let kept = |model: &str, s, l| !rejected.iter().any(|r| r.holds(model, s, l));
-        let rows: Vec<_> = parsed
-            .rows
+    let (checks, apart) = {
+        let input = CheckInput {
+            manifest: &manifest,
+            system_info: parsed.system_info.as_ref(),
+            gpu,
+            rows: &parsed.rows,
+            runs: &runs,
+            configurations: &configurations,
+        };
+        let checks = checks::evaluate(&input, &cfg.thresholds);
+        // A hard failure: is it one configuration's (a model that crashed
+        // part-way, say) or the bundle's? Only then is each judged alone.
+        let apart = checks
             .iter()
-            .filter(|r| kept(&r.model, r.scenario, r.lambda_qps))
-            .cloned()
-            .collect();
-        let runs: Vec<_> = runs
-            .into_iter()
-            .filter(|r| kept(&r.model, r.scenario, r.lambda_qps))
-            .collect();
-        let configurations: Vec<_> = configurations
-            .into_iter()
-            .filter(|c| kept(&c.model, c.scenario, c.lambda_qps))
-            .collect();
-        checks = checks::evaluate(
-            &CheckInput {
-                manifest: &manifest,
-                system_info: parsed.system_info.as_ref(),
-                gpu,
-                rows: &rows,
-                runs: &runs,
-                configurations: &configurations,
-            },
-            &cfg.thresholds,
-        );
-        (runs, configurations)
+            .any(|c| c.outcome == CheckOutcome::Fail)
+            .then(|| set_apart(&input, &cfg.thresholds))
+            .flatten();
+        (checks, apart)
     };
-    // The rest still breaks a hard rule: the bundle is judged whole.
-    let (checks, runs, configurations) = match whole {
-        Some(whole) if checks.iter().any(|c| c.outcome == CheckOutcome::Fail) => {
-            rejected.clear();
-            whole
-        }
-        _ => (checks, runs, configurations),
+    let (checks, runs, configurations, rejected) = match apart {
+        Some(k) => (k.checks, k.runs, k.configurations, k.rejected),
+        None => (checks, runs, configurations, Vec::new()),
     };
     t.checks = start.elapsed();
     Ok(Analysis {
@@ -360,6 +323,63 @@ pub fn analyse_stream(
         gpu,
         protocol,
         content_sha256,
+    })
+}
+
+/// What a bundle keeps when some of its configurations are set apart.
+struct Kept {
+    /// The bundle's checks on the configurations kept.
+    checks: Vec<CheckResult>,
+    runs: Vec<IterationMetrics>,
+    configurations: Vec<ConfigurationMetrics>,
+    rejected: Vec<checks::RejectedConfiguration>,
+}
+
+/// What a bundle with a hard failure keeps when only some configurations
+/// break rules on their own. `None` when the bundle is judged whole: every
+/// configuration fails, a failure is not one a configuration can carry
+/// alone, or the rest still fails.
+fn set_apart(input: &CheckInput, t: &Thresholds) -> Option<Kept> {
+    let rejected = checks::rejected_configurations(input, t)?;
+    if rejected.is_empty() || rejected.len() == input.configurations.len() {
+        return None;
+    }
+    let kept = |model: &str, s, l| !rejected.iter().any(|r| r.configuration.is_of(model, s, l));
+    let rows: Vec<IterationRow> = input
+        .rows
+        .iter()
+        .filter(|r| kept(&r.model, r.scenario, r.lambda_qps))
+        .cloned()
+        .collect();
+    let runs: Vec<IterationMetrics> = input
+        .runs
+        .iter()
+        .filter(|r| kept(&r.model, r.scenario, r.lambda_qps))
+        .cloned()
+        .collect();
+    let configurations: Vec<ConfigurationMetrics> = input
+        .configurations
+        .iter()
+        .filter(|c| kept(&c.model, c.scenario, c.lambda_qps))
+        .cloned()
+        .collect();
+    let checks = checks::evaluate(
+        &CheckInput {
+            rows: &rows,
+            runs: &runs,
+            configurations: &configurations,
+            ..*input
+        },
+        t,
+    );
+    if checks.iter().any(|c| c.outcome == CheckOutcome::Fail) {
+        return None;
+    }
+    Some(Kept {
+        checks,
+        runs,
+        configurations,
+        rejected,
     })
 }
 

@@ -209,7 +209,9 @@ impl ScheduleProtocol {
         self.lambdas.iter().copied().fold(0.0, f64::max)
     }
 
-    fn warmup_count(&self, stream: &mut Stream) -> usize {
+    /// Requests the warm-up submits with no drift: the stream's position
+    /// when the first measured iteration begins.
+    pub fn warmup_count(&self, stream: &mut Stream) -> usize {
         stream.arrivals(0, self.max_lambda(), self.warmup_s).len()
     }
 

@@ -144,6 +144,13 @@ pub struct ConfigurationMetrics {
     pub e2e_p50_s: Option<Spread>,
 }
 
+impl ConfigurationMetrics {
+    /// Whether `model`, `scenario` and `lambda_qps` name this configuration.
+    pub fn is_of(&self, model: &str, scenario: Scenario, lambda_qps: Option<f64>) -> bool {
+        self.model == model && self.scenario == scenario && self.lambda_qps == lambda_qps
+    }
+}
+
 /// The median absolute deviation of `values` around their median `m`.
 pub fn median_absolute_deviation(values: &[f64], m: f64) -> f64 {
     let mut deviations: Vec<f64> = values.iter().map(|v| (v - m).abs()).collect();

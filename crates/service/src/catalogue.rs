@@ -17,7 +17,6 @@ use wattcounts_store::{Actor, Decided, StoreError};
 /// A GPU a maintainer added (the store's row, named here so readers of
 /// the service need no store type).
 pub use wattcounts_store::CatalogueAddition as Addition;
-use Addition as CatalogueAddition;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CatalogueError {
@@ -45,7 +44,7 @@ pub struct Rejudged {
 /// What adding a GPU did.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
 pub struct GpuAdded {
-    pub addition: CatalogueAddition,
+    pub addition: Addition,
     /// Submissions that waited on this GPU, each judged again.
     pub rejudged: Vec<Rejudged>,
 }
@@ -56,14 +55,12 @@ impl Service {
     pub async fn load_catalogue_additions(&self) -> Result<usize, StoreError> {
         let added = self.store.catalogue_additions().await?;
         let specs: Vec<GpuSpec> = added.into_iter().map(|a| a.spec).collect();
-        if !specs.is_empty() {
-            catalog::install_additions(&specs);
-        }
+        catalog::install_additions(&specs);
         Ok(specs.len())
     }
 
     /// Every GPU maintainers added, oldest first.
-    pub async fn catalogue_additions(&self) -> Result<Vec<CatalogueAddition>, StoreError> {
+    pub async fn catalogue_additions(&self) -> Result<Vec<Addition>, StoreError> {
         self.store.catalogue_additions().await
     }
 
@@ -102,10 +99,7 @@ impl Service {
     /// Judges again each submission that waits in review on the GPU just
     /// added: the stored bundle through the same analysis and checks as at
     /// ingest, now that the catalogue has the GPU's TDP and idle power.
-    async fn rejudge_waiting_on(
-        &self,
-        added: &CatalogueAddition,
-    ) -> Result<Vec<Rejudged>, CatalogueError> {
+    async fn rejudge_waiting_on(&self, added: &Addition) -> Result<Vec<Rejudged>, CatalogueError> {
         let mut out = Vec::new();
         for rec in self.store.waiting_on_gpu(&added.spec.nvml_name).await? {
             let blobs = self.blobs().clone();

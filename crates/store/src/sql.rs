@@ -1911,19 +1911,19 @@ macro_rules! sql_store {
                     // Runs derived by an older energy rule: again from the
                     // bundle, for the configurations stored (one its checks
                     // set apart stays out).
-                    let stored_configs: Vec<(String, String, Option<f64>)> = sqlx::query_as(
-                        "SELECT model, scenario, lambda_qps FROM configurations WHERE submission_id = $1",
-                    )
-                    .bind(&id)
-                    .fetch_all(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
-                    let stored_config = |model: &str, scenario: ::wattcounts_core::domain::Scenario, lambda: Option<f64>| {
-                        stored_configs
-                            .iter()
-                            .any(|(m, s, l)| m == model && s == scenario.as_str() && *l == lambda)
-                    };
                     if let Some(d) = rederived {
+                        let stored_configs: Vec<(String, String, Option<f64>)> = sqlx::query_as(
+                            "SELECT model, scenario, lambda_qps FROM configurations WHERE submission_id = $1",
+                        )
+                        .bind(&id)
+                        .fetch_all(&mut *tx)
+                        .await
+                        .map_err(db_err)?;
+                        let stored_config = |model: &str, scenario: ::wattcounts_core::domain::Scenario, lambda: Option<f64>| {
+                            stored_configs
+                                .iter()
+                                .any(|(m, s, l)| m == model && s == scenario.as_str() && *l == lambda)
+                        };
                         sqlx::query("DELETE FROM runs WHERE submission_id = $1")
                             .bind(&id)
                             .execute(&mut *tx)
@@ -1970,7 +1970,7 @@ macro_rules! sql_store {
                         let c = rederived
                             .and_then(|d| {
                                 d.configurations.iter().find(|k| {
-                                    k.model == c.model && k.scenario == c.scenario && k.lambda_qps == c.lambda_qps
+                                    k.is_of(&c.model, c.scenario, c.lambda_qps)
                                 })
                             })
                             .cloned()

@@ -66,22 +66,23 @@ pub(crate) fn outside_band(reported: f64, (lo, hi): (f64, f64)) -> f64 {
 
 fn gpu_energy(input: &CheckInput, t: &Thresholds) -> CheckResult {
     let mut tally = Tally::new(GPU_ENERGY, Some(t.energy_tolerance_pct));
-    // The band of the row the message will name (the worst one).
-    let mut named = (f64::NEG_INFINITY, 0.0, 0.0, 0.0);
     for r in input.rows {
-        let band = energy_band(&r.power_w, r.duration_s);
-        let off = outside_band(r.reported_gpu_energy_j, band);
-        if off > named.0 || off.is_nan() && !named.0.is_nan() {
-            named = (off, r.reported_gpu_energy_j, band.0, band.1);
-        }
-        tally.at_most(off, t.energy_tolerance_pct, || Location::of_row(r));
+        let (lo, hi) = energy_band(&r.power_w, r.duration_s);
+        let off = outside_band(r.reported_gpu_energy_j, (lo, hi));
+        tally.at_most_noted(
+            off,
+            t.energy_tolerance_pct,
+            || Location::of_row(r),
+            || {
+                format!(
+                    "gpu_energy {:.2} J lies {off:.2} % outside {lo:.2}–{hi:.2} J, the trapezoid over the power samples at 0.1 s and at duration ÷ (samples − 1)",
+                    r.reported_gpu_energy_j
+                )
+            },
+        );
     }
-    let (_, reported, lo, hi) = named;
-    tally.finish(|v| {
-        format!(
-            "gpu_energy {reported:.2} J lies {v:.2} % outside {lo:.2}–{hi:.2} J, the trapezoid over the power samples at 0.1 s and at duration ÷ (samples − 1)"
-        )
-    })
+    // The note words the worst row whole: its figure and its band.
+    tally.finish_noted(|_, note| note.to_string())
 }
 
 fn token_totals(input: &CheckInput) -> CheckResult {

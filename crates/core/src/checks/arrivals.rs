@@ -77,8 +77,6 @@ pub fn checks(input: &CheckInput, t: &Thresholds) -> Vec<CheckResult> {
 fn schedule(input: &CheckInput, t: &Thresholds, p: &ScheduleProtocol) -> CheckResult {
     let mut tally = Tally::new(SCHEDULE, Some(0.0)).when_empty("no server runs");
     let mut by_model: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-    // (rank, submitted, expected) of the iteration the message names.
-    let mut named: Option<((bool, u64), u64, u64)> = None;
     for (i, r) in input.rows.iter().enumerate() {
         if r.scenario == Scenario::Server && r.lambda_qps.is_some() {
             by_model.entry(r.model.as_str()).or_default().push(i);
@@ -97,10 +95,6 @@ fn schedule(input: &CheckInput, t: &Thresholds, p: &ScheduleProtocol) -> CheckRe
             })
             .collect();
         for f in p.judge(&submitted, t.arrival_drift_s) {
-            let rank = (!f.consistent, f.requests.abs_diff(f.expected));
-            if named.is_none_or(|(r, _, _)| rank > r) {
-                named = Some((rank, f.requests, f.expected));
-            }
             let Some(&i) = rows.iter().find(|&&i| {
                 let r = &input.rows[i];
                 r.iteration == f.iteration && r.lambda_qps == Some(f.lambda)
@@ -108,18 +102,21 @@ fn schedule(input: &CheckInput, t: &Thresholds, p: &ScheduleProtocol) -> CheckRe
                 continue;
             };
             let off = f.requests as f64 - f.expected as f64;
-            tally.observe(off, off.abs(), !f.consistent, || {
-                Location::of_row(&input.rows[i])
-            });
+            tally.observe_noted(
+                off,
+                off.abs(),
+                !f.consistent,
+                || Location::of_row(&input.rows[i]),
+                || {
+                    format!(
+                        "queries_submitted {} where numpy's seed {} gives {} ({off:+.0}) at this place in the model's stream",
+                        f.requests, p.seed, f.expected
+                    )
+                },
+            );
         }
     }
-    let seed = p.seed;
-    let (_, got, want) = named.unwrap_or_default();
-    tally.finish(move |off| {
-        format!(
-            "queries_submitted {got} where numpy's seed {seed} gives {want} ({off:+.0}) at this place in the model's stream"
-        )
-    })
+    tally.finish_noted(|_, note| note.to_string())
 }
 
 pub fn poisson(input: &CheckInput, t: &Thresholds) -> CheckResult {

@@ -194,8 +194,10 @@ pub(crate) struct Tally {
     threshold: Option<f64>,
     evaluated: u32,
     failing: u32,
-    /// (badness, figure, location, failed); badness orders instances.
-    worst: Option<(f64, f64, Location, bool)>,
+    /// (badness, figure, location, failed, note); badness orders
+    /// instances; the note is what the message says of the worst beyond
+    /// its figure (see [`Tally::observe_noted`]).
+    worst: Option<(f64, f64, Location, bool, String)>,
     /// Why the rule was skipped if nothing was observed.
     empty: &'static str,
     /// What was missing, when the worst instance is data the rule needs
@@ -223,7 +225,7 @@ impl Tally {
         self.failing += 1;
         if self.missing.is_none() {
             self.missing = Some(what.into());
-            self.worst = Some((f64::INFINITY, f64::NAN, at(), true));
+            self.worst = Some((f64::INFINITY, f64::NAN, at(), true, String::new()));
         }
     }
 
@@ -246,6 +248,20 @@ impl Tally {
         failed: bool,
         at: impl FnOnce() -> Location,
     ) {
+        self.observe_noted(figure, badness, failed, at, String::new);
+    }
+
+    /// [`Tally::observe`] with a note about the instance (the figures
+    /// behind its figure), kept while it is the worst and handed to
+    /// [`Tally::finish_noted`].
+    pub fn observe_noted(
+        &mut self,
+        figure: f64,
+        badness: f64,
+        failed: bool,
+        at: impl FnOnce() -> Location,
+        note: impl FnOnce() -> String,
+    ) {
         self.evaluated += 1;
         if failed {
             self.failing += 1;
@@ -253,10 +269,10 @@ impl Tally {
         let replace = match &self.worst {
             None => true,
             // A failure always outranks a pass.
-            Some((b, _, _, f)) => (failed && !f) || (failed == *f && badness > *b),
+            Some((b, _, _, f, _)) => (failed && !f) || (failed == *f && badness > *b),
         };
         if replace {
-            self.worst = Some((badness, figure, at(), failed));
+            self.worst = Some((badness, figure, at(), failed, note()));
         }
     }
 
@@ -270,9 +286,25 @@ impl Tally {
         self.observe(figure, -figure, !le(limit, figure), at);
     }
 
+    /// [`Tally::at_most`] with a note (see [`Tally::observe_noted`]).
+    pub fn at_most_noted(
+        &mut self,
+        figure: f64,
+        limit: f64,
+        at: impl FnOnce() -> Location,
+        note: impl FnOnce() -> String,
+    ) {
+        self.observe_noted(figure, figure, !le(figure, limit), at, note);
+    }
+
     /// The verdict; `describe` words the worst figure for the message.
     pub fn finish(self, describe: impl FnOnce(f64) -> String) -> CheckResult {
-        let Some((_, figure, location, failed)) = self.worst else {
+        self.finish_noted(|figure, _| describe(figure))
+    }
+
+    /// The verdict; `describe` words the worst figure and its note.
+    pub fn finish_noted(self, describe: impl FnOnce(f64, &str) -> String) -> CheckResult {
+        let Some((_, figure, location, failed, note)) = self.worst else {
             return skip(self.rule, self.empty);
         };
         let outcome = self.rule.outcome(failed);
@@ -299,14 +331,14 @@ impl Tally {
             format!(
                 "{}: {}{limit}{more}. Rule: {}",
                 location,
-                describe(figure),
+                describe(figure, &note),
                 self.rule.rule
             )
         } else {
             format!(
                 "all {} pass; worst {} at {}{limit}",
                 self.evaluated,
-                describe(figure),
+                describe(figure, &note),
                 location
             )
         };
@@ -408,17 +440,9 @@ pub fn rules() -> Vec<Rule> {
 /// its own, with the results that say how.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RejectedConfiguration {
-    pub model: String,
-    pub scenario: Scenario,
-    pub lambda_qps: Option<f64>,
+    pub configuration: ConfigurationMetrics,
     /// Its failing results, `rejects_configuration` set, located at it.
     pub failing: Vec<CheckResult>,
-}
-
-impl RejectedConfiguration {
-    pub fn holds(&self, model: &str, scenario: Scenario, lambda_qps: Option<f64>) -> bool {
-        self.model == model && self.scenario == scenario && self.lambda_qps == lambda_qps
-    }
 }
 
 /// Rules whose failure means a configuration is incomplete (the harness
@@ -448,17 +472,13 @@ pub fn rejected_configurations(
         let rows: Vec<IterationRow> = input
             .rows
             .iter()
-            .filter(|r| {
-                r.model == c.model && r.scenario == c.scenario && r.lambda_qps == c.lambda_qps
-            })
+            .filter(|r| c.is_of(&r.model, r.scenario, r.lambda_qps))
             .cloned()
             .collect();
         let runs: Vec<IterationMetrics> = input
             .runs
             .iter()
-            .filter(|r| {
-                r.model == c.model && r.scenario == c.scenario && r.lambda_qps == c.lambda_qps
-            })
+            .filter(|r| c.is_of(&r.model, r.scenario, r.lambda_qps))
             .cloned()
             .collect();
         let alone = CheckInput {
@@ -490,9 +510,7 @@ pub fn rejected_configurations(
         }
         if !failing.is_empty() {
             out.push(RejectedConfiguration {
-                model: c.model.clone(),
-                scenario: c.scenario,
-                lambda_qps: c.lambda_qps,
+                configuration: c.clone(),
                 failing,
             });
         }

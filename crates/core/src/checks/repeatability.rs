@@ -65,12 +65,7 @@ pub(crate) fn load_fit_residual_pct(points: &[(f64, f64)]) -> f64 {
 /// iterations that count.
 fn load_and_energy(runs: &[IterationMetrics], c: &ConfigurationMetrics) -> Vec<(f64, f64)> {
     runs.iter()
-        .filter(|r| {
-            r.counts()
-                && r.scenario == c.scenario
-                && r.model == c.model
-                && r.lambda_qps == c.lambda_qps
-        })
+        .filter(|r| r.counts() && c.is_of(&r.model, r.scenario, r.lambda_qps))
         .map(|r| (r.generation_tokens as f64, r.power_mean_w * r.duration_s))
         .collect()
 }

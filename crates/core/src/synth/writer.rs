@@ -258,7 +258,7 @@ fn model_files(
         duration_s: opts.server_duration_s,
     };
     let mut stream = Stream::new(schedule.seed);
-    let mut pos = schedule.counts().0;
+    let mut pos = schedule.warmup_count(&mut stream);
     for (rate_index, &lambda) in opts.lambdas.iter().enumerate() {
         for it in 0..opts.iterations {
             let burst = opts.fault == super::Fault::ArrivalBurst
