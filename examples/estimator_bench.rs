@@ -16,8 +16,9 @@ use std::time::{Duration, Instant};
 
 use wattcounts::catalog;
 use wattcounts::estimator::validation::{validate, Line, Split};
-use wattcounts::estimator::{self, other_physics, Settings, TrainingRow};
+use wattcounts::estimator::{self, Settings, TrainingRow};
 use wattcounts::leaderboard::Query;
+use wattcounts::synth::other_physics;
 
 /// WattGPU's published MdAPE of power (CV / LOGO / LOLO), offline and server.
 const WATTGPU_POWER: [(&str, [f64; 3]); 2] =

@@ -60,6 +60,7 @@ fn one_bundle(cache: &Path, key: &ssh_key::PrivateKey) -> anyhow::Result<Vec<u8>
         harness_commit: "bench".into(),
         vllm_version: None,
         declare_power_limit: false,
+        created_at: chrono::Utc::now(),
     })?;
     std::fs::write(&path, &packed.bytes)?;
     Ok(packed.bytes)

@@ -215,6 +215,7 @@ fn one_more(
         harness_commit: "bench".into(),
         vllm_version: Some("0.14.0".into()),
         declare_power_limit: false,
+        created_at: chrono::Utc::now(),
     })?;
     let sig = wattcounts::signing::sign(
         key,

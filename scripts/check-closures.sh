@@ -1,21 +1,25 @@
 #!/usr/bin/env bash
 # The arrows Cargo cannot refuse on its own: what each crate's dependency
-# closure must not hold (../shared/DESIGN.md). Exits 1 naming the crate
+# closure must not hold (docs/architecture.md). Exits 1 naming the crate
 # and what crept in; prints each closure's size otherwise.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # crate : forbidden in its normal closure (space-separated)
 rules=(
-  "wattcounts-core:tokio axum hyper sqlx polars object_store askama reqwest"
+  "wattcounts-rules:tokio axum hyper sqlx polars object_store askama reqwest rayon forust-ml"
+  "wattcounts-analytics:tokio axum hyper sqlx polars object_store askama reqwest"
+  "wattcounts-synth:tokio axum hyper sqlx polars object_store askama reqwest"
   "wattcounts-store:axum askama polars"
   "wattcounts-snapshot:axum askama"
   "wattcounts-service:axum askama"
-  "wattcounts-submit:polars sqlx axum object_store askama"
+  "wattcounts-submit:polars sqlx axum object_store askama rayon forust-ml wattcounts-analytics wattcounts-synth"
 )
 # crate : forbidden as a direct dependency
 direct=(
-  "wattcounts-web:wattcounts-store wattcounts-snapshot sqlx"
+  "wattcounts-web:wattcounts-store wattcounts-snapshot wattcounts-synth sqlx"
+  "wattcounts-store:wattcounts-synth"
+  "wattcounts-service:wattcounts-synth"
 )
 
 failed=0

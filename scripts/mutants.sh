@@ -1,29 +1,36 @@
 #!/usr/bin/env bash
 # Mutation testing of the rules that decide what is published (not in CI:
-# about 20 minutes on 2 cores). Needs `cargo install cargo-mutants`.
-# Mutates wattcounts-core in place (a clean tree is restored after each
-# mutant) and runs that crate's own tests, which build no runtime, SQL or
-# polars: a mutant is "caught" when a core unit test fails.
+# about 35 minutes on 2 cores). Needs `cargo install cargo-mutants`.
+# Mutates wattcounts-rules and wattcounts-analytics in place (a clean tree
+# is restored after each mutant) and runs their own tests, which build no
+# runtime, SQL or polars; analytics' mutants also face wattcounts-synth's
+# tests, where the estimator is judged on the other physics.
 #   scripts/mutants.sh            the files below
 #   scripts/mutants.sh -f FILE    one file (extra arguments go to cargo mutants)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if ! git diff --quiet -- crates/core; then
-  echo "crates/core has uncommitted changes: commit or stash them first (the run mutates it in place)" >&2
+if ! git diff --quiet -- crates/rules crates/analytics; then
+  echo "crates/rules or crates/analytics has uncommitted changes: commit or stash them first (the run mutates them in place)" >&2
   exit 2
 fi
 files=(
-  crates/core/src/derived.rs
-  crates/core/src/units.rs
-  crates/core/src/verdict.rs
-  crates/core/src/deadline.rs
-  crates/core/src/signing.rs
-  crates/core/src/bundle/unpack.rs
-  crates/core/src/bundle/manifest.rs
-  'crates/core/src/tlog/*.rs'
+  crates/rules/src/derived.rs
+  crates/rules/src/stats.rs
+  crates/rules/src/signing.rs
+  crates/rules/src/arrival_schedule.rs
+  crates/rules/src/bundle/unpack.rs
+  crates/rules/src/bundle/manifest.rs
+  'crates/rules/src/tlog/*.rs'
+  crates/analytics/src/units.rs
+  crates/analytics/src/verdict.rs
+  crates/analytics/src/deadline.rs
+  crates/analytics/src/estimator/answer.rs
+  crates/analytics/src/estimator/trained.rs
 )
 args=()
 if [ $# -eq 0 ]; then
   for f in "${files[@]}"; do args+=(-f "$f"); done
 fi
-exec cargo mutants --in-place -p wattcounts-core --timeout 60 -o target/mutants "${args[@]}" "$@"
+exec cargo mutants --in-place -p wattcounts-rules -p wattcounts-analytics \
+  --test-package wattcounts-rules --test-package wattcounts-analytics --test-package wattcounts-synth \
+  --timeout 60 -o target/mutants "${args[@]}" "$@"

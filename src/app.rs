@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::Context;
 
 use crate::config::ServeConfig;
-use wattcounts_core::analysis::IngestConfig;
+use wattcounts_service::analysis::IngestConfig;
 use wattcounts_service::Service;
 use wattcounts_snapshot::Library;
 use wattcounts_store::blobs::BlobStore;

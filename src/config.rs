@@ -8,8 +8,8 @@ use clap::Args;
 
 use anyhow::Context;
 
-use wattcounts_core::bundle::unpack::UnpackLimits;
-use wattcounts_core::checks::Thresholds;
+use wattcounts_rules::bundle::unpack::UnpackLimits;
+use wattcounts_rules::checks::Thresholds;
 use wattcounts_web::auth::Maintainers;
 
 #[derive(Debug, Clone, Args, serde::Serialize)]
@@ -141,11 +141,11 @@ pub struct ServeConfig {
 
     /// Grid carbon intensity the pages assume for gCO₂e per 1,000
     /// requests, grams per kWh (a presentation only: snapshots keep joules).
-    #[arg(long, env = "WATTCOUNTS_GRID_G_PER_KWH", default_value_t = wattcounts_core::units::DEFAULT_GRID_G_PER_KWH, value_parser = non_negative)]
+    #[arg(long, env = "WATTCOUNTS_GRID_G_PER_KWH", default_value_t = wattcounts_analytics::units::DEFAULT_GRID_G_PER_KWH, value_parser = non_negative)]
     pub grid_g_per_kwh: f64,
     /// Power usage effectiveness the pages assume for the same figure
     /// (facility energy ÷ GPU energy, at least 1).
-    #[arg(long, env = "WATTCOUNTS_PUE", default_value_t = wattcounts_core::units::DEFAULT_PUE, value_parser = at_least_one)]
+    #[arg(long, env = "WATTCOUNTS_PUE", default_value_t = wattcounts_analytics::units::DEFAULT_PUE, value_parser = at_least_one)]
     pub pue: f64,
 
     /// The transparency log's signing key (`PRIVATE+KEY+…`, as `wattcounts
@@ -204,8 +204,8 @@ pub fn load_log_key(
     path: &Path,
     origin: &str,
     create: bool,
-) -> anyhow::Result<wattcounts_core::tlog::checkpoint::LogKey> {
-    use wattcounts_core::tlog::checkpoint::LogKey;
+) -> anyhow::Result<wattcounts_rules::tlog::checkpoint::LogKey> {
+    use wattcounts_rules::tlog::checkpoint::LogKey;
     let read = |path: &Path| -> anyhow::Result<LogKey> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| anyhow::anyhow!("reading the log key {}: {e}", path.display()))?;
@@ -286,8 +286,8 @@ impl ServeConfig {
             register_limit_per_ip: 0,
             register_limit_per_key: 0,
             trusted_proxies: Vec::new(),
-            grid_g_per_kwh: wattcounts_core::units::DEFAULT_GRID_G_PER_KWH,
-            pue: wattcounts_core::units::DEFAULT_PUE,
+            grid_g_per_kwh: wattcounts_analytics::units::DEFAULT_GRID_G_PER_KWH,
+            pue: wattcounts_analytics::units::DEFAULT_PUE,
             log_key_file: None,
             log_publish_secs: 10,
             metrics_bind: None,
@@ -357,7 +357,7 @@ impl ServeConfig {
     pub fn log_key(
         &self,
         public_url: &str,
-    ) -> anyhow::Result<wattcounts_core::tlog::checkpoint::LogKey> {
+    ) -> anyhow::Result<wattcounts_rules::tlog::checkpoint::LogKey> {
         match &self.log_key_file {
             Some(p) => load_log_key(p, &log_origin(public_url), false),
             None => load_log_key(
@@ -442,8 +442,8 @@ impl ServeConfig {
             drain_timeout: std::time::Duration::from_secs(self.upload_timeout_secs),
         }
     }
-    pub fn footprint(&self) -> wattcounts_core::units::Footprint {
-        wattcounts_core::units::Footprint {
+    pub fn footprint(&self) -> wattcounts_analytics::units::Footprint {
+        wattcounts_analytics::units::Footprint {
             grid_g_per_kwh: self.grid_g_per_kwh,
             pue: self.pue,
         }

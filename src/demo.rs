@@ -10,13 +10,13 @@ use std::time::Instant;
 
 use anyhow::Context;
 
-use wattcounts_core::catalog;
-use wattcounts_core::handles::DEMO_HANDLE;
-use wattcounts_core::pack::{self, PackInput};
-use wattcounts_core::signing;
-use wattcounts_core::synth::{self, SynthOptions};
+use wattcounts_rules::catalog;
+use wattcounts_rules::handles::DEMO_HANDLE;
+use wattcounts_rules::pack::{self, PackInput};
+use wattcounts_rules::signing;
 use wattcounts_service::Service;
 use wattcounts_store::NewSubmitter;
+use wattcounts_synth::{self as synth, SynthOptions};
 
 #[derive(Debug, Clone, Default)]
 pub struct DemoSummary {
@@ -45,7 +45,7 @@ fn demo_key(dir: &Path) -> anyhow::Result<ssh_key::PrivateKey> {
 
 /// Short stable tag of an audience, for cache file names.
 fn audience_tag(audience: &str) -> String {
-    wattcounts_core::digest::sha256_hex(audience.as_bytes())[..10].to_string()
+    wattcounts_rules::digest::sha256_hex(audience.as_bytes())[..10].to_string()
 }
 
 /// Builds (or reads from the cache) the demo bundle of one GPU.
@@ -79,6 +79,7 @@ pub fn demo_bundle(
         harness_commit: "synthetic-demo".into(),
         vllm_version: Some("0.14.0".into()),
         declare_power_limit: false,
+        created_at: chrono::Utc::now(),
     })?;
     std::fs::create_dir_all(path.parent().expect("has parent"))?;
     let tmp = path.with_extension("partial");

@@ -5,18 +5,23 @@
 //!
 //! The rooms are crates, so the compiler holds the arrows:
 //! `wattcounts-web` → `wattcounts-service` → `wattcounts-snapshot` →
-//! `wattcounts-store` → `wattcounts-core`. They are re-exported here under
+//! `wattcounts-store` → `wattcounts-analytics` → `wattcounts-rules`, and
+//! `wattcounts-synth` makes the demo data. They are re-exported here under
 //! the paths the tests and tools name (`wattcounts::store`, …).
 
-pub use wattcounts_core::{
-    analysis, bundle, catalog, checks, compare, deadline, derived, digest, domain, estimator,
-    fuzz_targets, handles, insights, leaderboard, pack, protocol, receipt, rejection, signing,
-    spreadsheet, synth, timestamp, tlog, units, verdict,
+pub use wattcounts_analytics::{
+    compare, deadline, estimator, insights, leaderboard, units, verdict,
+};
+pub use wattcounts_rules::{
+    bundle, catalog, checks, derived, digest, domain, fuzz_targets, handles, pack, protocol,
+    receipt, rejection, signing, spreadsheet, timestamp, tlog,
 };
 pub use wattcounts_service as service;
+pub use wattcounts_service::analysis;
 pub use wattcounts_service::{ingest, limits, telemetry};
 pub use wattcounts_snapshot as snapshot;
 pub use wattcounts_store as store;
+pub use wattcounts_synth as synth;
 pub use wattcounts_web as web;
 
 pub mod app;

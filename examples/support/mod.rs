@@ -182,6 +182,7 @@ pub fn pack_signed(
         harness_commit: "bench".into(),
         vllm_version: None,
         declare_power_limit: false,
+        created_at: chrono::Utc::now(),
     })
     .expect("packs");
     let sig = signing::sign(key, signing::SUBMISSION_NAMESPACE, &packed.bytes)

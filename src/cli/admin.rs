@@ -2,7 +2,7 @@
 
 use clap::{Args, Subcommand};
 
-use wattcounts_core::checks::{self, Severity, Thresholds};
+use wattcounts_rules::checks::{self, Severity, Thresholds};
 
 #[derive(Debug, Subcommand)]
 pub enum AdminCommand {
@@ -84,7 +84,7 @@ pub async fn run(cmd: AdminCommand) -> anyhow::Result<std::process::ExitCode> {
             if origin.is_empty() || origin.contains(['+', ' ', '\n']) {
                 anyhow::bail!("--origin must be non-empty and hold no '+' or spaces (e.g. energy.example.org/log)");
             }
-            let (secret, key) = wattcounts_core::tlog::checkpoint::LogKey::generate(origin)
+            let (secret, key) = wattcounts_rules::tlog::checkpoint::LogKey::generate(origin)
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
             crate::config::write_secret(&a.out, &secret)
                 .map_err(|e| anyhow::anyhow!("writing {}: {e}", a.out.display()))?;
@@ -117,7 +117,7 @@ async fn handle_collisions(a: &HandleCollisionsArgs) -> anyhow::Result<std::proc
     let url = crate::config::existing_database_url(&a.data_dir, a.database_url.as_deref())?;
     let store = wattcounts_store::open(&url).await?;
     let handles = store.handles().await?;
-    let groups = wattcounts_core::handles::collisions(handles.iter().map(String::as_str));
+    let groups = wattcounts_rules::handles::collisions(handles.iter().map(String::as_str));
     for g in &groups {
         println!("lookalikes: {} (registered first: {})", g.join(", "), g[0]);
     }

@@ -92,7 +92,7 @@ async fn maintenance_service(a: &StoreArgs) -> anyhow::Result<wattcounts_service
     Ok(wattcounts_service::Service::new(
         store,
         blobs,
-        wattcounts_core::analysis::IngestConfig {
+        wattcounts_service::analysis::IngestConfig {
             public_url: String::new(),
             unpack: Default::default(),
             thresholds: Default::default(),

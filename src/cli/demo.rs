@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-use wattcounts_core::catalog;
-use wattcounts_core::synth::{self, SynthOptions};
+use wattcounts_rules::catalog;
+use wattcounts_synth::{self as synth, SynthOptions};
 
 #[derive(Debug, Subcommand)]
 pub enum DemoCommand {

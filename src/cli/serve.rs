@@ -100,7 +100,7 @@ pub async fn run(cfg: ServeConfig) -> anyhow::Result<()> {
             if let Err(e) = crate::demo::load_if_empty(
                 &service,
                 &data_dir,
-                &wattcounts_core::synth::SynthOptions::default(),
+                &wattcounts_synth::SynthOptions::default(),
             )
             .await
             {

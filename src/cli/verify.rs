@@ -9,7 +9,7 @@ use clap::{Args, Subcommand};
 
 use wattcounts_submit::verify_receipt::{self, key_arg, ReceiptArgs};
 
-use wattcounts_core::tlog::audit::{self, MonitorStep};
+use wattcounts_rules::tlog::audit::{self, MonitorStep};
 use wattcounts_snapshot::verify::{self, Location, LogOptions};
 
 #[derive(Debug, Subcommand)]
@@ -124,9 +124,9 @@ async fn monitor(a: LogArgs) -> anyhow::Result<ExitCode> {
     // The proof the step needs, if the log grew since the kept checkpoint.
     let sizes = match (
         kept_text.and_then(|k| {
-            wattcounts_core::tlog::checkpoint::open_checkpoint(k.as_bytes(), &key).ok()
+            wattcounts_rules::tlog::checkpoint::open_checkpoint(k.as_bytes(), &key).ok()
         }),
-        wattcounts_core::tlog::checkpoint::open_checkpoint(signed.as_bytes(), &key).ok(),
+        wattcounts_rules::tlog::checkpoint::open_checkpoint(signed.as_bytes(), &key).ok(),
     ) {
         (Some(old), Some(new)) => audit::proof_needed(Some(&old), &new),
         _ => None,
@@ -152,7 +152,7 @@ async fn monitor(a: LogArgs) -> anyhow::Result<ExitCode> {
             let state = MonitorState {
                 verifier_key: key.clone(),
                 checkpoint: signed,
-                checked_at: wattcounts_core::timestamp::ts(&chrono::Utc::now()),
+                checked_at: wattcounts_rules::timestamp::ts(&chrono::Utc::now()),
             };
             let tmp = a.state.with_extension("tmp");
             std::fs::write(&tmp, serde_json::to_vec_pretty(&state)?)?;

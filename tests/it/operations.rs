@@ -442,8 +442,8 @@ learning_rate = 0.3
     );
 }
 
-/// The README's configuration table and `config print` list the same
-/// settings.
+/// The configuration table of docs/operating.md and `config print` list
+/// the same settings.
 #[test]
 fn the_readme_table_lists_every_setting_config_print_shows() {
     let dir = tempfile::tempdir().unwrap();
@@ -462,7 +462,7 @@ fn the_readme_table_lists_every_setting_config_print_shows() {
         })
         .collect();
     let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/operating.md")).unwrap();
     let section = readme.split("\n## Configuration\n").nth(1).unwrap();
     let section = section.split("\n## ").next().unwrap();
     let documented: std::collections::BTreeSet<String> = section

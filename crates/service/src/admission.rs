@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use wattcounts_core::rejection::{RejectKind, Rejection};
+use wattcounts_rules::rejection::{RejectKind, Rejection};
 
 /// Seconds a refused client is told to wait.
 const RETRY_AFTER_SECS: u64 = 10;

@@ -7,7 +7,7 @@ use anyhow::Context;
 use uuid::Uuid;
 
 use super::Service;
-use wattcounts_core::bundle::unpack;
+use wattcounts_rules::bundle::unpack;
 use wattcounts_store::blobs::BlobStore;
 
 /// One stored bundle that the unpacker refuses today.
@@ -84,7 +84,7 @@ impl Service {
 fn check_one(
     blobs: &BlobStore,
     path: &str,
-) -> anyhow::Result<(u64, Option<wattcounts_core::rejection::Rejection>)> {
+) -> anyhow::Result<(u64, Option<wattcounts_rules::rejection::Rejection>)> {
     let bytes = blobs
         .read(path)
         .with_context(|| format!("reading the stored bundle {path}"))?;

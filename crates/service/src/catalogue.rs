@@ -1,5 +1,5 @@
 //! The GPU catalogue as this deployment knows it: the rows shipped in
-//! `crates/core/catalog/gpus.csv` plus the GPUs maintainers added (stored
+//! `crates/rules/catalog/gpus.csv` plus the GPUs maintainers added (stored
 //! with their source, one log leaf each), and what an addition does to the
 //! submissions that waited for it: each is judged again by every check,
 //! now with the GPU's figures, and moves by a logged decision that says
@@ -9,9 +9,9 @@ use chrono::Utc;
 use uuid::Uuid;
 
 use super::Service;
-use wattcounts_core::catalog::{self, GpuSpec};
-use wattcounts_core::domain::Status;
-use wattcounts_core::handles::DEMO_HANDLE;
+use wattcounts_rules::catalog::{self, GpuSpec};
+use wattcounts_rules::domain::Status;
+use wattcounts_rules::handles::DEMO_HANDLE;
 use wattcounts_store::{Actor, Decided, StoreError};
 
 /// A GPU a maintainer added (the store's row, named here so readers of
@@ -111,8 +111,8 @@ impl Service {
                 let bytes = blobs
                     .read(&path)
                     .map_err(|e| format!("reading the stored bundle of {id}: {e}"))?;
-                let mut t = wattcounts_core::analysis::StageTimings::default();
-                wattcounts_core::analysis::analyse(&bytes, &schema, &config, &mut t).map_err(|r| {
+                let mut t = crate::analysis::StageTimings::default();
+                crate::analysis::analyse(&bytes, &schema, &config, &mut t).map_err(|r| {
                     format!(
                         "the stored bundle of {id} no longer analyses: {}",
                         r.message

@@ -14,10 +14,12 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use wattcounts_core::estimator::answer::Rules;
-use wattcounts_core::estimator::trained::{canonical, version_of, Provenance, StoredFit, Trained};
-use wattcounts_core::estimator::{training_rows, BoosterSettings, Settings};
-use wattcounts_core::leaderboard::Query;
+use wattcounts_analytics::estimator::answer::Rules;
+use wattcounts_analytics::estimator::trained::{
+    canonical, version_of, Provenance, StoredFit, Trained,
+};
+use wattcounts_analytics::estimator::{training_rows, BoosterSettings, Settings};
+use wattcounts_analytics::leaderboard::Query;
 use wattcounts_store::EstimatorFitRow;
 
 /// The `[estimator]` table of the configuration file.
@@ -211,7 +213,7 @@ const PROTOCOL: &str = "reference";
 
 /// What a fit would be made of now.
 struct TrainingSet {
-    rows: Vec<wattcounts_core::estimator::TrainingRow>,
+    rows: Vec<wattcounts_analytics::estimator::TrainingRow>,
     origin: String,
     version: String,
 }
@@ -294,7 +296,7 @@ impl crate::Service {
             version,
         } = self.training_set().await?;
         let settings = e.config.settings();
-        let (gpus, models) = wattcounts_core::estimator::distinct_counts(&rows);
+        let (gpus, models) = wattcounts_analytics::estimator::distinct_counts(&rows);
         if gpus < MIN_GPUS || models < MIN_MODELS {
             let why = format!(
                 "the {origin} data of the reference protocol hold {gpus} catalogue GPU(s) and {models} dense catalogue model(s) with accepted groups; the estimator needs at least {MIN_GPUS} of each (its validation holds one out)"
@@ -434,6 +436,6 @@ pub fn card_section(t: &Trained) -> String {
         t.rows.len(),
         t.provenance.origin,
         t.provenance.protocol,
-        wattcounts_core::estimator::validation::markdown(&t.report.lines)
+        wattcounts_analytics::estimator::validation::markdown(&t.report.lines)
     )
 }

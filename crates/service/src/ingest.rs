@@ -3,7 +3,7 @@
 //! registered key → safe unpack → manifest schema → audience → file list and
 //! digests → harness CSVs → derived metrics → one transaction + blob.
 //!
-//! The pure stages (unpack to checks) are `wattcounts_core::analysis`; this
+//! The pure stages (unpack to checks) are `wattcounts_rules::analysis`; this
 //! module verifies the signature against the registered key, runs the
 //! analysis on a worker thread, adds the checks that need stored peers,
 //! and stores the result with its blob. It knows nothing of HTTP.
@@ -13,15 +13,15 @@ use std::time::Instant;
 
 use chrono::Utc;
 
+use crate::analysis::{analyse_stream, IngestConfig, StageTimings};
 use crate::limits::LimitError;
-use wattcounts_core::analysis::{analyse_stream, IngestConfig, StageTimings};
-use wattcounts_core::bundle::manifest::ManifestSchema;
-use wattcounts_core::bundle::MANIFEST_NAME;
-use wattcounts_core::checks;
-use wattcounts_core::handles::DEMO_HANDLE;
-use wattcounts_core::receipt::Receipt;
-use wattcounts_core::rejection::{Detail, RejectKind, Rejection};
-use wattcounts_core::signing;
+use wattcounts_rules::bundle::manifest::ManifestSchema;
+use wattcounts_rules::bundle::MANIFEST_NAME;
+use wattcounts_rules::checks;
+use wattcounts_rules::handles::DEMO_HANDLE;
+use wattcounts_rules::receipt::Receipt;
+use wattcounts_rules::rejection::{Detail, RejectKind, Rejection};
+use wattcounts_rules::signing;
 use wattcounts_store::blobs::{BlobStore, StagedBundle};
 use wattcounts_store::receipt::{self as stored_receipt, Stored};
 use wattcounts_store::{InsertOutcome, NewSubmission, Store, StoreError};
@@ -125,16 +125,16 @@ impl Ingestor {
         &self,
         mut check_results: Vec<checks::CheckResult>,
         rejected: Vec<checks::RejectedConfiguration>,
-        analysis: &wattcounts_core::analysis::Analysis,
+        analysis: &crate::analysis::Analysis,
         is_demo: bool,
-    ) -> Result<(Vec<checks::CheckResult>, wattcounts_core::domain::Status), StoreError> {
+    ) -> Result<(Vec<checks::CheckResult>, wattcounts_rules::domain::Status), StoreError> {
         let peers = match analysis.gpu {
             Some(g) => {
                 let keys: Vec<String> = analysis
                     .configurations
                     .iter()
                     .map(|c| {
-                        wattcounts_core::leaderboard::group_of(
+                        wattcounts_analytics::leaderboard::group_of(
                             Some(&g.id),
                             &analysis.manifest.system.gpu.name,
                             is_demo,
@@ -198,7 +198,7 @@ impl Ingestor {
                 "key_revoked",
                 format!(
                     "the key {fingerprint} was revoked at {}; sign with a current key",
-                    wattcounts_core::timestamp::ts(&revoked)
+                    wattcounts_rules::timestamp::ts(&revoked)
                 ),
             )
             .into());
@@ -366,7 +366,7 @@ impl Ingestor {
     }
 }
 
-fn run_already_stored(id: uuid::Uuid, status: wattcounts_core::domain::Status) -> Rejection {
+fn run_already_stored(id: uuid::Uuid, status: wattcounts_rules::domain::Status) -> Rejection {
     Rejection::new(
         RejectKind::Conflict,
         "run_already_submitted",

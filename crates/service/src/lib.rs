@@ -5,6 +5,7 @@
 
 pub mod admin_sessions;
 pub mod admission;
+pub mod analysis;
 pub mod bundle_audit;
 pub mod catalogue;
 pub mod estimates;
@@ -40,15 +41,15 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use crate::analysis::{IngestConfig, StageTimings};
 use crate::ingest::{IngestError, Ingestor, Novelty};
 use crate::limits::RateLimits;
-use wattcounts_core::analysis::{IngestConfig, StageTimings};
-use wattcounts_core::checks::CheckResult;
-use wattcounts_core::derived::ConfigurationMetrics;
-use wattcounts_core::domain::{Origin, Status};
-use wattcounts_core::leaderboard::{LeaderboardRow, ProtocolFilter, Query};
-use wattcounts_core::receipt::ModerationEvent;
-use wattcounts_core::receipt::Receipt;
+use wattcounts_analytics::leaderboard::{LeaderboardRow, ProtocolFilter, Query};
+use wattcounts_rules::checks::CheckResult;
+use wattcounts_rules::derived::ConfigurationMetrics;
+use wattcounts_rules::domain::{Origin, Status};
+use wattcounts_rules::receipt::ModerationEvent;
+use wattcounts_rules::receipt::Receipt;
 use wattcounts_store::blobs::BlobStore;
 use wattcounts_store::{
     Actor, DatasetCounts, GroupView, Store, StoreError, SubmissionRecord, TableCounts,
@@ -98,7 +99,7 @@ impl Service {
         config: IngestConfig,
         admission: admission::AdmissionLimits,
         rates: RateLimits,
-        log_key: Option<wattcounts_core::tlog::checkpoint::LogKey>,
+        log_key: Option<wattcounts_rules::tlog::checkpoint::LogKey>,
     ) -> Self {
         Service {
             tlog: tlog::Tlog::new(store.clone(), log_key),

@@ -8,7 +8,7 @@ use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use wattcounts_core::rejection::{RejectKind, Rejection};
+use wattcounts_rules::rejection::{RejectKind, Rejection};
 use wattcounts_store::{Store, StoreError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use wattcounts_core::domain::Status;
+use wattcounts_rules::domain::Status;
 use wattcounts_store::{Actor, Decided, KeyRecord, Store, StoreError};
 
 /// Longest reason kept, characters.
@@ -153,7 +153,7 @@ pub async fn weak_keys(store: &dyn Store) -> Result<(Vec<WeakKey>, usize), Store
     let total = keys.len();
     let mut weak = Vec::new();
     for key in keys {
-        if let Err(e) = wattcounts_core::signing::parse_public_key(&key.public_key) {
+        if let Err(e) = wattcounts_rules::signing::parse_public_key(&key.public_key) {
             let submissions = store.submissions_of_key(key.key_id).await?;
             weak.push(WeakKey {
                 key,

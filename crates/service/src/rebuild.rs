@@ -27,7 +27,7 @@ impl Service {
         let mut derived = HashMap::new();
         let total = missing.len();
         // Compiled once for every bundle, not once per bundle.
-        let schema = std::sync::Arc::new(wattcounts_core::bundle::manifest::ManifestSchema::new());
+        let schema = std::sync::Arc::new(wattcounts_rules::bundle::manifest::ManifestSchema::new());
         for (i, rec) in missing.into_iter().enumerate() {
             let schema = schema.clone();
             let blobs = self.blobs().clone();
@@ -39,16 +39,16 @@ impl Service {
                 let bytes = blobs
                     .read(&path)
                     .with_context(|| format!("reading the stored bundle of {id} ({path})"))?;
-                let got = wattcounts_core::digest::sha256_hex(&bytes);
+                let got = wattcounts_rules::digest::sha256_hex(&bytes);
                 anyhow::ensure!(
                     got == want,
                     "the stored bundle of {id} has sha256 {got}, the database says {want}"
                 );
-                wattcounts_core::analysis::derive_stored(&bytes, &schema, &limits).map_err(|r| {
+                crate::analysis::derive_stored(&bytes, &schema, &limits).map_err(|r| {
                     anyhow::anyhow!(
                         "bundle of {id}: {}{}",
                         r.message,
-                        wattcounts_core::bundle::unpack::audit_hint(&r)
+                        wattcounts_rules::bundle::unpack::audit_hint(&r)
                     )
                 })
             })
@@ -57,7 +57,7 @@ impl Service {
             if (i + 1) % 100 == 0 || i + 1 == total {
                 progress(&format!(
                     "derived protocol, content digest and metrics ({}) of {}/{total} stored bundles",
-                    wattcounts_core::derived::ENERGY_RULE,
+                    wattcounts_rules::derived::ENERGY_RULE,
                     i + 1
                 ));
             }

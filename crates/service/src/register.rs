@@ -5,9 +5,9 @@ use serde::Deserialize;
 
 use super::Service;
 use crate::limits::LimitError;
-use wattcounts_core::handles;
-use wattcounts_core::rejection::{RejectKind, Rejection};
-use wattcounts_core::signing;
+use wattcounts_rules::handles;
+use wattcounts_rules::rejection::{RejectKind, Rejection};
+use wattcounts_rules::signing;
 use wattcounts_store::{NewSubmitter, StoreError};
 
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]

@@ -10,7 +10,7 @@ use std::time::Duration;
 use metrics::{counter, gauge, histogram};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
-use wattcounts_core::analysis::StageTimings;
+use crate::analysis::StageTimings;
 
 /// Label for requests no route matched: unknown paths share one series.
 pub const UNMATCHED: &str = "unmatched";

@@ -2,7 +2,7 @@
 //! signed checkpoints, proofs, tiles and receipts' log part, over the
 //! hashes the store keeps. Every read asks the store for exactly the
 //! stored hashes it needs (a dry run names them: see
-//! [`wattcounts_core::tlog::hashes_needed`]), so a proof at a million leaves reads
+//! [`wattcounts_rules::tlog::hashes_needed`]), so a proof at a million leaves reads
 //! about 20 rows, never the tree.
 
 use std::sync::Arc;
@@ -10,10 +10,10 @@ use std::sync::Arc;
 use base64::prelude::{Engine, BASE64_STANDARD};
 use serde::Serialize;
 
-use wattcounts_core::receipt::ReceiptLog;
-use wattcounts_core::tlog::checkpoint::{format_proof, LogKey};
-use wattcounts_core::tlog::tiles::{self, TilePath};
-use wattcounts_core::tlog::{hashes_needed, leaf_hash, DynReader, Fetched, Hash};
+use wattcounts_rules::receipt::ReceiptLog;
+use wattcounts_rules::tlog::checkpoint::{format_proof, LogKey};
+use wattcounts_rules::tlog::tiles::{self, TilePath};
+use wattcounts_rules::tlog::{hashes_needed, leaf_hash, DynReader, Fetched, Hash};
 use wattcounts_store::tlog::{LogEntry, LogStats};
 use wattcounts_store::{Store, StoreError};
 
@@ -174,7 +174,7 @@ impl Tlog {
             }
         }
         let signed = String::from_utf8(self.checkpoint(size).await?).map_err(internal)?;
-        let at = wattcounts_core::timestamp::ts(&chrono::Utc::now());
+        let at = wattcounts_rules::timestamp::ts(&chrono::Utc::now());
         self.store.publish_checkpoint(size, &signed, &at).await?;
         Ok(self
             .store

@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use super::columns::ColumnDoc;
 use super::manifest::{Coverage, FileEntry};
-use wattcounts_core::bundle::manifest::DATASET_LICENCE;
+use wattcounts_rules::bundle::manifest::DATASET_LICENCE;
 
 /// What the card is written from.
 pub struct CardInput<'a> {
@@ -119,7 +119,7 @@ pub fn readme(input: &CardInput<'_>) -> String {
         "- Energy rule: {}. Snapshots made before December 2026 used mean(power trace) × measurement \
          duration, which reads about one sampling period ÷ duration higher (+0.5 % on an 18 s batch \
          iteration, +3 % at 3.3 s); compare figures across snapshots only under the same rule.",
-        wattcounts_core::derived::ENERGY_RULE
+        wattcounts_rules::derived::ENERGY_RULE
     );
     if !input.submitters.is_empty() {
         out.push_str("\n## Contributors\n\n");

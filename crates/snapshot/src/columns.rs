@@ -2,10 +2,10 @@
 //! lists build the tables ([`super::tables`]) and write the dataset card
 //! ([`super::card`]), so the card cannot describe a column the files lack.
 
-use wattcounts_core::catalog::GpuSpec;
-use wattcounts_core::derived::IterationMetrics;
-use wattcounts_core::domain::{Origin, Scenario};
-use wattcounts_core::leaderboard::LeaderboardRow;
+use wattcounts_analytics::leaderboard::LeaderboardRow;
+use wattcounts_rules::catalog::GpuSpec;
+use wattcounts_rules::derived::IterationMetrics;
+use wattcounts_rules::domain::{Origin, Scenario};
 use wattcounts_store::SubmissionRecord;
 
 /// A column's type, as Parquet stores it (CSV writes the same values as text).
@@ -108,7 +108,7 @@ fn protocol_id(s: &SubmissionRecord, scenario: Scenario) -> String {
 pub fn gpu_id(s: &SubmissionRecord) -> String {
     s.gpu_id
         .clone()
-        .unwrap_or_else(|| wattcounts_core::catalog::gpu_id(&s.gpu_name))
+        .unwrap_or_else(|| wattcounts_rules::catalog::gpu_id(&s.gpu_name))
 }
 
 pub fn runs<'a>() -> Vec<Field<RunRow<'a>>> {
@@ -327,7 +327,7 @@ pub fn gpus() -> Vec<Field<GpuSpec>> {
     vec![
         field!("gpu_id", Text, "", "GPU catalogue id, as runs.gpu_id and the other tables name it.", |g| text(&g.id)),
         field!("nvml_name", Text, "", "Product name as NVML (nvidia-smi) reports it.", |g| text(&g.nvml_name)),
-        field!("added", Bool, "", "True for a GPU a maintainer added to the service's catalogue (the log holds a catalogue_add decision for it); false for a row shipped with the release.", |g| Value::Bool(!wattcounts_core::catalog::shipped().iter().any(|s| s.nvml_name == g.nvml_name))),
+        field!("added", Bool, "", "True for a GPU a maintainer added to the service's catalogue (the log holds a catalogue_add decision for it); false for a row shipped with the release.", |g| Value::Bool(!wattcounts_rules::catalog::shipped().iter().any(|s| s.nvml_name == g.nvml_name))),
         field!("architecture", Text, "", "GPU architecture.", |g| text(&g.architecture)),
         field!("form_factor", Text, "", "SXM, PCIe, NVL, Superchip, Workstation or Consumer.", |g| text(&g.form_factor)),
         field!("release_date", Text, "", "Release date, YYYY-MM-DD.", |g| text(&g.release_date)),

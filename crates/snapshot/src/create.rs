@@ -28,7 +28,7 @@ pub struct Options {
     pub public_url: Option<String>,
     /// The transparency log's key: the snapshot records a checkpoint,
     /// signed with it, of the log as the snapshot's read saw it.
-    pub log_key: Option<std::sync::Arc<wattcounts_core::tlog::checkpoint::LogKey>>,
+    pub log_key: Option<std::sync::Arc<wattcounts_rules::tlog::checkpoint::LogKey>>,
     /// The card's section on the energy estimator fitted on this data (its
     /// version and validation table), Markdown; the service fills it in.
     pub estimator: Option<String>,
@@ -379,7 +379,7 @@ fn write_into(
     let gpu_fields = columns::gpus();
     let gpu_docs = columns::docs(&gpu_fields);
     let on: std::collections::BTreeSet<String> = submissions.iter().map(columns::gpu_id).collect();
-    let gpus: Vec<wattcounts_core::catalog::GpuSpec> = wattcounts_core::catalog::gpus()
+    let gpus: Vec<wattcounts_rules::catalog::GpuSpec> = wattcounts_rules::catalog::gpus()
         .iter()
         .filter(|g| on.contains(&g.id))
         .cloned()
@@ -436,7 +436,7 @@ fn write_into(
         &[],
     ));
 
-    let created_at = wattcounts_core::timestamp::ts(&now);
+    let created_at = wattcounts_rules::timestamp::ts(&now);
     let mut handles: BTreeMap<String, u64> = BTreeMap::new();
     for s in &submissions {
         *handles.entry(s.handle.clone()).or_default() += 1;
@@ -501,14 +501,14 @@ fn write_log(
     tmp: &Path,
     head: &(
         u64,
-        wattcounts_core::tlog::Hash,
-        Option<wattcounts_core::tlog::TreeProof>,
+        wattcounts_rules::tlog::Hash,
+        Option<wattcounts_rules::tlog::TreeProof>,
     ),
     progress: &mut impl FnMut(&str),
 ) -> anyhow::Result<Written> {
     use std::io::Write;
     let mut file = DigestFile::create(&tmp.join(manifest::LOG_ENTRIES_FILE))?;
-    let mut tree = wattcounts_core::tlog::RootBuilder::default();
+    let mut tree = wattcounts_rules::tlog::RootBuilder::default();
     loop {
         match next_part(rx, "the end of the log")? {
             SnapshotPart::LogEntries(leaves) => {
@@ -540,8 +540,8 @@ fn snapshot_log(
     previous: Option<Previous>,
     (size, root, consistency): (
         u64,
-        wattcounts_core::tlog::Hash,
-        Option<wattcounts_core::tlog::TreeProof>,
+        wattcounts_rules::tlog::Hash,
+        Option<wattcounts_rules::tlog::TreeProof>,
     ),
 ) -> anyhow::Result<manifest::SnapshotLog> {
     use base64::prelude::{Engine, BASE64_STANDARD};

@@ -180,7 +180,7 @@ impl Library {
         let row = SnapshotRow {
             id: id.to_string(),
             created_at: manifest.created_at.clone(),
-            manifest_sha256: wattcounts_core::digest::sha256_hex(manifest_text.as_bytes()),
+            manifest_sha256: wattcounts_rules::digest::sha256_hex(manifest_text.as_bytes()),
             manifest: manifest_text,
         };
         store.publish_snapshot(&row, &Utc::now()).await?;
@@ -276,7 +276,7 @@ impl Library {
             let row = SnapshotRow {
                 id: id.to_string(),
                 created_at: manifest.created_at,
-                manifest_sha256: wattcounts_core::digest::sha256_hex(text.as_bytes()),
+                manifest_sha256: wattcounts_rules::digest::sha256_hex(text.as_bytes()),
                 manifest: text,
             };
             store.publish_snapshot(&row, &Utc::now()).await?;

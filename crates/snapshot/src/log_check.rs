@@ -1,12 +1,12 @@
 //! A snapshot's log, checked against the key a reader trusts: every
 //! submission in it is a leaf, and the log only grew since the previous
-//! snapshot. Pure, like `wattcounts_core::tlog::audit` (receipts and monitors).
+//! snapshot. Pure, like `wattcounts_rules::tlog::audit` (receipts and monitors).
 
 use std::collections::HashMap;
 
 use base64::prelude::{Engine, BASE64_STANDARD};
-use wattcounts_core::tlog::audit::{hash_of, opened};
-use wattcounts_core::tlog::{verify_consistency, Hash, Leaf, RootBuilder};
+use wattcounts_rules::tlog::audit::{hash_of, opened};
+use wattcounts_rules::tlog::{verify_consistency, Hash, Leaf, RootBuilder};
 
 use crate::manifest::Manifest;
 

@@ -8,7 +8,7 @@ use polars::io::parquet::write::KeyValueMetadata;
 use polars::prelude::*;
 
 use super::columns::{ColumnDoc, Field, Kind, Value};
-use wattcounts_core::spreadsheet::text_cell;
+use wattcounts_rules::spreadsheet::text_cell;
 
 /// Which file a frame is for: CSV text cells are made safe for spreadsheets,
 /// Parquet keeps them as they are.

@@ -9,9 +9,11 @@ use polars::prelude::*;
 use rayon::prelude::*;
 
 use super::tables::{DigestFile, Written};
-use wattcounts_core::bundle::harness::{self, FileKind, PowerTrace, Scenario, POWER_SAMPLES_PER_S};
-use wattcounts_core::bundle::unpack::{self, UnpackLimits};
-use wattcounts_core::digest::sha256_hex;
+use wattcounts_rules::bundle::harness::{
+    self, FileKind, PowerTrace, Scenario, POWER_SAMPLES_PER_S,
+};
+use wattcounts_rules::bundle::unpack::{self, UnpackLimits};
+use wattcounts_rules::digest::sha256_hex;
 use wattcounts_store::blobs::BlobStore;
 use wattcounts_store::SubmissionRecord;
 

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use polars::prelude::*;
 
 use super::manifest::{self, FileEntry, Manifest};
-use wattcounts_core::digest::sha256_hex;
+use wattcounts_rules::digest::sha256_hex;
 
 /// Where the snapshot is read from.
 #[derive(Debug, Clone)]

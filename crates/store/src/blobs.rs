@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use sha2::{Digest, Sha256, Sha512};
 
 use super::objects::Objects;
-use wattcounts_core::signing::MessageDigests;
+use wattcounts_rules::signing::MessageDigests;
 
 /// An upload on its way to the staging file, digested as it is written.
 pub struct StagingWriter {

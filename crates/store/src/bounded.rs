@@ -23,10 +23,10 @@ use uuid::Uuid;
 
 use super::tlog::{LogEntry, LogStats, LogStore};
 use super::*;
-use wattcounts_core::checks::{CheckResult, PeerGroup};
-use wattcounts_core::derived::ConfigurationMetrics;
-use wattcounts_core::leaderboard::{LeaderboardRow, Query};
-use wattcounts_core::tlog::Hash;
+use wattcounts_analytics::leaderboard::{LeaderboardRow, Query};
+use wattcounts_rules::checks::{CheckResult, PeerGroup};
+use wattcounts_rules::derived::ConfigurationMetrics;
+use wattcounts_rules::tlog::Hash;
 
 /// How long a call may take before the database counts as unreachable.
 #[derive(Debug, Clone, Copy)]
@@ -278,7 +278,7 @@ impl Store for Bounded {
     }
     async fn add_catalogue_gpu(
         &self,
-        spec: &wattcounts_core::catalog::GpuSpec,
+        spec: &wattcounts_rules::catalog::GpuSpec,
         by: &Actor,
     ) -> Result<Option<crate::CatalogueAddition>, StoreError> {
         self.bound(
@@ -450,7 +450,7 @@ impl Store for Bounded {
     }
     async fn rebuild_read_model(
         &self,
-        derived: &std::collections::HashMap<Uuid, wattcounts_core::analysis::StoredDerivation>,
+        derived: &std::collections::HashMap<Uuid, wattcounts_rules::derived::StoredDerivation>,
     ) -> Result<RebuildReport, StoreError> {
         self.unbounded("rebuild_read_model", self.inner.rebuild_read_model(derived))
             .await

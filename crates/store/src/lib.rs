@@ -15,8 +15,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use wattcounts_core::checks::{CheckResult, PeerGroup};
-use wattcounts_core::derived::{ConfigurationMetrics, IterationMetrics};
+use wattcounts_rules::checks::{CheckResult, PeerGroup};
+use wattcounts_rules::derived::{ConfigurationMetrics, IterationMetrics};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -50,9 +50,9 @@ pub struct KeyRecord {
     pub submitter_suspended_at: Option<DateTime<Utc>>,
 }
 
-use wattcounts_core::domain::Status;
-use wattcounts_core::receipt::ModerationEvent;
-use wattcounts_core::timestamp::ts;
+use wattcounts_rules::domain::Status;
+use wattcounts_rules::receipt::ModerationEvent;
+use wattcounts_rules::timestamp::ts;
 
 /// What is stored already under a submission_id or a run content.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -87,8 +87,8 @@ pub struct NewSubmission {
     pub signature: String,
     pub manifest_json: String,
     /// What the runs followed; decides the groups the configurations join.
-    pub protocol: wattcounts_core::domain::Protocol,
-    /// [`wattcounts_core::protocol::content_digest`]: one submission per run content.
+    pub protocol: wattcounts_rules::domain::Protocol,
+    /// [`wattcounts_rules::protocol::content_digest`]: one submission per run content.
     pub content_sha256: String,
     pub runs: Vec<IterationMetrics>,
     pub configurations: Vec<ConfigurationMetrics>,
@@ -110,7 +110,7 @@ impl NewSubmission {
 pub enum InsertOutcome {
     /// Stored; the receipt of what was written (the caller reads nothing
     /// back).
-    Inserted(Box<wattcounts_core::receipt::Receipt>),
+    Inserted(Box<wattcounts_rules::receipt::Receipt>),
     /// These exact bytes were stored before, under this id.
     SameBytes(Uuid),
     /// The submission_id is known with other bytes.
@@ -135,7 +135,7 @@ pub struct SubmissionRecord {
     pub iterations: u64,
     pub power_samples: u64,
     /// None only for rows stored before protocols were recorded and not yet rebuilt.
-    pub protocol: Option<wattcounts_core::domain::Protocol>,
+    pub protocol: Option<wattcounts_rules::domain::Protocol>,
     pub content_sha256: Option<String>,
     /// Set by `db rebuild` when an older submission holds the same run content.
     pub duplicate_of: Option<Uuid>,
@@ -185,7 +185,7 @@ pub trait Store: tlog::LogStore + Send + Sync {
     async fn create_submitter(&self, s: &NewSubmitter) -> Result<i64, StoreError>;
     async fn key_by_fingerprint(&self, fingerprint: &str) -> Result<Option<KeyRecord>, StoreError>;
     /// The registered handle with this confusable skeleton
-    /// ([`wattcounts_core::handles::skeleton`]), if any.
+    /// ([`wattcounts_rules::handles::skeleton`]), if any.
     async fn handle_by_skeleton(&self, skeleton: &str) -> Result<Option<String>, StoreError>;
     /// Every registered handle, oldest first (maintainer audits; small table).
     async fn handles(&self) -> Result<Vec<String>, StoreError>;
@@ -222,7 +222,7 @@ pub trait Store: tlog::LogStore + Send + Sync {
     /// transaction; `None` when a GPU of that name was added before.
     async fn add_catalogue_gpu(
         &self,
-        spec: &wattcounts_core::catalog::GpuSpec,
+        spec: &wattcounts_rules::catalog::GpuSpec,
         by: &Actor,
     ) -> Result<Option<CatalogueAddition>, StoreError>;
     /// Submissions waiting in review on a GPU the catalogue lacked when
@@ -303,7 +303,7 @@ pub trait Store: tlog::LogStore + Send + Sync {
     /// stored submissions, in one transaction.
     async fn rebuild_read_model(
         &self,
-        derived: &std::collections::HashMap<Uuid, wattcounts_core::analysis::StoredDerivation>,
+        derived: &std::collections::HashMap<Uuid, wattcounts_rules::derived::StoredDerivation>,
     ) -> Result<RebuildReport, StoreError>;
     /// Everything a dataset snapshot publishes (accepted submissions only),
     /// read in one transaction so the parts agree with each other, sent in
@@ -354,7 +354,7 @@ pub trait Store: tlog::LogStore + Send + Sync {
 }
 
 /// A stored estimator fit: its version, where its rows came from, and the
-/// whole fit as JSON (`wattcounts_core::estimator::trained::StoredFit`).
+/// whole fit as JSON (`wattcounts_analytics::estimator::trained::StoredFit`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct EstimatorFitRow {
     pub version: String,
@@ -388,16 +388,16 @@ pub struct SnapshotRow {
     pub manifest_sha256: String,
 }
 
-use wattcounts_core::leaderboard::{LeaderboardRow, Query};
+use wattcounts_analytics::leaderboard::{LeaderboardRow, Query};
 
 /// One view of the read model: origin × protocol × scenario.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
 pub struct GroupView {
-    pub origin: wattcounts_core::domain::Origin,
+    pub origin: wattcounts_rules::domain::Origin,
     pub protocol_id: String,
     pub protocol_label: String,
     pub reference: bool,
-    pub scenario: wattcounts_core::domain::ScenarioKey,
+    pub scenario: wattcounts_rules::domain::ScenarioKey,
     pub groups: u64,
 }
 
@@ -435,8 +435,8 @@ pub enum SnapshotPart {
     /// the previous snapshot's size when one was asked for.
     LogHead {
         size: u64,
-        root: wattcounts_core::tlog::Hash,
-        consistency: Option<wattcounts_core::tlog::TreeProof>,
+        root: wattcounts_rules::tlog::Hash,
+        consistency: Option<wattcounts_rules::tlog::TreeProof>,
     },
     /// Leaves in index order (canonical JSON).
     LogEntries(Vec<String>),
@@ -457,7 +457,7 @@ pub struct Actor {
 pub struct CatalogueAddition {
     /// 1 for the first addition, then one more for each.
     pub version: i64,
-    pub spec: wattcounts_core::catalog::GpuSpec,
+    pub spec: wattcounts_rules::catalog::GpuSpec,
     pub added_at: String,
     pub actor: String,
     pub reason: String,

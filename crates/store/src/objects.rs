@@ -110,10 +110,6 @@ impl Objects {
         }
     }
 
-    pub fn is_remote(&self) -> bool {
-        matches!(*self.at, Place::Remote { .. })
-    }
-
     /// The sub-folder `name` (`blobs`, `snapshots`).
     pub fn child(&self, name: &str) -> std::io::Result<Self> {
         Ok(match &*self.at {

@@ -23,9 +23,9 @@ use super::{
     NewSubmission, NewSubmitter, PriorClaims, SnapshotRow, Status, StoreError, SubmissionRecord,
     TableCounts,
 };
-use wattcounts_core::bundle::harness::Scenario;
-use wattcounts_core::checks::{CheckResult, PeerGroup};
-use wattcounts_core::derived::ConfigurationMetrics;
+use wattcounts_rules::bundle::harness::Scenario;
+use wattcounts_rules::checks::{CheckResult, PeerGroup};
+use wattcounts_rules::derived::ConfigurationMetrics;
 
 pub struct PgStore {
     pool: PgPool,
@@ -71,7 +71,9 @@ impl PgStore {
             .await?;
         // Instances starting together take turns: sqlx holds an advisory
         // lock while it migrates.
-        sqlx::migrate!("./migrations/postgres").run(&pool).await?;
+        sqlx::migrate!("../../migrations/postgres")
+            .run(&pool)
+            .await?;
         let store = PgStore { pool };
         store.fill_handle_skeletons().await?;
         Ok(store)

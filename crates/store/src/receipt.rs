@@ -1,9 +1,9 @@
 //! A receipt built from what was stored, so the first answer and every
 //! later one are the same document.
 
-use wattcounts_core::checks::CheckResult;
-use wattcounts_core::derived::ConfigurationMetrics;
-use wattcounts_core::receipt::*;
+use wattcounts_rules::checks::CheckResult;
+use wattcounts_rules::derived::ConfigurationMetrics;
+use wattcounts_rules::receipt::*;
 
 use super::{parse_ts, ts, ModerationEvent, NewSubmission, SubmissionRecord};
 

@@ -61,10 +61,10 @@ pub(super) enum Param {
 /// `byte_order` making both backends agree), each model's GPUs in the sort's
 /// order: a rank across models would compare what is not comparable.
 pub(super) fn group_query(
-    q: &wattcounts_core::leaderboard::Query,
+    q: &wattcounts_analytics::leaderboard::Query,
     byte_order: &str,
 ) -> (String, String, Vec<Param>) {
-    use wattcounts_core::leaderboard::ProtocolFilter;
+    use wattcounts_analytics::leaderboard::ProtocolFilter;
     let mut params = vec![Param::Text(
         if q.include_review {
             "with_review"
@@ -119,7 +119,7 @@ pub(super) fn group_query(
 
 /// The rank of a row among its model's GPUs (same scenario, protocol and
 /// origin), by the sort of `q`: a `model_rank` column for [`group_query`].
-pub(super) fn model_rank_column(q: &wattcounts_core::leaderboard::Query) -> String {
+pub(super) fn model_rank_column(q: &wattcounts_analytics::leaderboard::Query) -> String {
     format!(
         ", ROW_NUMBER() OVER (PARTITION BY model, scenario, lambda_qps, protocol_id, origin ORDER BY {}, gpu_id, group_key)
             AS model_rank",
@@ -127,8 +127,8 @@ pub(super) fn model_rank_column(q: &wattcounts_core::leaderboard::Query) -> Stri
     )
 }
 
-fn sort_order(sort: wattcounts_core::leaderboard::SortKey) -> &'static str {
-    use wattcounts_core::leaderboard::SortKey;
+fn sort_order(sort: wattcounts_analytics::leaderboard::SortKey) -> &'static str {
+    use wattcounts_analytics::leaderboard::SortKey;
     match sort {
         SortKey::EnergyPerToken => "ept_median",
         SortKey::EnergyPerRequest => "(epr_median IS NULL), epr_median",
@@ -191,7 +191,7 @@ pub(super) fn parse_status(text: &str) -> Result<Status, StoreError> {
 /// The `intervals` column: absent on rows stored before it existed.
 pub(super) fn intervals_of(
     text: Option<String>,
-) -> Result<wattcounts_core::leaderboard::FigureIntervals, StoreError> {
+) -> Result<wattcounts_analytics::leaderboard::FigureIntervals, StoreError> {
     match text {
         Some(t) => serde_json::from_str(&t).map_err(json_err),
         None => Ok(Default::default()),
@@ -286,19 +286,19 @@ macro_rules! sql_store {
         }
 
         /// A row of [`MEMBER_SELECT`].
-        fn member_row(r: &$row) -> Result<::wattcounts_core::leaderboard::Member, StoreError> {
+        fn member_row(r: &$row) -> Result<::wattcounts_analytics::leaderboard::Member, StoreError> {
             let id: String = r.get(0);
             let status: String = r.get(2);
             let iterations = r.get::<i64, _>(3) as u32;
             let median: f64 = r.get(4);
             let (lo, hi, conf): (Option<f64>, Option<f64>, Option<f64>) = (r.get(5), r.get(6), r.get(7));
-            Ok(::wattcounts_core::leaderboard::Member {
+            Ok(::wattcounts_analytics::leaderboard::Member {
                 submission_id: Uuid::parse_str(&id).map_err(|e| StoreError::Other(e.into()))?,
                 submitter_id: r.get(1),
                 status: parse_status(&status)?,
                 iterations,
                 ept_median: median,
-                ept_interval: ::wattcounts_core::domain::Interval {
+                ept_interval: ::wattcounts_rules::domain::Interval {
                     lo: lo.unwrap_or(median),
                     hi: hi.unwrap_or(median),
                     confidence: conf.unwrap_or(0.0),
@@ -314,10 +314,10 @@ macro_rules! sql_store {
         }
 
         /// A row of [`GROUP_COLUMNS`].
-        fn group_entry(r: &$row) -> Result<::wattcounts_core::leaderboard::LeaderboardRow, StoreError> {
+        fn group_entry(r: &$row) -> Result<::wattcounts_analytics::leaderboard::LeaderboardRow, StoreError> {
             let scenario: String = r.get(3);
             let origin: String = r.get(8);
-            let origin = ::wattcounts_core::domain::Origin::parse(&origin)
+            let origin = ::wattcounts_rules::domain::Origin::parse(&origin)
                 .ok_or_else(|| StoreError::Other(anyhow::anyhow!("bad origin {origin}")))?;
             let first: String = r.get(23);
             let evidence = Uuid::parse_str(&first).map_err(|e| StoreError::Other(e.into()))?;
@@ -326,7 +326,7 @@ macro_rules! sql_store {
                 Ok(Some(list)) => serde_json::from_str(&list).map_err(json_err)?,
                 _ => vec![evidence],
             };
-            Ok(::wattcounts_core::leaderboard::LeaderboardRow {
+            Ok(::wattcounts_analytics::leaderboard::LeaderboardRow {
                 gpu_id: r.get(0),
                 gpu_name: r.get(1),
                 model: r.get(2),
@@ -338,7 +338,7 @@ macro_rules! sql_store {
                 reference_protocol: r.get(7),
                 origin,
                 energy_per_token_j: r.get(9),
-                energy_per_token_interval: ::wattcounts_core::domain::Interval {
+                energy_per_token_interval: ::wattcounts_rules::domain::Interval {
                     lo: r.get(10),
                     hi: r.get(11),
                     confidence: r.get(12),
@@ -354,7 +354,7 @@ macro_rules! sql_store {
                 iterations: r.get::<i64, _>(19) as u64,
                 submissions: r.get::<i64, _>(20) as u64,
                 submitters: r.get::<i64, _>(21) as u64,
-                demo: origin == ::wattcounts_core::domain::Origin::Demo,
+                demo: origin == ::wattcounts_rules::domain::Origin::Demo,
                 needs_review: r.get::<i64, _>(22) > 0,
                 evidence,
                 evidence_ids,
@@ -384,7 +384,7 @@ macro_rules! sql_store {
 
         /// Writes a submission's iterations (ingest, and `db rebuild`
         /// when an older rule derived them).
-        async fn insert_runs(tx: &mut $conn, id: &str, runs: &[::wattcounts_core::derived::IterationMetrics]) -> Result<(), StoreError> {
+        async fn insert_runs(tx: &mut $conn, id: &str, runs: &[::wattcounts_rules::derived::IterationMetrics]) -> Result<(), StoreError> {
             for r in runs {
                     sqlx::query(
                         "INSERT INTO runs (submission_id, model, scenario, lambda_qps, iteration, started_at, duration_s,
@@ -461,7 +461,7 @@ macro_rules! sql_store {
                     .filter(|m| shown.contains(&m.status))
                     .cloned()
                     .collect();
-                let Some(f) = ::wattcounts_core::leaderboard::aggregate(&mine) else {
+                let Some(f) = ::wattcounts_analytics::leaderboard::aggregate(&mine) else {
                     continue;
                 };
                 sqlx::query(GROUP_INSERT)
@@ -502,7 +502,7 @@ macro_rules! sql_store {
         /// Records a group the first time it is seen (a no-op after that).
         async fn ensure_group_key(
             tx: &mut $conn,
-            g: &::wattcounts_core::leaderboard::GroupInfo,
+            g: &::wattcounts_analytics::leaderboard::GroupInfo,
         ) -> Result<(), StoreError> {
             sqlx::query(GROUP_KEY_INSERT)
                 .bind(g.key.canonical())
@@ -556,7 +556,7 @@ macro_rules! sql_store {
             let Some((demo, iterations, samples)) = row else {
                 return Ok(());
             };
-            let origin = ::wattcounts_core::domain::Origin::of_demo(demo).as_str();
+            let origin = ::wattcounts_rules::domain::Origin::of_demo(demo).as_str();
             let moves = from
                 .map(|f| (f, -1i64))
                 .into_iter()
@@ -576,13 +576,13 @@ macro_rules! sql_store {
         }
 
         /// `r.submission_id` followed by [`RUN_COLUMNS`].
-        fn run_row(r: &$row) -> Result<(Uuid, ::wattcounts_core::derived::IterationMetrics), StoreError> {
+        fn run_row(r: &$row) -> Result<(Uuid, ::wattcounts_rules::derived::IterationMetrics), StoreError> {
             let id: String = r.get(0);
             let scenario: String = r.get(2);
             let count = |i: usize| r.get::<i64, _>(i) as u64;
             Ok((
                 Uuid::parse_str(&id).map_err(|e| StoreError::Other(e.into()))?,
-                ::wattcounts_core::derived::IterationMetrics {
+                ::wattcounts_rules::derived::IterationMetrics {
                     model: r.get(1),
                     scenario: Scenario::parse(&scenario)
                         .ok_or_else(|| StoreError::Other(anyhow::anyhow!("bad scenario {scenario}")))?,
@@ -672,7 +672,7 @@ macro_rules! sql_store {
                 .map_err(db_err)?;
                 let mut filled = 0;
                 for (id, handle) in rows {
-                    let skeleton = ::wattcounts_core::handles::skeleton(&handle);
+                    let skeleton = ::wattcounts_rules::handles::skeleton(&handle);
                     let res = sqlx::query(
                         "UPDATE submitters SET handle_skeleton = $1 WHERE id = $2
                            AND NOT EXISTS (SELECT 1 FROM submitters WHERE handle_skeleton = $1)",
@@ -831,7 +831,7 @@ macro_rules! sql_store {
                 let res = sqlx::query_scalar::<_, i64>("INSERT INTO submitters (handle, handle_lower, handle_skeleton, display_name, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING id")
                     .bind(&s.handle)
                     .bind(s.handle.to_ascii_lowercase())
-                    .bind(::wattcounts_core::handles::skeleton(&s.handle))
+                    .bind(::wattcounts_rules::handles::skeleton(&s.handle))
                     .bind(&s.display_name)
                     .bind(&now)
                     .fetch_one(&mut *tx)
@@ -1130,7 +1130,7 @@ macro_rules! sql_store {
 
             async fn add_catalogue_gpu(
                 &self,
-                spec: &::wattcounts_core::catalog::GpuSpec,
+                spec: &::wattcounts_rules::catalog::GpuSpec,
                 by: &Actor,
             ) -> Result<Option<$crate::CatalogueAddition>, StoreError> {
                 let _w = self.write_lock().await;
@@ -1167,7 +1167,7 @@ macro_rules! sql_store {
                     "{}; catalogue GPU '{}' added as version {version} (figures sha256 {}, source {})",
                     by.reason,
                     spec.nvml_name,
-                    ::wattcounts_core::digest::sha256_hex(body.as_bytes()),
+                    ::wattcounts_rules::digest::sha256_hex(body.as_bytes()),
                     spec.source
                 );
                 let leaf = insert_event(
@@ -1263,7 +1263,7 @@ macro_rules! sql_store {
                 .map_err(db_err)?;
                 for (cid, metrics) in configs {
                     let c: ConfigurationMetrics = serde_json::from_str(&metrics).map_err(json_err)?;
-                    let g = ::wattcounts_core::leaderboard::group_of(Some(gpu_id), &sub.gpu_name, sub.is_demo, &protocol, &c);
+                    let g = ::wattcounts_analytics::leaderboard::group_of(Some(gpu_id), &sub.gpu_name, sub.is_demo, &protocol, &c);
                     ensure_group_key(&mut tx, &g).await?;
                     sqlx::query("UPDATE configurations SET group_key = $1 WHERE id = $2")
                         .bind(g.key.canonical())
@@ -1497,7 +1497,7 @@ macro_rules! sql_store {
                 .bind(&s.content_sha256)
                 .bind(s.iterations() as i64)
                 .bind(s.power_samples() as i64)
-                .bind(::wattcounts_core::derived::ENERGY_RULE_VERSION)
+                .bind(::wattcounts_rules::derived::ENERGY_RULE_VERSION)
                 .execute(&mut *tx)
                 .await;
                 if let Err(e) = res {
@@ -1522,14 +1522,14 @@ macro_rules! sql_store {
                 insert_runs(&mut tx, &id, &s.runs).await?;
                 let mut groups = Vec::with_capacity(s.configurations.len());
                 for (i, c) in s.configurations.iter().enumerate() {
-                    let g = ::wattcounts_core::leaderboard::group_of(
+                    let g = ::wattcounts_analytics::leaderboard::group_of(
                         s.gpu_id.as_deref(),
                         &s.gpu_name,
                         s.is_demo,
                         &s.protocol,
                         c,
                     );
-                    let f = ::wattcounts_core::leaderboard::member_figures(c);
+                    let f = ::wattcounts_analytics::leaderboard::member_figures(c);
                     sqlx::query(
                         "INSERT INTO configurations (submission_id, position, model, scenario, lambda_qps, iterations,
                             ept_median_j, ept_cv, throughput_median, power_mean_median_w, metrics, group_key, ept_lo,
@@ -1618,8 +1618,8 @@ macro_rules! sql_store {
 
             async fn groups(
                 &self,
-                q: &::wattcounts_core::leaderboard::Query,
-            ) -> Result<(Vec<::wattcounts_core::leaderboard::LeaderboardRow>, u64), StoreError> {
+                q: &::wattcounts_analytics::leaderboard::Query,
+            ) -> Result<(Vec<::wattcounts_analytics::leaderboard::LeaderboardRow>, u64), StoreError> {
                 let (filter, tail, params) = group_query(q, <$store>::BYTE_ORDER);
                 let rank = model_rank_column(q);
                 let list = if q.evidence_list {
@@ -1644,8 +1644,8 @@ macro_rules! sql_store {
                 Ok((entries, total as u64))
             }
 
-            async fn group_facets(&self, q: &::wattcounts_core::leaderboard::Query) -> Result<$crate::Facets, StoreError> {
-                let view = ::wattcounts_core::leaderboard::Query {
+            async fn group_facets(&self, q: &::wattcounts_analytics::leaderboard::Query) -> Result<$crate::Facets, StoreError> {
+                let view = ::wattcounts_analytics::leaderboard::Query {
                     origin: q.origin,
                     protocol: q.protocol.clone(),
                     include_review: q.include_review,
@@ -1693,12 +1693,12 @@ macro_rules! sql_store {
                     .into_iter()
                     .map(|(origin, protocol_id, protocol_label, reference, scenario, lambda_qps, n)| {
                         Ok($crate::GroupView {
-                            origin: ::wattcounts_core::domain::Origin::parse(&origin)
+                            origin: ::wattcounts_rules::domain::Origin::parse(&origin)
                                 .ok_or_else(|| StoreError::Other(anyhow::anyhow!("bad origin {origin}")))?,
                             protocol_id,
                             protocol_label,
                             reference,
-                            scenario: ::wattcounts_core::domain::ScenarioKey {
+                            scenario: ::wattcounts_rules::domain::ScenarioKey {
                                 scenario: Scenario::parse(&scenario).ok_or_else(|| {
                                     StoreError::Other(anyhow::anyhow!("bad scenario {scenario}"))
                                 })?,
@@ -1845,7 +1845,7 @@ macro_rules! sql_store {
                 let rows = sqlx::query(&format!(
                     "{SUBMISSION_SELECT} WHERE s.protocol IS NULL OR s.energy_rule < $1 ORDER BY s.received_at, s.id"
                 ))
-                .bind(::wattcounts_core::derived::ENERGY_RULE_VERSION)
+                .bind(::wattcounts_rules::derived::ENERGY_RULE_VERSION)
                 .fetch_all(&self.pool)
                 .await
                 .map_err(db_err)?;
@@ -1863,7 +1863,7 @@ macro_rules! sql_store {
 
             async fn rebuild_read_model(
                 &self,
-                derived: &std::collections::HashMap<Uuid, ::wattcounts_core::analysis::StoredDerivation>,
+                derived: &std::collections::HashMap<Uuid, ::wattcounts_rules::derived::StoredDerivation>,
             ) -> Result<$crate::RebuildReport, StoreError> {
                 let _w = self.write_lock().await;
                 let mut tx = self.pool.begin_with(<$store>::BEGIN_WRITE).await.map_err(db_err)?;
@@ -1882,7 +1882,7 @@ macro_rules! sql_store {
                     .await
                     .map_err(db_err)?;
                 let mut first_with: std::collections::HashMap<String, Uuid> = Default::default();
-                let mut groups: std::collections::BTreeMap<String, ::wattcounts_core::leaderboard::GroupInfo> = Default::default();
+                let mut groups: std::collections::BTreeMap<String, ::wattcounts_analytics::leaderboard::GroupInfo> = Default::default();
                 for sub in &subs {
                     report.submissions += 1;
                     let rederived = derived.get(&sub.id);
@@ -1919,7 +1919,7 @@ macro_rules! sql_store {
                         .fetch_all(&mut *tx)
                         .await
                         .map_err(db_err)?;
-                        let stored_config = |model: &str, scenario: ::wattcounts_core::domain::Scenario, lambda: Option<f64>| {
+                        let stored_config = |model: &str, scenario: ::wattcounts_rules::domain::Scenario, lambda: Option<f64>| {
                             stored_configs
                                 .iter()
                                 .any(|(m, s, l)| m == model && s == scenario.as_str() && *l == lambda)
@@ -1937,7 +1937,7 @@ macro_rules! sql_store {
                             .collect();
                         insert_runs(&mut tx, &id, &runs).await?;
                         sqlx::query("UPDATE submissions SET energy_rule = $1 WHERE id = $2")
-                            .bind(::wattcounts_core::derived::ENERGY_RULE_VERSION)
+                            .bind(::wattcounts_rules::derived::ENERGY_RULE_VERSION)
                             .bind(&id)
                             .execute(&mut *tx)
                             .await
@@ -1975,8 +1975,8 @@ macro_rules! sql_store {
                             })
                             .cloned()
                             .unwrap_or(c);
-                        let g = ::wattcounts_core::leaderboard::group_of(sub.gpu_id.as_deref(), &sub.gpu_name, sub.is_demo, &protocol, &c);
-                        let f = ::wattcounts_core::leaderboard::member_figures(&c);
+                        let g = ::wattcounts_analytics::leaderboard::group_of(sub.gpu_id.as_deref(), &sub.gpu_name, sub.is_demo, &protocol, &c);
+                        let f = ::wattcounts_analytics::leaderboard::member_figures(&c);
                         let key = g.key.canonical();
                         sqlx::query(
                             "UPDATE configurations SET group_key = $1, ept_lo = $2, ept_hi = $3, ept_conf = $4, epr_median = $5,

@@ -22,9 +22,9 @@ use super::{
     NewSubmission, NewSubmitter, PriorClaims, SnapshotRow, Status, StoreError, SubmissionRecord,
     TableCounts,
 };
-use wattcounts_core::bundle::harness::Scenario;
-use wattcounts_core::checks::{CheckResult, PeerGroup};
-use wattcounts_core::derived::ConfigurationMetrics;
+use wattcounts_rules::bundle::harness::Scenario;
+use wattcounts_rules::checks::{CheckResult, PeerGroup};
+use wattcounts_rules::derived::ConfigurationMetrics;
 
 pub struct SqliteStore {
     pool: SqlitePool,
@@ -45,7 +45,7 @@ impl SqliteStore {
             .acquire_timeout(Duration::from_secs(10))
             .connect_with(opts)
             .await?;
-        sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
+        sqlx::migrate!("../../migrations/sqlite").run(&pool).await?;
         let store = SqliteStore {
             pool,
             writer: tokio::sync::Mutex::new(()),

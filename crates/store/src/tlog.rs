@@ -10,7 +10,7 @@
 use async_trait::async_trait;
 
 use super::StoreError;
-use wattcounts_core::tlog::Hash;
+use wattcounts_rules::tlog::Hash;
 
 /// One leaf as stored.
 #[derive(Debug, Clone, PartialEq)]
@@ -102,7 +102,7 @@ pub(super) fn submission_leaf(
     received_at: &str,
     status: &str,
 ) -> Vec<u8> {
-    wattcounts_core::tlog::Leaf::Submission {
+    wattcounts_rules::tlog::Leaf::Submission {
         bundle_sha256: bundle_sha256.into(),
         content_sha256: content_sha256.into(),
         key_fingerprint: key_fingerprint.into(),
@@ -129,7 +129,7 @@ pub(super) struct EventLeaf<'a> {
 
 impl EventLeaf<'_> {
     pub(super) fn canonical(&self) -> Vec<u8> {
-        wattcounts_core::tlog::Leaf::Decision {
+        wattcounts_rules::tlog::Leaf::Decision {
             action: self.action.into(),
             actor: self.actor.into(),
             at: self.at.into(),
@@ -156,7 +156,7 @@ macro_rules! log_store {
         async fn log_hashes_in(
             tx: &mut $conn,
             indexes: &[u64],
-        ) -> Result<Vec<::wattcounts_core::tlog::Hash>, StoreError> {
+        ) -> Result<Vec<::wattcounts_rules::tlog::Hash>, StoreError> {
             use $crate::tlog::{parse_hash, placeholders};
             if indexes.is_empty() {
                 return Ok(Vec::new());
@@ -188,10 +188,10 @@ macro_rules! log_store {
         /// inside the transaction (see `tlog::hashes_needed`).
         async fn tree_op_in<T>(
             tx: &mut $conn,
-            f: impl Fn(&dyn ::wattcounts_core::tlog::DynReader) -> Result<T, tlog_tiles::Error> + Send,
+            f: impl Fn(&dyn ::wattcounts_rules::tlog::DynReader) -> Result<T, tlog_tiles::Error> + Send,
         ) -> Result<T, StoreError> {
-            let need = ::wattcounts_core::tlog::hashes_needed(&f);
-            let fetched = ::wattcounts_core::tlog::Fetched(need.iter().copied().zip(log_hashes_in(tx, &need).await?).collect());
+            let need = ::wattcounts_rules::tlog::hashes_needed(&f);
+            let fetched = ::wattcounts_rules::tlog::Fetched(need.iter().copied().zip(log_hashes_in(tx, &need).await?).collect());
             f(&fetched).map_err(|e| StoreError::Other(anyhow::anyhow!("transparency log: {e}")))
         }
 
@@ -302,7 +302,7 @@ macro_rules! log_store {
                 })
             }
 
-            async fn log_hashes(&self, indexes: &[u64]) -> Result<Vec<::wattcounts_core::tlog::Hash>, StoreError> {
+            async fn log_hashes(&self, indexes: &[u64]) -> Result<Vec<::wattcounts_rules::tlog::Hash>, StoreError> {
                 let mut conn = self.pool.acquire().await.map_err(db_err)?;
                 log_hashes_in(&mut conn, indexes).await
             }

@@ -8,7 +8,7 @@ use clap::Args;
 use serde_json::{json, Value};
 
 use crate::{EXIT_REJECTED, EXIT_USAGE};
-use wattcounts_core::signing;
+use wattcounts_rules::signing;
 
 #[derive(Debug, Args)]
 pub struct RegisterArgs {

@@ -134,7 +134,7 @@ pub fn layer(
         }
     }
     if let Some(checks) = table.get("checks") {
-        let _: wattcounts_core::checks::Thresholds = checks
+        let _: wattcounts_rules::checks::Thresholds = checks
             .clone()
             .try_into()
             .map_err(|e| anyhow::anyhow!("{}: [checks]: {e}", path.display()))?;

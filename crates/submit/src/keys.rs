@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 
-use wattcounts_core::signing;
+use wattcounts_rules::signing;
 
 #[derive(Debug, Args)]
 pub struct KeygenArgs {

@@ -3,13 +3,14 @@
 //! `sign`, `register`, `submit` and `verify receipt`. The full `wattcounts`
 //! binary runs these same functions under the same subcommand names; this
 //! crate builds without the server's database drivers, dataframes or web
-//! stack (its closure is wattcounts-core, clap, reqwest and tokio).
+//! stack (its closure is wattcounts-rules, clap, reqwest and tokio).
 
 pub mod cli;
 pub mod client;
 pub mod config_file;
 pub mod keys;
 pub mod pack_cmd;
+pub mod run_folder;
 pub mod verify_receipt;
 
 /// Exit codes of `submit` and `verify`: 0 stored (accepted or

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 
-use wattcounts_core::pack::{self, PackInput};
-use wattcounts_core::signing;
+use wattcounts_rules::pack::{self, PackInput};
+use wattcounts_rules::signing;
 
 #[derive(Debug, Args)]
 #[command(
@@ -61,7 +61,7 @@ pub fn run(a: &PackArgs) -> anyhow::Result<()> {
         .and_then(|n| n.to_str())
         .context("the run folder needs a UTF-8 name")?
         .to_string();
-    let files = pack::read_run_folder(&a.run_dir)?;
+    let files = crate::run_folder::read_run_folder(&a.run_dir)?;
     let input = PackInput {
         run_name: run_name.clone(),
         files,
@@ -79,6 +79,7 @@ pub fn run(a: &PackArgs) -> anyhow::Result<()> {
         harness_commit: a.harness_commit.clone(),
         vllm_version: a.vllm_version.clone(),
         declare_power_limit: a.declare_power_limit,
+        created_at: chrono::Utc::now(),
     };
     let packed = pack::pack(&input)?;
     let g = &packed.manifest.system.gpu;

@@ -5,11 +5,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use wattcounts_core::bundle::unpack;
-use wattcounts_core::digest::sha256_hex;
-use wattcounts_core::receipt::Receipt;
-use wattcounts_core::tlog::audit;
-use wattcounts_core::tlog::checkpoint;
+use wattcounts_rules::bundle::unpack;
+use wattcounts_rules::digest::sha256_hex;
+use wattcounts_rules::receipt::Receipt;
+use wattcounts_rules::tlog::audit;
+use wattcounts_rules::tlog::checkpoint;
 
 #[derive(Debug, Args)]
 pub struct ReceiptArgs {

@@ -8,11 +8,11 @@
 use std::path::Path;
 use std::process::Command;
 
-use wattcounts_core::bundle::unpack::{unpack, UnpackLimits};
-use wattcounts_core::bundle::MANIFEST_NAME;
-use wattcounts_core::catalog;
-use wattcounts_core::signing;
-use wattcounts_core::synth::{self, SynthOptions};
+use wattcounts_rules::bundle::unpack::{unpack, UnpackLimits};
+use wattcounts_rules::bundle::MANIFEST_NAME;
+use wattcounts_rules::catalog;
+use wattcounts_rules::signing;
+use wattcounts_synth::{self as synth, SynthOptions};
 
 const BIN: &str = env!("CARGO_BIN_EXE_wattcounts-submit");
 

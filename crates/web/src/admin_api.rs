@@ -13,7 +13,7 @@ use utoipa::ToSchema;
 use super::auth::Maintainer;
 use super::error::{ApiError, ErrorBody};
 use super::AppState;
-use wattcounts_core::checks::CheckResult;
+use wattcounts_rules::checks::CheckResult;
 use wattcounts_service::moderation::{self, Decision, ModerationError};
 use wattcounts_service::read::SubmissionRecord;
 
@@ -63,7 +63,7 @@ pub async fn review_queue(s: &AppState) -> Result<Vec<QueueItem>, ApiError> {
         out.push(QueueItem {
             submission_id: r.id,
             submitter: r.handle,
-            received_at: wattcounts_core::timestamp::ts(&r.received_at),
+            received_at: wattcounts_rules::timestamp::ts(&r.received_at),
             gpu: r.gpu_name,
             run_name: r.run_name,
             demo: r.is_demo,
@@ -101,7 +101,7 @@ pub struct DecisionBody {
     params(("id" = uuid::Uuid, Path, description = "The submission")),
     request_body = DecisionBody,
     security(("maintainer" = [])),
-    responses((status = 200, description = "Decided: the submission's receipt", body = wattcounts_core::receipt::Receipt),
+    responses((status = 200, description = "Decided: the submission's receipt", body = wattcounts_rules::receipt::Receipt),
         (status = 401, description = "No or a wrong maintainer token", body = ErrorBody),
         (status = 404, description = "No such submission", body = ErrorBody),
         (status = 409, description = "It is not waiting for review", body = ErrorBody),
@@ -159,7 +159,7 @@ pub async fn suspend(
     s.service.suspend(&handle, &by).await?;
     Ok(Json(Suspended {
         submitter: handle,
-        suspended_at: wattcounts_core::timestamp::ts(&by.at),
+        suspended_at: wattcounts_rules::timestamp::ts(&by.at),
     })
     .into_response())
 }
@@ -204,7 +204,7 @@ pub async fn revoke(
 
     Ok(Json(Revoked {
         fingerprint: body.fingerprint.trim().to_string(),
-        revoked_from: wattcounts_core::timestamp::ts(&at.unwrap_or(by.at)),
+        revoked_from: wattcounts_rules::timestamp::ts(&at.unwrap_or(by.at)),
         rejected_submissions: rejected,
     })
     .into_response())

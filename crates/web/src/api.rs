@@ -16,7 +16,7 @@ use utoipa::ToSchema;
 use super::error::{ApiError, ErrorBody};
 use super::guard::{ClientIp, Pace};
 use super::AppState;
-use wattcounts_core::receipt::Receipt;
+use wattcounts_rules::receipt::Receipt;
 use wattcounts_service::ingest::Novelty;
 use wattcounts_service::limits::Action;
 use wattcounts_service::register::Registration;

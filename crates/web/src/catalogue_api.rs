@@ -14,8 +14,8 @@ use utoipa::ToSchema;
 use super::auth::Maintainer;
 use super::error::{ApiError, ErrorBody};
 use super::AppState;
-use wattcounts_core::catalog::{self, GpuSpec};
-use wattcounts_core::rejection::Detail;
+use wattcounts_rules::catalog::{self, GpuSpec};
+use wattcounts_rules::rejection::Detail;
 use wattcounts_service::catalogue::{CatalogueError, GpuAdded};
 
 impl From<CatalogueError> for ApiError {
@@ -57,7 +57,7 @@ impl From<CatalogueError> for ApiError {
 pub struct Catalogue {
     /// Every GPU: the shipped rows, then maintainers' additions.
     pub gpus: Vec<GpuSpec>,
-    /// Rows shipped with this release (crates/core/catalog/gpus.csv).
+    /// Rows shipped with this release (crates/rules/catalog/gpus.csv).
     pub shipped: usize,
     /// What maintainers added, with who, when and why; oldest first.
     pub additions: Vec<wattcounts_service::catalogue::Addition>,

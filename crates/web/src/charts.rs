@@ -10,7 +10,7 @@
 
 use std::fmt::Write as _;
 
-use wattcounts_core::verdict::Estimate;
+use wattcounts_analytics::verdict::Estimate;
 
 pub fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -486,7 +486,7 @@ pub fn dot_rows(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wattcounts_core::domain::Interval;
+    use wattcounts_rules::domain::Interval;
 
     fn est(v: f64) -> Estimate {
         Estimate::new(

@@ -10,8 +10,8 @@ use super::error::ApiError;
 use super::pages::{load, parse_query};
 use super::params::{LeaderboardParams, Params};
 use super::AppState;
-use wattcounts_core::leaderboard::LeaderboardRow;
-use wattcounts_core::spreadsheet::text_cell;
+use wattcounts_analytics::leaderboard::LeaderboardRow;
+use wattcounts_rules::spreadsheet::text_cell;
 
 fn num(v: f64) -> String {
     format!("{v}")

@@ -7,7 +7,7 @@ use axum::Json;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use wattcounts_core::rejection::{Detail, RejectKind, Rejection};
+use wattcounts_rules::rejection::{Detail, RejectKind, Rejection};
 use wattcounts_service::ingest::IngestError;
 use wattcounts_service::read::StoreError;
 

@@ -18,11 +18,11 @@ use super::params::{
     given, CompareParams, LeaderboardParams, PageParams, Params, ScenarioParam, ViewParams,
 };
 use super::AppState;
-use wattcounts_core::catalog;
-use wattcounts_core::compare::{self, Comparison, ScenarioKey};
-use wattcounts_core::domain::Scenario;
-use wattcounts_core::leaderboard::{self, LeaderboardRow};
-use wattcounts_core::verdict::Estimate;
+use wattcounts_analytics::compare::{self, Comparison, ScenarioKey};
+use wattcounts_analytics::leaderboard::{self, LeaderboardRow};
+use wattcounts_analytics::verdict::Estimate;
+use wattcounts_rules::catalog;
+use wattcounts_rules::domain::Scenario;
 
 /// Every accepted group of the view the reader picked (origin, protocol):
 /// a page compares within one view, never across.
@@ -37,7 +37,7 @@ pub(crate) async fn entries(
     let (origins, protocols) = super::pages::view_controls(&board, &q);
     let view = View {
         note: super::pages::view_note(&board, &q),
-        demo: board.origin == wattcounts_core::domain::Origin::Demo,
+        demo: board.origin == wattcounts_rules::domain::Origin::Demo,
         query: view_params(params),
         origins,
         protocols,
@@ -266,7 +266,7 @@ async fn gpu_data(
         .map(|r| GpuSubmission {
             submission_id: r.id.to_string(),
             submitter: r.handle,
-            received_at: wattcounts_core::timestamp::ts(&r.received_at),
+            received_at: wattcounts_rules::timestamp::ts(&r.received_at),
             received: format::date(&r.received_at),
             demo: r.is_demo,
         })
@@ -339,7 +339,10 @@ pub async fn gpu_page(
                         1.0,
                     ),
                     latency_range: format::under(compare::latency_of(e), 1e3),
-                    wh_per_1000: format::value(epr.map(wattcounts_core::units::wh_per_1000), 1.0),
+                    wh_per_1000: format::value(
+                        epr.map(wattcounts_analytics::units::wh_per_1000),
+                        1.0,
+                    ),
                     throughput: format::thousands(e.throughput_tok_s.round() as u64),
                     power: format!("{:.0}", e.power_mean_w),
                     latency: format::value(compare::latency_of(e), 1e3),
@@ -715,7 +718,11 @@ pub async fn compare_page(
                 latencies: r
                     .latency_s
                     .iter()
-                    .map(|l| l.map_or("–".into(), |v| wattcounts_core::verdict::sig(v * 1e3)))
+                    .map(|l| {
+                        l.map_or("–".into(), |v| {
+                            wattcounts_analytics::verdict::sig(v * 1e3)
+                        })
+                    })
                     .collect(),
                 tie: r.verdict.as_ref().is_some_and(|v| v.is_tie()),
                 verdict: match (&r.verdict, r.best) {

@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, Utc};
 
-use wattcounts_core::verdict::{sig, Estimate, Saving};
+use wattcounts_analytics::verdict::{sig, Estimate, Saving};
 
 /// 1234567 → "1,234,567".
 pub fn thousands(n: u64) -> String {
@@ -108,7 +108,7 @@ mod tests {
         assert_eq!(date_text("yesterday"), "yesterday");
         let e = Estimate::new(
             0.01234,
-            Some(wattcounts_core::domain::Interval {
+            Some(wattcounts_rules::domain::Interval {
                 lo: 0.0121,
                 hi: 0.0125,
                 confidence: 0.9375,

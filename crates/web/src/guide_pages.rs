@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use super::api::read_upload;
 use super::pages::{render, PageError, VERSION};
 use super::AppState;
-use wattcounts_core::checks::{self, Severity};
+use wattcounts_rules::checks::{self, Severity};
 
 #[derive(Template)]
 #[template(path = "submit.html")]
@@ -74,7 +74,7 @@ pub struct ChecksAnswer {
     /// Every rule a bundle is checked against.
     pub checks: Vec<checks::Rule>,
     /// This service's thresholds (configuration `[checks]`).
-    pub thresholds: wattcounts_core::checks::Thresholds,
+    pub thresholds: wattcounts_rules::checks::Thresholds,
 }
 
 /// `/checks` as JSON: every rule and this service's thresholds.

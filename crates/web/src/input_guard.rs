@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use percent_encoding::percent_decode;
 
 use super::error::ApiError;
-use wattcounts_core::rejection::Detail;
+use wattcounts_rules::rejection::Detail;
 
 /// What is wrong with a decoded piece of the request line, if anything.
 fn fault(decoded: &[u8]) -> Option<String> {

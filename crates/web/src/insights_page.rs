@@ -1,6 +1,6 @@
 //! `/insights`, `/api/v1/insights` and `/api/v1/insights.csv`: the paper's
 //! headline findings recomputed from the accepted groups of one view
-//! (`wattcounts_core::insights`), each with its basis, what it rests on,
+//! (`wattcounts_analytics::insights`), each with its basis, what it rests on,
 //! its interval, a chart and the query that shows the rows behind it.
 
 use askama::Template;
@@ -18,11 +18,11 @@ use super::explore::{entries, View};
 use super::pages::{render, url_encode, PageError, VERSION};
 use super::params::{PageParams, Params, ViewParams};
 use super::AppState;
-use wattcounts_core::compare::ScenarioKey;
-use wattcounts_core::domain::Interval;
-use wattcounts_core::insights::{self, Finding, ModelSaving};
-use wattcounts_core::spreadsheet::text_cell;
-use wattcounts_core::verdict::{sig, Estimate};
+use wattcounts_analytics::compare::ScenarioKey;
+use wattcounts_analytics::insights::{self, Finding, ModelSaving};
+use wattcounts_analytics::verdict::{sig, Estimate};
+use wattcounts_rules::domain::Interval;
+use wattcounts_rules::spreadsheet::text_cell;
 
 /// What a reader of demo findings must know first.
 pub const SYNTHETIC_NOTE: &str = "The data in this view are synthetic: the findings exercise the pipeline that computes them, not hardware.";
@@ -50,12 +50,12 @@ struct Computed {
 
 async fn computed(s: &AppState, params: &ViewParams) -> Result<Computed, ApiError> {
     let (rows, view) = entries(s, params, |_| {}).await?;
-    let gpus = wattcounts_core::compare::scenarios(&rows)
+    let gpus = wattcounts_analytics::compare::scenarios(&rows)
         .into_iter()
         .map(|k| {
             let mut ids: Vec<String> = rows
                 .iter()
-                .filter(|e| k.same(&wattcounts_core::compare::key_of(e)))
+                .filter(|e| k.same(&wattcounts_analytics::compare::key_of(e)))
                 .map(|e| e.gpu_id.clone())
                 .collect();
             ids.sort();

@@ -56,7 +56,7 @@ pub struct AppState {
     /// Proxies whose X-Forwarded-For names the client.
     pub trusted_proxies: Arc<Vec<std::net::IpAddr>>,
     /// What the pages assume to state gCO₂e.
-    pub footprint: wattcounts_core::units::Footprint,
+    pub footprint: wattcounts_analytics::units::Footprint,
 }
 
 /// What the web layer is told beyond the service: the edge's limits and
@@ -70,7 +70,7 @@ pub struct WebSettings {
     pub deadlines: guard::Deadlines,
     /// Proxies whose X-Forwarded-For names the client.
     pub trusted_proxies: Vec<std::net::IpAddr>,
-    pub footprint: wattcounts_core::units::Footprint,
+    pub footprint: wattcounts_analytics::units::Footprint,
 }
 
 impl AppState {

@@ -21,10 +21,10 @@ use super::format;
 use super::pages::{model_path, render, PageError, VERSION};
 use super::params::{given, DeadlineParams, ModelSearchParams, PageParams, Params, ViewParams};
 use super::AppState;
-use wattcounts_core::compare::{self, BestOf, ModelListing, ModelScenario, ScenarioKey};
-use wattcounts_core::deadline::{self, Deadline, Meets};
-use wattcounts_core::domain::{Scenario, TARGET_CONFIDENCE};
-use wattcounts_core::verdict::{sig, Verdict};
+use wattcounts_analytics::compare::{self, BestOf, ModelListing, ModelScenario, ScenarioKey};
+use wattcounts_analytics::deadline::{self, Deadline, Meets};
+use wattcounts_analytics::verdict::{sig, Verdict};
+use wattcounts_rules::domain::{Scenario, TARGET_CONFIDENCE};
 
 struct ListingRow {
     model: String,
@@ -121,7 +121,7 @@ pub async fn models_page(
                         } else {
                             String::new()
                         },
-                        wattcounts_core::catalog::gpu_by_id(&b.gpu_id)
+                        wattcounts_rules::catalog::gpu_by_id(&b.gpu_id)
                             .map(|g| format!("/gpus/{}?{}", g.id, view.query)),
                     ),
                 })
@@ -157,7 +157,7 @@ pub struct ModelIndex {
 #[derive(Serialize, ToSchema)]
 pub struct ModelEntry {
     pub model: String,
-    pub size_class: Option<wattcounts_core::leaderboard::SizeClass>,
+    pub size_class: Option<wattcounts_analytics::leaderboard::SizeClass>,
     pub params_b: Option<f64>,
     /// Distinct GPUs that measured it in any scenario.
     pub gpus_measured: usize,
@@ -366,7 +366,7 @@ fn choice_row(c: &deadline::Choice, asked: bool) -> ChoiceRow {
 fn section(
     id: &str,
     m: &ModelScenario,
-    footprint: &wattcounts_core::units::Footprint,
+    footprint: &wattcounts_analytics::units::Footprint,
     view_query: &str,
 ) -> ModelSection {
     // The presets come first in `choices`; any after them were asked for.
@@ -392,7 +392,7 @@ fn section(
                 "Per request on the {}: {} · {} Wh per 1,000 requests · {} gCO₂e per 1,000 requests ({}).",
                 p.gpu_name,
                 format::estimate(&e, "J"),
-                sig(wattcounts_core::units::wh_per_1000(e).median),
+                sig(wattcounts_analytics::units::wh_per_1000(e).median),
                 sig(footprint.g_co2e_per_1000(e).median),
                 footprint.describe()
             )
@@ -434,7 +434,7 @@ fn section(
             .iter()
             .map(|p| PointRow {
                 gpu: p.gpu_name.clone(),
-                gpu_link: wattcounts_core::catalog::gpu_by_id(&p.gpu_id).map(|g| {
+                gpu_link: wattcounts_rules::catalog::gpu_by_id(&p.gpu_id).map(|g| {
                     format!(
                         "/gpus/{}?scenario={}&{view_query}",
                         g.id,
@@ -450,7 +450,7 @@ fn section(
                 throughput_range: format::under(Some(p.throughput), 1.0),
                 wh_per_1000: format::value(
                     p.energy_per_request
-                        .map(wattcounts_core::units::wh_per_1000),
+                        .map(wattcounts_analytics::units::wh_per_1000),
                     1.0,
                 ),
                 co2_per_1000: format::value(
@@ -486,12 +486,13 @@ pub async fn model_page(
         .map(|m| section(&id, m, &s.footprint, &view.query))
         .collect();
     let facts =
-        wattcounts_core::catalog::model_by_id(&id).map_or("parameters unknown".into(), |m| {
+        wattcounts_rules::catalog::model_by_id(&id).map_or("parameters unknown".into(), |m| {
             format!(
                 "{} B parameters, {} layers, size class {}",
                 m.params_b,
                 m.layers,
-                wattcounts_core::leaderboard::SizeClass::of_model(&id).map_or("–", |c| c.name())
+                wattcounts_analytics::leaderboard::SizeClass::of_model(&id)
+                    .map_or("–", |c| c.name())
             )
         });
     let field = |v: &Option<String>| v.clone().unwrap_or_default();
@@ -529,7 +530,7 @@ pub struct ModelAnswer {
     /// The view in words.
     pub view: String,
     /// What the gCO₂e figures assume.
-    pub footprint: wattcounts_core::units::Footprint,
+    pub footprint: wattcounts_analytics::units::Footprint,
     /// Per scenario: every GPU's point, the least-energy verdict and the
     /// deadline choices.
     pub scenarios: Vec<ModelScenario>,
@@ -541,8 +542,8 @@ pub struct ModelAnswer {
 #[derive(Serialize, ToSchema)]
 pub struct PerThousand {
     pub gpu_id: String,
-    pub wh_per_1000_requests: Option<wattcounts_core::verdict::Estimate>,
-    pub g_co2e_per_1000_requests: Option<wattcounts_core::verdict::Estimate>,
+    pub wh_per_1000_requests: Option<wattcounts_analytics::verdict::Estimate>,
+    pub g_co2e_per_1000_requests: Option<wattcounts_analytics::verdict::Estimate>,
 }
 
 /// The model's measured rows in the view, every scenario, as the
@@ -616,7 +617,7 @@ pub async fn model_json(
                     gpu_id: p.gpu_id.clone(),
                     wh_per_1000_requests: p
                         .energy_per_request
-                        .map(wattcounts_core::units::wh_per_1000),
+                        .map(wattcounts_analytics::units::wh_per_1000),
                     g_co2e_per_1000_requests: p
                         .energy_per_request
                         .map(|e| footprint.g_co2e_per_1000(e)),
@@ -651,7 +652,7 @@ pub async fn methodology_page(State(s): State<AppState>) -> Result<Response, Pag
     let coverage = (2..=12)
         .map(|n| {
             let values: Vec<f64> = (1..=n).map(|v| v as f64).collect();
-            let i = wattcounts_core::domain::median_interval(&values).expect("n ≥ 2");
+            let i = wattcounts_rules::stats::median_interval(&values).expect("n ≥ 2");
             let k = i.lo as usize;
             let which = if k == 1 {
                 "min–max".to_string()

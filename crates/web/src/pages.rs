@@ -13,9 +13,9 @@ use super::error::ApiError;
 use super::format;
 use super::params::{LeaderboardParams, PageParams, Params};
 use super::AppState;
-use wattcounts_core::bundle::harness::Scenario;
-use wattcounts_core::domain::Origin;
-use wattcounts_core::leaderboard::{self, SortKey};
+use wattcounts_analytics::leaderboard::{self, SortKey};
+use wattcounts_rules::bundle::harness::Scenario;
+use wattcounts_rules::domain::Origin;
 use wattcounts_service::Board;
 
 pub(crate) const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -89,7 +89,7 @@ impl IntoResponse for PageError {
 pub async fn favicon() -> Response {
     (
         [(header::CONTENT_TYPE, "image/svg+xml")],
-        include_str!("../static/favicon.svg"),
+        include_str!("../../../static/favicon.svg"),
     )
         .into_response()
 }
@@ -97,7 +97,7 @@ pub async fn favicon() -> Response {
 pub async fn stylesheet() -> Response {
     (
         [(header::CONTENT_TYPE, "text/css; charset=utf-8")],
-        include_str!("../static/style.css"),
+        include_str!("../../../static/style.css"),
     )
         .into_response()
 }
@@ -169,7 +169,7 @@ pub async fn stats_json(State(s): State<AppState>) -> Result<Response, ApiError>
         .into_iter()
         .map(|r| LatestSubmission {
             submission_id: r.id,
-            received_at: wattcounts_core::timestamp::ts(&r.received_at),
+            received_at: wattcounts_rules::timestamp::ts(&r.received_at),
             submitter: r.handle,
             gpu: r.gpu_name,
             iterations: r.iterations,
@@ -193,7 +193,7 @@ pub async fn index(State(s): State<AppState>) -> Result<Response, PageError> {
             gpu_link: r
                 .gpu_id
                 .as_deref()
-                .and_then(wattcounts_core::catalog::gpu_by_id)
+                .and_then(wattcounts_rules::catalog::gpu_by_id)
                 .map(|g| format!("/gpus/{}", g.id)),
             gpu: r.gpu_name,
             iterations: r.iterations,
@@ -249,7 +249,7 @@ pub fn parse_query(p: &LeaderboardParams) -> Result<leaderboard::Query, ApiError
                 if v == "server" {
                     q.scenario = Some(Scenario::Server);
                 } else {
-                    let key = wattcounts_core::domain::ScenarioKey::parse(v).ok_or_else(|| {
+                    let key = wattcounts_rules::domain::ScenarioKey::parse(v).ok_or_else(|| {
                         bad(k, v, "batch, server or server@RATE with a positive rate")
                     })?;
                     q.scenario = Some(key.scenario);
@@ -284,14 +284,14 @@ pub fn parse_query(p: &LeaderboardParams) -> Result<leaderboard::Query, ApiError
             "include_review" => q.include_review = parse_bool(k, v)?,
             "origin" => {
                 q.origin = Some(
-                    wattcounts_core::domain::Origin::parse(v)
+                    wattcounts_rules::domain::Origin::parse(v)
                         .ok_or_else(|| bad(k, v, "real or demo"))?,
                 )
             }
             // Older links: include_demo=false meant "real data only".
             "include_demo" => {
                 if !parse_bool(k, v)? {
-                    q.origin = Some(wattcounts_core::domain::Origin::Real)
+                    q.origin = Some(wattcounts_rules::domain::Origin::Real)
                 }
             }
             "protocol" => {
@@ -634,13 +634,13 @@ pub async fn leaderboard_page(
         .iter()
         .enumerate()
         .map(|(i, e)| {
-            let ept = wattcounts_core::compare::energy_of(e);
-            let epr = wattcounts_core::verdict::Estimate::of(
+            let ept = wattcounts_analytics::compare::energy_of(e);
+            let epr = wattcounts_analytics::verdict::Estimate::of(
                 e.energy_per_request_j,
                 e.intervals.energy_per_request_j,
             );
             let server = e.scenario == Scenario::Server;
-            let est = wattcounts_core::verdict::Estimate::of;
+            let est = wattcounts_analytics::verdict::Estimate::of;
             let throughput = est(Some(e.throughput_tok_s), e.intervals.throughput_tok_s);
             let ttft = est(e.ttft_p50_s, e.intervals.ttft_p50_s);
             let itl = est(e.itl_s, e.intervals.itl_s);
@@ -650,7 +650,7 @@ pub async fn leaderboard_page(
                     |r| r.to_string(),
                 ),
                 gpu: e.gpu_name.clone(),
-                gpu_link: wattcounts_core::catalog::gpu_by_id(&e.gpu_id)
+                gpu_link: wattcounts_rules::catalog::gpu_by_id(&e.gpu_id)
                     .map(|g| format!("/gpus/{}?{}", url_encode(&g.id), row_view(e))),
                 model: e.model.clone(),
                 model_link: format!("{}?{}", model_path(&e.model), row_view(e)),
@@ -673,7 +673,7 @@ pub async fn leaderboard_page(
                 } else {
                     String::new()
                 },
-                wh_per_1000: format::value(epr.map(wattcounts_core::units::wh_per_1000), 1.0),
+                wh_per_1000: format::value(epr.map(wattcounts_analytics::units::wh_per_1000), 1.0),
                 throughput: format::thousands(e.throughput_tok_s.round() as u64),
                 power: format!("{:.0}", e.power_mean_w),
                 ttft_ms: if server {

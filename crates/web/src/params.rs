@@ -126,7 +126,7 @@ pub fn given(v: &Option<String>) -> Option<&str> {
 #[into_params(parameter_in = Query)]
 pub struct ViewParams {
     /// `real` or `demo`; real when real data measured the protocol, else demo.
-    #[param(value_type = Option<wattcounts_core::domain::Origin>)]
+    #[param(value_type = Option<wattcounts_rules::domain::Origin>)]
     pub origin: Option<String>,
     /// `reference` (default) or a 12-digit protocol id from `views`.
     #[param(pattern = "^(reference|[0-9a-fA-F]{12})$")]
@@ -145,17 +145,17 @@ pub struct LeaderboardParams {
     pub rate: Option<String>,
     /// A model's Hugging Face id.
     pub model: Option<String>,
-    #[param(value_type = Option<wattcounts_core::leaderboard::SizeClass>)]
+    #[param(value_type = Option<wattcounts_analytics::leaderboard::SizeClass>)]
     pub size: Option<String>,
     /// A catalogue GPU id.
     pub gpu: Option<String>,
-    #[param(value_type = Option<wattcounts_core::leaderboard::SortKey>)]
+    #[param(value_type = Option<wattcounts_analytics::leaderboard::SortKey>)]
     pub sort: Option<String>,
     /// Also show groups waiting for a maintainer's review.
     #[param(value_type = Option<bool>)]
     pub include_review: Option<String>,
     /// `real` or `demo`.
-    #[param(value_type = Option<wattcounts_core::domain::Origin>)]
+    #[param(value_type = Option<wattcounts_rules::domain::Origin>)]
     pub origin: Option<String>,
     /// Deprecated, for older links: `false` means `origin=real`.
     #[param(value_type = Option<bool>)]

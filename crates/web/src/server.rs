@@ -8,7 +8,6 @@
 
 use std::convert::Infallible;
 use std::future::Future;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -95,10 +94,4 @@ pub async fn serve(
         }
     }
     Ok(())
-}
-
-/// The peer address of a request served by [`serve`] (none for a request
-/// built in-process, as the tests' router calls are).
-pub fn peer_of(req: &axum::http::request::Parts) -> Option<SocketAddr> {
-    req.extensions.get::<ConnectInfo<SocketAddr>>().map(|c| c.0)
 }

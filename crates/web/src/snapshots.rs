@@ -34,7 +34,7 @@ impl Shelf {
     }
 }
 
-const VERSION: &str = env!("CARGO_PKG_VERSION");
+use crate::pages::VERSION;
 
 fn io_error(e: impl std::fmt::Display) -> ApiError {
     tracing::error!(error = %e, "snapshot folder unreadable");

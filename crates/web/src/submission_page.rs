@@ -10,8 +10,8 @@ use super::admin_api::parse_id;
 use super::error::ApiError;
 use super::pages::{render, PageError, VERSION};
 use super::AppState;
-use wattcounts_core::checks::{fmt_figure, CheckResult};
-use wattcounts_core::receipt::ModerationEvent;
+use wattcounts_rules::checks::{fmt_figure, CheckResult};
+use wattcounts_rules::receipt::ModerationEvent;
 
 struct CheckRow {
     id: String,
@@ -28,8 +28,8 @@ impl From<&CheckResult> for CheckRow {
         CheckRow {
             id: c.id.clone(),
             severity: match c.severity {
-                wattcounts_core::checks::Severity::Hard => "hard",
-                wattcounts_core::checks::Severity::Soft => "soft",
+                wattcounts_rules::checks::Severity::Hard => "hard",
+                wattcounts_rules::checks::Severity::Soft => "soft",
             },
             outcome: c.outcome.as_str(),
             figure: show(c.figure),
@@ -104,13 +104,13 @@ struct SubmissionPage {
     /// (label, value) lines from the manifest.
     facts: Vec<(&'static str, String)>,
     /// The submission's leaf in the transparency log.
-    log: Option<wattcounts_core::receipt::ReceiptLog>,
+    log: Option<wattcounts_rules::receipt::ReceiptLog>,
     demo: bool,
     version: &'static str,
 }
 
 /// What the manifest says about the setup, as label/value lines.
-fn manifest_facts(m: &wattcounts_core::bundle::manifest::Manifest) -> Vec<(&'static str, String)> {
+fn manifest_facts(m: &wattcounts_rules::bundle::manifest::Manifest) -> Vec<(&'static str, String)> {
     let g = &m.system.gpu;
     let c = m.harness_config();
     let limit = if g.power_limit_w < g.default_power_limit_w {
@@ -186,7 +186,7 @@ pub async fn submission_page(
         .receipt(id)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("no submission {id}")))?;
-    let count = |o: wattcounts_core::checks::CheckOutcome| {
+    let count = |o: wattcounts_rules::checks::CheckOutcome| {
         r.checks.iter().filter(|c| c.outcome == o).count()
     };
     let manifest = s
@@ -194,7 +194,7 @@ pub async fn submission_page(
         .submission_documents(id)
         .await?
         .and_then(|(m, _)| {
-            serde_json::from_str::<wattcounts_core::bundle::manifest::Manifest>(&m).ok()
+            serde_json::from_str::<wattcounts_rules::bundle::manifest::Manifest>(&m).ok()
         });
     let mut facts = manifest.as_ref().map(manifest_facts).unwrap_or_default();
     if let Some(p) = &r.protocol {
@@ -218,8 +218,8 @@ pub async fn submission_page(
             format!("sha256:{c} (the same run sent again is refused)"),
         ));
     }
-    use wattcounts_core::checks::CheckOutcome;
-    use wattcounts_core::domain::Status;
+    use wattcounts_rules::checks::CheckOutcome;
+    use wattcounts_rules::domain::Status;
     let page = SubmissionPage {
         log: r.log.clone(),
         id: id.to_string(),
@@ -235,12 +235,12 @@ pub async fn submission_page(
             .gpu
             .id
             .as_deref()
-            .and_then(wattcounts_core::catalog::gpu_by_id)
+            .and_then(wattcounts_rules::catalog::gpu_by_id)
             .map(|g| {
                 format!(
                     "/gpus/{}?origin={}",
                     g.id,
-                    wattcounts_core::domain::Origin::of_demo(r.demo).as_str()
+                    wattcounts_rules::domain::Origin::of_demo(r.demo).as_str()
                 )
             }),
         gpu: match &r.gpu.id {
@@ -279,7 +279,7 @@ pub async fn submission_page(
                 model_link: format!(
                     "{}?origin={}",
                     super::pages::model_path(&c.model),
-                    wattcounts_core::domain::Origin::of_demo(r.demo).as_str()
+                    wattcounts_rules::domain::Origin::of_demo(r.demo).as_str()
                 ),
                 model: c.model.clone(),
                 scenario: match c.lambda_qps {
@@ -287,7 +287,7 @@ pub async fn submission_page(
                     None => c.scenario.as_str().to_string(),
                 },
                 n: c.iterations,
-                ept: wattcounts_core::verdict::sig(c.energy_per_token_j.median),
+                ept: wattcounts_analytics::verdict::sig(c.energy_per_token_j.median),
                 cv: format!("{:.1} %", c.energy_per_token_j.cv * 100.0),
                 power: format!("{:.0}", c.power_mean_w.median),
             })

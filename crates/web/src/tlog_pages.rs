@@ -15,7 +15,7 @@ use super::error::ApiError;
 use super::pages::{render, PageError, VERSION};
 use super::params::{given, ConsistencyParams, EntriesParams, InclusionParams, Params};
 use super::AppState;
-use wattcounts_core::tlog::tiles::TilePath;
+use wattcounts_rules::tlog::tiles::TilePath;
 use wattcounts_service::tlog::MAX_ENTRIES;
 
 /// A number from the query, or a 400 naming the parameter.
@@ -264,7 +264,7 @@ pub async fn entries(
         .map(|e| LogEntry {
             index: e.index,
             leaf: e.leaf.clone(),
-            leaf_hash: wattcounts_service::tlog::b64(&wattcounts_core::tlog::leaf_hash(
+            leaf_hash: wattcounts_service::tlog::b64(&wattcounts_rules::tlog::leaf_hash(
                 e.leaf.as_bytes(),
             )),
             backfilled: e.backfilled,
@@ -342,11 +342,11 @@ pub async fn log_page(State(s): State<AppState>) -> Result<Response, PageError> 
         .into_iter()
         .rev()
         .map(|e| {
-            let link = match wattcounts_core::tlog::Leaf::parse(e.leaf.as_bytes()) {
-                Ok(wattcounts_core::tlog::Leaf::Submission { submission_id, .. }) => {
+            let link = match wattcounts_rules::tlog::Leaf::parse(e.leaf.as_bytes()) {
+                Ok(wattcounts_rules::tlog::Leaf::Submission { submission_id, .. }) => {
                     Some(format!("/submissions/{submission_id}"))
                 }
-                Ok(wattcounts_core::tlog::Leaf::Decision { subject, .. })
+                Ok(wattcounts_rules::tlog::Leaf::Decision { subject, .. })
                     if uuid::Uuid::parse_str(&subject).is_ok() =>
                 {
                     Some(format!("/submissions/{subject}"))

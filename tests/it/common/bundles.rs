@@ -253,6 +253,7 @@ impl<'a> BundleBuilder<'a> {
             harness_commit: "abc1234".into(),
             vllm_version: Some("0.14.0".into()),
             declare_power_limit: self.declare_power_limit,
+            created_at: chrono::Utc::now(),
         })
     }
 

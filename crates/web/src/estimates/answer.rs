@@ -10,10 +10,10 @@ use super::*;
 use crate::insights_page::SYNTHETIC_NOTE;
 use crate::params::Params;
 use crate::AppState;
-use wattcounts_core::domain::{Interval, Origin};
-use wattcounts_core::estimator::answer::{Answer, IntervalSource, Neighbour, Refusal};
-use wattcounts_core::estimator::validation::Line;
-use wattcounts_core::leaderboard::Query;
+use wattcounts_analytics::estimator::answer::{Answer, IntervalSource, Neighbour, Refusal};
+use wattcounts_analytics::estimator::validation::Line;
+use wattcounts_analytics::leaderboard::Query;
+use wattcounts_rules::domain::{Interval, Origin};
 
 /// The measured group of a measured pair, shown beside the estimate.
 #[derive(Serialize, ToSchema)]
@@ -86,7 +86,7 @@ async fn measured(s: &AppState, t: &Trained, q: &Question) -> Result<Option<Meas
     Ok(board
         .entries
         .iter()
-        .find(|e| want.same(&wattcounts_core::compare::key_of(e)))
+        .find(|e| want.same(&wattcounts_analytics::compare::key_of(e)))
         .map(|e| Measured {
             energy_per_token_j: e.energy_per_token_j,
             energy_per_token_interval: e.energy_per_token_interval,

@@ -9,9 +9,9 @@ use axum::Json;
 use super::*;
 use crate::insights_page::SYNTHETIC_NOTE;
 use crate::AppState;
-use wattcounts_core::estimator::features::{ITL_EXTRA_FEATURES, POWER_FEATURES};
-use wattcounts_core::estimator::validation::Line;
-use wattcounts_core::estimator::Settings;
+use wattcounts_analytics::estimator::features::{ITL_EXTRA_FEATURES, POWER_FEATURES};
+use wattcounts_analytics::estimator::validation::Line;
+use wattcounts_analytics::estimator::Settings;
 
 /// `/api/v1/estimator`.
 #[derive(Serialize, ToSchema)]
@@ -160,7 +160,7 @@ pub(crate) fn validation_block(view: &EstimatorView) -> ValidationBlock {
         ),
     };
     ValidationBlock {
-        head: wattcounts_core::estimator::validation::TABLE_HEAD,
+        head: wattcounts_analytics::estimator::validation::TABLE_HEAD,
         rows: validation_rows(&a.validation),
         summary,
         wattgpu: WATTGPU,

@@ -14,7 +14,7 @@ use crate::insights_page::SYNTHETIC_NOTE;
 use crate::pages::{render, PageError, VERSION};
 use crate::params::{given, PageParams};
 use crate::AppState;
-use wattcounts_core::catalog;
+use wattcounts_rules::catalog;
 
 // The form.
 

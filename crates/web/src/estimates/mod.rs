@@ -27,10 +27,10 @@ use utoipa::ToSchema;
 
 use super::error::ApiError;
 use super::pages::url_encode;
-use wattcounts_core::domain::{Scenario, ScenarioKey};
-use wattcounts_core::estimator::answer::Band;
-use wattcounts_core::estimator::trained::Trained;
-use wattcounts_core::verdict::sig;
+use wattcounts_analytics::estimator::answer::Band;
+use wattcounts_analytics::estimator::trained::Trained;
+use wattcounts_analytics::verdict::sig;
+use wattcounts_rules::domain::{Scenario, ScenarioKey};
 use wattcounts_service::estimates::{EstimatorView, Phase};
 
 /// Where refusals point for what the rules are.

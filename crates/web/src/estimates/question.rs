@@ -7,7 +7,7 @@ use utoipa::IntoParams;
 
 use super::*;
 use crate::params::given;
-use wattcounts_core::catalog::{self, GpuSpec, ModelSpec};
+use wattcounts_rules::catalog::{self, GpuSpec, ModelSpec};
 
 /// The question.
 #[derive(Debug, Clone, Default, Deserialize, IntoParams)]

@@ -10,7 +10,7 @@ use axum::Json;
 use super::*;
 use crate::pages::model_path;
 use crate::AppState;
-use wattcounts_core::catalog;
+use wattcounts_rules::catalog;
 
 // The model page's estimates of the GPUs nobody measured for it.
 
@@ -154,7 +154,7 @@ pub const UNMEASURED_CSV_COLUMNS: &[&str] = &[
 
 pub(crate) fn unmeasured_csv(a: &UnmeasuredAnswer) -> Vec<u8> {
     use crate::csv_export::opt;
-    use wattcounts_core::spreadsheet::text_cell;
+    use wattcounts_rules::spreadsheet::text_cell;
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record(UNMEASURED_CSV_COLUMNS)
         .expect("write to memory");

@@ -1,0 +1,238 @@
+//! Findings on groups whose answers are known by construction: three GPUs
+//! × three dense models in batch, energy per token c_g × P^0.5 with
+//! c = 1.0, 0.8 and 0.6, so the best GPU saves exactly 40 % against the
+//! worst for every model, every GPU's slope is exactly 0.5, and one
+//! model's intervals overlap (a tie counted apart).
+
+use super::*;
+use crate::leaderboard::FigureIntervals;
+use wattcounts_rules::domain::Origin;
+
+fn row(gpu: &str, model: &str, k: ScenarioKey, ept: f64, lo: f64, hi: f64) -> LeaderboardRow {
+    LeaderboardRow {
+        gpu_id: gpu.into(),
+        gpu_name: format!("GPU {gpu}"),
+        model: model.into(),
+        scenario: k.scenario,
+        lambda_qps: k.lambda_qps,
+        protocol_id: "p".into(),
+        protocol: "reference".into(),
+        reference_protocol: true,
+        origin: Origin::Real,
+        energy_per_token_j: ept,
+        energy_per_token_interval: Interval {
+            lo,
+            hi,
+            confidence: 0.75,
+        },
+        energy_per_token_cv: 0.01,
+        energy_per_request_j: None,
+        throughput_tok_s: 100.0,
+        power_mean_w: 100.0 * ept,
+        ttft_p50_s: None,
+        itl_s: None,
+        intervals: FigureIntervals::default(),
+        iterations: 15,
+        submissions: 3,
+        submitters: 3,
+        rank_in_model: None,
+        demo: false,
+        needs_review: false,
+        evidence: uuid::Uuid::nil(),
+        evidence_ids: vec![],
+    }
+}
+
+const BATCH: ScenarioKey = ScenarioKey {
+    scenario: Scenario::Batch,
+    lambda_qps: None,
+};
+const SERVER: ScenarioKey = ScenarioKey {
+    scenario: Scenario::Server,
+    lambda_qps: Some(0.5),
+};
+
+/// Three dense catalogue models of different sizes, smallest first.
+fn three_models() -> Vec<(&'static str, f64)> {
+    let mut dense: Vec<&wattcounts_rules::catalog::ModelSpec> = wattcounts_rules::catalog::models()
+        .iter()
+        .filter(|m| m.active_params_b == m.params_b && m.attention_heads > 0)
+        .collect();
+    dense.sort_by(|a, b| a.params_b.total_cmp(&b.params_b));
+    dense.dedup_by(|a, b| a.params_b == b.params_b);
+    let picked = [
+        dense[dense.len() / 4],
+        dense[dense.len() / 2],
+        dense[3 * dense.len() / 4],
+    ];
+    picked.iter().map(|m| (m.id.as_str(), m.params_b)).collect()
+}
+
+/// The constructed view; `tie` makes the last model's best interval reach
+/// the runner-up's.
+fn view() -> Vec<LeaderboardRow> {
+    let mut rows = Vec::new();
+    for (i, (model, params)) in three_models().into_iter().enumerate() {
+        for (gpu, c) in [("a", 1.0), ("b", 0.8), ("c", 0.6)] {
+            let ept = c * params.sqrt();
+            // ±1 % intervals, except the tie: c's reaches 20 % up, past b's bottom.
+            let hi = if i == 2 && gpu == "c" {
+                ept * 1.4
+            } else {
+                ept * 1.01
+            };
+            rows.push(row(gpu, model, BATCH, ept, ept * 0.99, hi));
+        }
+    }
+    rows
+}
+
+fn by_id<'a>(f: &'a [Finding], id: &str) -> &'a Finding {
+    f.iter()
+        .find(|x| x.id == id)
+        .unwrap_or_else(|| panic!("no {id}"))
+}
+
+#[test]
+fn best_against_worst_saves_forty_percent_for_every_model() {
+    let f = findings(&view());
+    let g = by_id(&f, "gpu_choice.best_vs_worst.batch");
+    assert_eq!(g.basis, "best_vs_worst_per_model");
+    assert_eq!((g.groups, g.models, g.gpus), (9, 3, 3));
+    // (1.0 − 0.6) ÷ 1.0 = 40 %, for each model.
+    assert!((g.max_saving_pct.unwrap() - 40.0).abs() < 1e-9);
+    assert!((g.median_saving_pct.unwrap() - 40.0).abs() < 1e-9);
+    assert_eq!(g.best_gpu.as_deref(), Some("GPU c"));
+    assert_eq!(g.worst_gpu.as_deref(), Some("GPU a"));
+    // The largest is the first model by name among equals; its interval:
+    // best at its top (0.6·1.01) against worst at its bottom (0.99), and
+    // the other way round.
+    let r = g.max_saving_interval_pct.unwrap();
+    assert!((r.lo - (0.99 - 0.606) / 0.99 * 100.0).abs() < 1e-9, "{r:?}");
+    assert!((r.hi - (1.01 - 0.594) / 1.01 * 100.0).abs() < 1e-9, "{r:?}");
+    assert_eq!(g.savings.len(), 3);
+    assert!(g.statement.contains("40.0 %"), "{}", g.statement);
+    assert_eq!(g.paper.as_deref(), Some(PAPER_GPU_CHOICE));
+}
+
+#[test]
+fn against_the_single_best_gpu_nothing_is_saved_when_it_is_best_everywhere() {
+    let f = findings(&view());
+    let s = by_id(&f, "gpu_choice.vs_single_best.batch");
+    assert_eq!(s.single_gpu.as_deref(), Some("GPU c"));
+    assert_eq!(s.models_not_run, Some(0));
+    assert_eq!(s.mean_saving_pct, Some(0.0));
+    assert_eq!(
+        s.paper, None,
+        "the paper's figure stands beside best-vs-worst only"
+    );
+    // Take c off the first model: b is then best there, at 20 % below a,
+    // and the single GPU (still c, best for the other two) did not run it.
+    let models = three_models();
+    let rows: Vec<LeaderboardRow> = view()
+        .into_iter()
+        .filter(|r| !(r.gpu_id == "c" && r.model == models[0].0))
+        .collect();
+    let f = findings(&rows);
+    let s = by_id(&f, "gpu_choice.vs_single_best.batch");
+    assert_eq!(s.single_gpu.as_deref(), Some("GPU c"));
+    assert_eq!(s.models_not_run, Some(1));
+    assert_eq!(s.models, 2);
+    assert_eq!(s.mean_saving_pct, Some(0.0));
+    let g = by_id(&f, "gpu_choice.best_vs_worst.batch");
+    let first = g.savings.iter().find(|x| x.model == models[0].0).unwrap();
+    assert!((first.saving_pct - 20.0).abs() < 1e-9, "{first:?}");
+}
+
+#[test]
+fn wins_count_ties_apart() {
+    let f = findings(&view());
+    let w = by_id(&f, "which_gpu_wins.batch");
+    let all: Vec<&GpuWins> = w.wins.iter().filter(|x| x.size_class == "all").collect();
+    assert_eq!(all.len(), 1, "{all:?}");
+    assert_eq!(
+        (all[0].gpu_id.as_str(), all[0].best_for, all[0].ties),
+        ("c", 2, 1)
+    );
+    // Per size class, the same three models split by their sizes.
+    let per_class: usize = w
+        .wins
+        .iter()
+        .filter(|x| x.size_class != "all")
+        .map(|x| x.best_for + x.ties)
+        .sum();
+    assert_eq!(per_class, 3);
+    assert!(
+        w.statement.contains("for 2 of the 3 models"),
+        "{}",
+        w.statement
+    );
+    assert!(
+        w.statement.contains("1 of them are ties"),
+        "{}",
+        w.statement
+    );
+    // Every interval overlapping: no winner, said so.
+    let wide: Vec<LeaderboardRow> = view()
+        .into_iter()
+        .map(|mut r| {
+            r.energy_per_token_interval.lo = 0.0;
+            r.energy_per_token_interval.hi = 100.0;
+            r
+        })
+        .collect();
+    let f = findings(&wide);
+    let w = by_id(&f, "which_gpu_wins.batch");
+    assert!(w.statement.contains("no GPU wins here"), "{}", w.statement);
+    assert_eq!(
+        w.wins
+            .iter()
+            .filter(|x| x.size_class == "all")
+            .map(|x| x.ties)
+            .sum::<usize>(),
+        3
+    );
+    // No server rows: the measured power at the lowest rate is unknown.
+    assert!(w.idle_power.iter().all(|p| p.measured_w.is_none()));
+    assert_eq!(w.idle_power.len(), 3);
+}
+
+#[test]
+fn every_gpu_scales_as_the_square_root_of_parameters() {
+    let f = findings(&view());
+    let s = by_id(&f, "size_scaling.batch");
+    assert_eq!(s.slopes.len(), 3);
+    for g in &s.slopes {
+        assert!((g.exponent - 0.5).abs() < 1e-12, "{g:?}");
+        // Every pairwise slope is 0.5: the interval is that point.
+        assert!((g.interval.lo - 0.5).abs() < 1e-12 && (g.interval.hi - 0.5).abs() < 1e-12);
+        assert_eq!(g.models, 3);
+    }
+    assert!((s.median_exponent.unwrap() - 0.5).abs() < 1e-12);
+    assert!(s.statement.contains("parameters^0.50"), "{}", s.statement);
+    // Three models: too few for the second fit's three coefficients and a
+    // residual.
+    assert_eq!(s.exponent_with_kv_ratio, None);
+}
+
+#[test]
+fn too_little_data_is_said_instead_of_a_number() {
+    // Server at 0.5 req/s: two models, each on one GPU only.
+    let models = three_models();
+    let rows = vec![
+        row("a", models[0].0, SERVER, 1.0, 0.9, 1.1),
+        row("b", models[1].0, SERVER, 2.0, 1.9, 2.1),
+    ];
+    let f = findings(&rows);
+    assert_eq!(f.len(), 4);
+    for x in &f {
+        assert!(x.missing.is_some(), "{x:?}");
+        assert_eq!(x.statement, *x.missing.as_ref().unwrap());
+        assert_eq!(x.max_saving_pct, None);
+        assert_eq!(x.median_exponent, None);
+    }
+    assert!(by_id(&f, "size_scaling.server@0.5")
+        .statement
+        .contains("3 or more dense models"));
+    assert!(findings(&[]).is_empty());
+}
