@@ -13,7 +13,7 @@ use wattcounts_service::Service;
 use wattcounts_snapshot::Library;
 use wattcounts_store::blobs::BlobStore;
 use wattcounts_store::Store;
-use wattcounts_web::{guard::Deadlines, AppState, WebSettings};
+use wattcounts_web::{layers::deadline::Deadlines, AppState, WebSettings};
 
 /// What `serve` runs: the store named by the configuration (created and
 /// migrated), the blobs and snapshots in its data dir.

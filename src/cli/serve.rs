@@ -77,7 +77,7 @@ pub async fn run(cfg: ServeConfig) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("cannot listen for metrics on {bind}"))?;
         eprintln!("metrics at http://{}/metrics", listener.local_addr()?);
-        tokio::spawn(web::telemetry::serve_metrics(
+        tokio::spawn(web::layers::telemetry::serve_metrics(
             listener,
             state.clone(),
             handle,

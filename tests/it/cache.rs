@@ -115,7 +115,7 @@ async fn leaderboard_csv_keeps_numbers_and_defuses_formulas() {
     let headers = rdr.headers().unwrap().clone();
     assert_eq!(
         headers.iter().collect::<Vec<_>>(),
-        wattcounts::web::csv_export::COLUMNS
+        wattcounts::web::view::csv::COLUMNS
     );
     let rows: Vec<csv::StringRecord> = rdr.records().map(Result::unwrap).collect();
     let (_, json) = app
@@ -254,7 +254,7 @@ async fn every_route_declares_its_cache_policy() {
 #[tokio::test]
 #[should_panic(expected = "without a declared CachePolicy")]
 async fn a_route_without_a_cache_policy_fails_the_debug_check() {
-    use wattcounts::web::cache_policy;
+    use wattcounts::web::layers::cache_policy;
     let router: axum::Router = axum::Router::new()
         .route("/undeclared", axum::routing::get(|| async { "hello" }))
         .layer(axum::middleware::from_fn(cache_policy::require_declared));
@@ -266,7 +266,7 @@ async fn a_route_without_a_cache_policy_fails_the_debug_check() {
 #[tokio::test]
 #[should_panic(expected = "set Cache-Control itself")]
 async fn a_handler_writing_cache_control_fails_the_debug_check() {
-    use wattcounts::web::cache_policy::{self, CachePolicy};
+    use wattcounts::web::layers::cache_policy::{self, CachePolicy};
     let handler = || async { ([(header::CACHE_CONTROL, "max-age=60")], "hello") };
     let router: axum::Router = axum::Router::new()
         .route(

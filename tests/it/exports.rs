@@ -66,7 +66,7 @@ async fn table_twins_and_the_energy_budget() {
         let (status, body) = app.submit(&gz, &sign(&key, &gz)).await;
         assert_eq!(status, StatusCode::CREATED, "{body}");
     }
-    let header: Vec<String> = wattcounts::web::csv_export::COLUMNS
+    let header: Vec<String> = wattcounts::web::view::csv::COLUMNS
         .iter()
         .map(|c| c.to_string())
         .collect();

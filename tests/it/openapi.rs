@@ -65,7 +65,7 @@ async fn an_api_route_without_documentation_cannot_be_registered() {
     let state = wattcounts::app::with_store(app.store.clone(), &cfg, AUDIENCE.into()).unwrap();
     let _ = wattcounts::web::routes::Table::new(&state).get(
         "/api/v1/undocumented",
-        wattcounts::web::cache_policy::CachePolicy::NoStore,
+        wattcounts::web::layers::cache_policy::CachePolicy::NoStore,
         || async { "no" },
     );
 }

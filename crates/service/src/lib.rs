@@ -223,7 +223,7 @@ impl Service {
         upload.write_all(bundle).await?;
         let staged = upload.finish().await?;
         t.hash = start.elapsed();
-        self.submit_upload(staged, signature, t).await
+        self.ingest_staged(staged, signature, t).await
     }
 
     /// Starts receiving an upload into the staging folder.
@@ -236,8 +236,19 @@ impl Service {
     }
 
     /// Ingests a received upload when its turn comes (503 when the queue
-    /// is full).
+    /// is full). Each stage's time goes to the metrics.
     pub async fn submit_upload(
+        &self,
+        staged: upload::StagedUpload,
+        signature: Vec<u8>,
+    ) -> Result<(Novelty, Receipt), IngestError> {
+        self.ingest_staged(staged, signature, &mut StageTimings::default())
+            .await
+    }
+
+    /// [`Service::submit_upload`] that also hands the stages' times to the
+    /// caller (the ingest benchmark, through [`Service::submit_timed`]).
+    async fn ingest_staged(
         &self,
         staged: upload::StagedUpload,
         signature: Vec<u8>,

@@ -12,8 +12,8 @@ use axum::http::{header, HeaderMap, StatusCode};
 use rand_core::RngCore;
 use sha2::{Digest, Sha256};
 
-use super::error::ApiError;
-use super::AppState;
+use crate::error::ApiError;
+use crate::AppState;
 
 pub const COOKIE: &str = "wattcounts_admin";
 const TOKEN_PREFIX: &str = "wct_";

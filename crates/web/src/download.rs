@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use tower::ServiceExt;
 use tower_http::services::ServeFile;
 
-use super::error::ApiError;
+use crate::error::ApiError;
 use wattcounts_service::read::Objects;
 
 /// A stored file and how to present it.

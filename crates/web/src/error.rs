@@ -1,7 +1,10 @@
-//! The one JSON error envelope of the API:
-//! `{"error":{"code":..,"message":..,"details":[..]}}`.
+//! The one JSON error envelope of the API
+//! (`{"error":{"code":..,"message":..,"details":[..]}}`), the HTML error
+//! page the pages answer with instead, and `render`, the one place a page
+//! is rendered with its status and headers.
 
-use axum::http::StatusCode;
+use askama::Template;
+use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Serialize;
@@ -10,6 +13,8 @@ use utoipa::ToSchema;
 use wattcounts_rules::rejection::{Detail, RejectKind, Rejection};
 use wattcounts_service::ingest::IngestError;
 use wattcounts_service::read::StoreError;
+
+use crate::VERSION;
 
 #[derive(Debug)]
 pub struct ApiError {
@@ -192,6 +197,72 @@ impl IntoResponse for ApiError {
             resp.headers_mut()
                 .insert(axum::http::header::RETRY_AFTER, secs.into());
         }
+        resp
+    }
+}
+
+pub(crate) fn render(status: StatusCode, t: &impl Template) -> Response {
+    match t.render() {
+        Ok(html) => (
+            status,
+            [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+            html,
+        )
+            .into_response(),
+        Err(e) => {
+            tracing::error!(error = %e, "template failed");
+            (StatusCode::INTERNAL_SERVER_ERROR, "internal error").into_response()
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "error.html")]
+struct ErrorPage<'a> {
+    title: &'a str,
+    message: &'a str,
+    /// Where exactly (file, pointer, row, column) and what, one per line.
+    details: Vec<String>,
+    demo: bool,
+    version: &'a str,
+}
+
+/// An HTML error page (the API has the JSON envelope instead).
+pub struct PageError(pub ApiError);
+
+impl From<ApiError> for PageError {
+    fn from(e: ApiError) -> Self {
+        PageError(e)
+    }
+}
+
+impl From<wattcounts_service::read::StoreError> for PageError {
+    fn from(e: wattcounts_service::read::StoreError) -> Self {
+        PageError(e.into())
+    }
+}
+
+impl From<wattcounts_service::tlog::TlogError> for PageError {
+    fn from(e: wattcounts_service::tlog::TlogError) -> Self {
+        PageError(e.into())
+    }
+}
+
+impl IntoResponse for PageError {
+    fn into_response(self) -> Response {
+        wattcounts_service::telemetry::error_answer(self.0.code, self.0.status.as_u16());
+        let title = self.0.status.canonical_reason().unwrap_or("Error");
+        let mut resp = render(
+            self.0.status,
+            &ErrorPage {
+                title,
+                message: &self.0.message,
+                details: self.0.details.iter().map(ToString::to_string).collect(),
+                demo: false,
+                version: VERSION,
+            },
+        );
+        self.0.set_retry_after(&mut resp);
         resp
     }
 }

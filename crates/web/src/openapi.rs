@@ -23,7 +23,7 @@ use utoipa::{Modify, OpenApi};
     ),
     // Types named only by a parameter's `#[param(value_type)]` are not
     // collected from the handlers: list them, or their `$ref` dangles.
-    components(schemas(super::error::ErrorBody, wattcounts_analytics::leaderboard::SortKey)),
+    components(schemas(crate::error::ErrorBody, wattcounts_analytics::leaderboard::SortKey)),
     modifiers(&Maintainers),
     tags(
         (name = "submissions", description = "Upload bundles, read receipts and the checks"),

@@ -1,219 +1,221 @@
-//! Every route, registered once with its cache policy and, for the JSON
-//! API, its OpenAPI path: `api` takes utoipa-axum's `routes!`, so the
-//! document's paths and the router's are one list and an API route
-//! without documentation cannot be written. Pages (HTML, assets, forms)
-//! go through `get`/`post`, which refuse an API path. The table also
-//! keeps what it registered, for tests that visit every route.
+//! The one route list: every path with its handler, its cache policy and,
+//! for the JSON API, its OpenAPI path (through `table::Table`, which keeps
+//! the document and the router one list), then the layers that wrap them.
 
-use axum::extract::DefaultBodyLimit;
-use axum::handler::Handler;
-use axum::routing::{get, post, MethodRouter};
-use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
+mod table;
 
-use super::cache_policy::{declare, CachePolicy};
-use super::AppState;
+pub use table::{is_api_path, Route, Table};
 
-/// One registered route: the method, the path as the document writes it
-/// (`{*id}` reads `{id}`), and whether the OpenAPI document holds it.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Route {
-    pub method: &'static str,
-    pub path: String,
-    pub documented: bool,
+use axum::http::{header, Extensions, HeaderMap};
+use axum::Router;
+use tower_http::compression::predicate::{DefaultPredicate, NotForContentType, Predicate};
+use tower_http::compression::CompressionLayer;
+use tower_http::trace::TraceLayer;
+use utoipa_axum::routes;
+
+use crate::layers::cache_policy::CachePolicy::{
+    DataVersioned, Immutable, NoStore, PublicFor, Revalidate,
+};
+use crate::{layers, openapi, pages, view, AppState};
+
+pub fn app(state: AppState) -> Router {
+    let (router, _) = app_and_routes(state).expect("the OpenAPI document renders");
+    router
 }
 
-/// Paths that are the JSON API: documented, or not registered at all.
-pub fn is_api_path(path: &str) -> bool {
-    (path.starts_with("/api/") && path != "/api/openapi.json")
-        || ["/healthz", "/readyz", "/.well-known/wattcounts-log"].contains(&path)
+/// Every route the router registers, as the route table listed them.
+pub fn route_list(state: &AppState) -> Vec<Route> {
+    route_table(state).finish().2
 }
 
-pub struct Table {
-    state: AppState,
-    router: OpenApiRouter<AppState>,
-    listed: Vec<Route>,
-}
-
-impl Table {
-    pub fn new(state: &AppState) -> Table {
-        Table {
-            state: state.clone(),
-            router: OpenApiRouter::new(),
-            listed: Vec::new(),
-        }
-    }
-
-    /// A documented route: the handlers of one path from `routes!`.
-    pub fn api(self, policy: CachePolicy, handlers: UtoipaMethodRouter<AppState>) -> Table {
-        self.api_limited(policy, None, handlers)
-    }
-
-    /// The same with a request body cap of `limit` bytes.
-    pub fn api_limited(
-        mut self,
-        policy: CachePolicy,
-        limit: Option<usize>,
-        (schemas, paths, route): UtoipaMethodRouter<AppState>,
-    ) -> Table {
-        self.list(&paths);
-        let route = match limit {
-            Some(bytes) => route.layer(DefaultBodyLimit::max(bytes)),
-            None => route,
-        };
-        let route = declare(&self.state, policy, route);
-        self.router = self.router.routes((schemas, paths, route));
-        self
-    }
-
-    /// A documented route whose parameter takes the rest of the path
-    /// (a model id holds a slash): axum matches it as `{*name}`, the
-    /// document names it `{name}` (OpenAPI has no catch-all).
-    pub fn api_catch_all(
-        mut self,
-        policy: CachePolicy,
-        (schemas, paths, route): UtoipaMethodRouter<AppState>,
-    ) -> Table {
-        self.list(&paths);
-        let route = declare(&self.state, policy, route);
-        for path in paths.paths.keys() {
-            let (head, name) = path
-                .rsplit_once("/{")
-                .expect("a catch-all route ends in a {parameter}");
-            self.router = self
-                .router
-                .route(&format!("{head}/{{*{name}"), route.clone());
-        }
-        self.document(schemas, paths)
-    }
-
-    /// A documented route answered by an earlier catch-all route (its
-    /// path lies under the catch-all's, e.g. `/api/v1/models/{id}/estimates`
-    /// under `/api/v1/models/{*id}`): listed and documented here, matched
-    /// there, so it is not routed twice.
-    pub fn api_under_catch_all(
-        mut self,
-        (schemas, paths, _route): UtoipaMethodRouter<AppState>,
-    ) -> Table {
-        self.list(&paths);
-        self.document(schemas, paths)
-    }
-
-    /// Adds paths and their schemas to the OpenAPI document.
-    fn document(
-        mut self,
-        schemas: Vec<(
-            String,
-            utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
-        )>,
-        paths: utoipa::openapi::path::Paths,
-    ) -> Table {
-        let doc = self.router.get_openapi_mut();
-        doc.paths.paths.extend(paths.paths);
-        doc.components
-            .get_or_insert_with(Default::default)
-            .schemas
-            .extend(schemas);
-        self
-    }
-
-    /// A page, asset or probe answering GET.
-    pub fn get<H, T>(self, path: &'static str, policy: CachePolicy, handler: H) -> Table
-    where
-        H: Handler<T, AppState>,
-        T: 'static,
-    {
-        self.page("get", path, policy, get(handler))
-    }
-
-    /// A form answering POST.
-    pub fn post<H, T>(self, path: &'static str, policy: CachePolicy, handler: H) -> Table
-    where
-        H: Handler<T, AppState>,
-        T: 'static,
-    {
-        self.page("post", path, policy, post(handler))
-    }
-
-    /// A form answering POST with a body cap of `limit` bytes.
-    pub fn post_limited<H, T>(
-        self,
-        path: &'static str,
-        policy: CachePolicy,
-        limit: usize,
-        handler: H,
-    ) -> Table
-    where
-        H: Handler<T, AppState>,
-        T: 'static,
-    {
-        self.page(
-            "post",
-            path,
-            policy,
-            post(handler).layer(DefaultBodyLimit::max(limit)),
+/// The router and what its route table registered.
+pub fn app_and_routes(state: AppState) -> anyhow::Result<(Router, Vec<Route>)> {
+    let (router, paths, listed) = route_table(&state).finish();
+    let document = std::sync::Arc::new(openapi::Document::new(paths)?);
+    let router = router
+        .route_layer(axum::middleware::from_fn(layers::telemetry::mark_route))
+        .fallback(pages::submissions::api::not_found)
+        // Bundles are gzip already; compressing them again wastes CPU.
+        // Snapshot files (they accept ranges) are sent as stored, so their
+        // bytes, length and ETag are the manifest's and downloads resume.
+        .layer(
+            CompressionLayer::new().compress_when(
+                DefaultPredicate::new()
+                    .and(NotForContentType::const_new("application/gzip"))
+                    .and(|_, _, h: &HeaderMap, _: &Extensions| {
+                        !h.contains_key(header::ACCEPT_RANGES)
+                    }),
+            ),
         )
-    }
+        .layer(axum::middleware::from_fn(
+            layers::input_guard::request_guard,
+        ))
+        .layer(axum::middleware::from_fn(layers::telemetry::track))
+        .layer(axum::middleware::from_fn(
+            layers::cache_policy::require_declared,
+        ))
+        .layer(TraceLayer::new_for_http())
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            layers::security_headers::security_headers,
+        ))
+        // The document the JSON and HTML references serve, rendered once.
+        .layer(axum::Extension(document))
+        .with_state(state);
+    Ok((router, listed))
+}
 
-    fn page(
-        mut self,
-        method: &'static str,
-        path: &'static str,
-        policy: CachePolicy,
-        route: MethodRouter<AppState>,
-    ) -> Table {
-        assert!(
-            !is_api_path(path),
-            "{path} is an API path: register it with Table::api and routes!, so the OpenAPI document holds it"
-        );
-        self.listed.push(Route {
-            method,
-            path: path.replace("{*", "{"),
-            documented: false,
-        });
-        let route = declare(&self.state, policy, route);
-        self.router = self.router.route(path, route);
-        self
-    }
-
-    /// Lists the documented operations of `paths`.
-    fn list(&mut self, paths: &utoipa::openapi::path::Paths) {
-        for (path, item) in &paths.paths {
-            for (method, op) in [("get", &item.get), ("post", &item.post)] {
-                if op.is_some() {
-                    self.listed.push(Route {
-                        method,
-                        path: path.clone(),
-                        documented: true,
-                    });
-                }
-            }
-        }
-    }
-
-    /// Applies `layer` to the routes registered so far (a deadline).
-    pub fn route_layer<L>(mut self, layer: L) -> Table
-    where
-        L: tower::Layer<axum::routing::Route> + Clone + Send + Sync + 'static,
-        L::Service: tower::Service<axum::extract::Request> + Clone + Send + Sync + 'static,
-        <L::Service as tower::Service<axum::extract::Request>>::Response:
-            axum::response::IntoResponse + 'static,
-        <L::Service as tower::Service<axum::extract::Request>>::Error:
-            Into<std::convert::Infallible> + 'static,
-        <L::Service as tower::Service<axum::extract::Request>>::Future: Send + 'static,
-    {
-        self.router = self.router.route_layer(layer);
-        self
-    }
-
-    pub fn merge(mut self, other: Table) -> Table {
-        self.router = self.router.merge(other.router);
-        self.listed.extend(other.listed);
-        self
-    }
-
-    /// The router, the document's paths and schemas, and what was listed.
-    pub fn finish(self) -> (axum::Router<AppState>, utoipa::openapi::OpenApi, Vec<Route>) {
-        let (router, doc) = self.router.split_for_parts();
-        (router, doc, self.listed)
-    }
+/// Each route once: its path, handler, cache policy and (for the JSON API)
+/// its OpenAPI path, in routes.rs's table.
+fn route_table(state: &AppState) -> Table {
+    let t = Table::new(state);
+    // The multipart reader enforces the cap while streaming; the handler
+    // also refuses a declared Content-Length over it before reading.
+    let limit = usize::try_from(state.max_body_bytes).unwrap_or(usize::MAX);
+    // Uploads (received and checked within the request) and a
+    // maintainer's snapshot take long by nature: their own deadline.
+    let long = Table::new(state)
+        .api_limited(
+            NoStore,
+            Some(limit),
+            routes!(pages::submissions::api::submit),
+        )
+        .post_limited("/submit", NoStore, limit, pages::guides::submit_form)
+        .api(NoStore, routes!(pages::snapshots::create_api))
+        .post("/admin/snapshots", NoStore, pages::snapshots::create_form)
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.deadlines.upload,
+            layers::deadline::deadline,
+        ));
+    t.get("/", DataVersioned, pages::index::index)
+        .get(
+            "/leaderboard",
+            DataVersioned,
+            pages::leaderboard::leaderboard_page,
+        )
+        .get(
+            "/static/style.css",
+            PublicFor(3600),
+            pages::index::stylesheet,
+        )
+        .get(
+            "/static/favicon.svg",
+            PublicFor(86400),
+            pages::index::favicon,
+        )
+        .api(DataVersioned, routes!(pages::leaderboard::leaderboard_json))
+        .api(DataVersioned, routes!(view::csv::leaderboard_csv))
+        .get("/api/openapi.json", DataVersioned, openapi::openapi_json)
+        .get("/api", DataVersioned, pages::api_guide::api_page)
+        .api(NoStore, routes!(pages::submissions::api::healthz))
+        .api(NoStore, routes!(pages::submissions::api::readyz))
+        .api_limited(
+            NoStore,
+            Some(64 * 1024),
+            routes!(pages::submissions::api::register),
+        )
+        .api(DataVersioned, routes!(pages::submissions::api::submission))
+        .get(
+            "/submissions/{id}",
+            DataVersioned,
+            pages::submissions::submission_page,
+        )
+        .get(
+            "/submissions/{id}/bundle.tar.gz",
+            Immutable,
+            pages::submissions::bundle_download,
+        )
+        .get(
+            "/submissions/{id}/bundle.tar.gz.sig",
+            Immutable,
+            pages::submissions::signature_download,
+        )
+        .get("/gpus", DataVersioned, pages::gpus::gpus_page)
+        .get("/gpus/{id}", DataVersioned, pages::gpus::gpu_page)
+        .get("/compare", DataVersioned, pages::compare::compare_page)
+        .get("/insights", DataVersioned, pages::insights::insights_page)
+        .api(DataVersioned, routes!(pages::insights::insights_json))
+        .api(DataVersioned, routes!(pages::insights::insights_csv))
+        .get(
+            "/estimate",
+            DataVersioned,
+            pages::estimate::form::estimate_page,
+        )
+        .api(
+            DataVersioned,
+            routes!(pages::estimate::answer::estimate_json),
+        )
+        .api(
+            DataVersioned,
+            routes!(pages::estimate::estimator::estimator_json),
+        )
+        .get("/models", DataVersioned, pages::models::models_page)
+        .get(
+            "/models/{*id}",
+            DataVersioned,
+            pages::models::model::model_page,
+        )
+        .get(
+            "/methodology",
+            DataVersioned,
+            pages::guides::methodology_page,
+        )
+        .api(DataVersioned, routes!(pages::models::models_json))
+        .api_catch_all(DataVersioned, routes!(pages::models::model::model_json))
+        .api_under_catch_all(routes!(pages::models::model::model_csv))
+        .api_under_catch_all(routes!(pages::estimate::unmeasured::model_estimates_json))
+        .api_under_catch_all(routes!(pages::estimate::unmeasured::model_estimates_csv))
+        .api(DataVersioned, routes!(pages::gpus::gpus_json))
+        .api(DataVersioned, routes!(pages::gpus::gpu_json))
+        .api(DataVersioned, routes!(pages::compare::compare_json))
+        .api(DataVersioned, routes!(pages::compare::compare_csv))
+        .api_under_catch_all(routes!(pages::gpus::gpu_csv))
+        .get("/checks", DataVersioned, pages::guides::checks_page)
+        .api(DataVersioned, routes!(pages::guides::checks_json))
+        .api(DataVersioned, routes!(pages::index::stats_json))
+        .get("/submit", DataVersioned, pages::guides::submit_page)
+        .api(NoStore, routes!(pages::admin::api::queue))
+        .api(NoStore, routes!(pages::admin::api::decide))
+        .api(NoStore, routes!(pages::admin::api::suspend))
+        .api(NoStore, routes!(pages::admin::api::revoke))
+        .api(NoStore, routes!(pages::admin::catalogue::add_gpu))
+        .api(DataVersioned, routes!(pages::admin::catalogue::gpus))
+        .get("/snapshots", Revalidate, pages::snapshots::list_page)
+        .get(
+            "/snapshots/{id}",
+            Revalidate,
+            pages::snapshots::snapshot_page,
+        )
+        .get(
+            "/snapshots/{id}/{file}",
+            Immutable,
+            pages::snapshots::download,
+        )
+        .api(Revalidate, routes!(pages::snapshots::list_json))
+        .api(Revalidate, routes!(pages::snapshots::snapshot_json))
+        .get("/log", Revalidate, pages::log::log_page)
+        .get("/log/checkpoint", Revalidate, pages::log::checkpoint)
+        .get("/log/key", PublicFor(3600), pages::log::verifier_key)
+        .get("/log/tile/{*rest}", Immutable, pages::log::tile)
+        .api(Revalidate, routes!(pages::log::well_known))
+        .api(Revalidate, routes!(pages::log::log_json))
+        .api(Revalidate, routes!(pages::log::inclusion))
+        .api(Revalidate, routes!(pages::log::consistency))
+        .api(Revalidate, routes!(pages::log::entries))
+        .api(NoStore, routes!(pages::log::publish))
+        .get("/admin", NoStore, pages::admin::admin_home)
+        .post("/admin/login", NoStore, pages::admin::login)
+        .post("/admin/logout", NoStore, pages::admin::logout)
+        .post(
+            "/admin/submissions/{id}/decision",
+            NoStore,
+            pages::admin::decide,
+        )
+        .post("/admin/submitters/suspend", NoStore, pages::admin::suspend)
+        .post("/admin/keys/revoke", NoStore, pages::admin::revoke)
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.deadlines.request,
+            layers::deadline::deadline,
+        ))
+        .merge(long)
 }

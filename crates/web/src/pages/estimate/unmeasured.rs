@@ -1,0 +1,276 @@
+//! The model page's "GPUs nobody has measured for this model: estimates":
+//! one row per catalogue GPU × scenario without a group, an estimate or
+//! why none, and its JSON and CSV (`/api/v1/models/{id}/estimates`).
+
+use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+
+use super::*;
+use crate::view::model_path;
+use crate::AppState;
+use wattcounts_rules::catalog;
+
+// The model page's estimates of the GPUs nobody measured for it.
+
+/// One catalogue GPU × scenario the model has no group for.
+#[derive(Serialize, ToSchema)]
+pub struct UnmeasuredRow {
+    /// Always `estimate`.
+    pub kind: &'static str,
+    pub gpu_id: String,
+    pub gpu_name: String,
+    pub scenario: String,
+    pub energy_per_token_j: Option<Band>,
+    pub energy_per_request_j: Option<Band>,
+    pub power_w: Option<Band>,
+    pub itl_s: Option<Band>,
+    /// Why there is no estimate (`does_not_fit` is an answer too).
+    pub refused: Option<String>,
+    pub refusal_code: Option<String>,
+    pub link: String,
+}
+
+/// `/api/v1/models/{id}/estimates`.
+#[derive(Serialize, ToSchema)]
+pub struct UnmeasuredAnswer {
+    pub model: String,
+    pub kind: &'static str,
+    pub estimator: Option<FitId>,
+    /// Why there are no rows, when the estimator cannot answer.
+    pub why_empty: Option<String>,
+    pub level: f64,
+    pub rows: Vec<UnmeasuredRow>,
+    pub synthetic: bool,
+}
+
+/// Every catalogue GPU × scenario of the fit's data (batch, each measured
+/// server rate) that has no group of this model in the fit's rows.
+pub(crate) fn unmeasured(view: &EstimatorView, model_id: &str) -> UnmeasuredAnswer {
+    let mut out = UnmeasuredAnswer {
+        model: model_id.to_string(),
+        kind: "estimate",
+        estimator: None,
+        why_empty: None,
+        level: view.rules.level,
+        rows: Vec::new(),
+        synthetic: false,
+    };
+    let t = match current(view) {
+        Ok(t) => t,
+        Err(e) => {
+            out.why_empty = Some(e.message);
+            return out;
+        }
+    };
+    let Some(model) = catalog::model_by_id(model_id) else {
+        out.why_empty = Some(format!(
+            "{model_id} is not in the catalogue: the estimator reads its features from there"
+        ));
+        return out;
+    };
+    out.synthetic = t.provenance.origin == "demo";
+    out.estimator = Some(fit_id(&t, view));
+    let mut scenarios: Vec<Option<f64>> = vec![None];
+    let mut rates: Vec<f64> = t.rows.iter().filter_map(|r| r.lambda_qps).collect();
+    rates.sort_by(f64::total_cmp);
+    rates.dedup();
+    scenarios.extend(rates.into_iter().map(Some));
+    for lambda in scenarios {
+        for g in catalog::gpus() {
+            let measured = t
+                .rows
+                .iter()
+                .any(|r| r.gpu_id == g.id && r.model == model.id && r.lambda_qps == lambda);
+            if measured {
+                continue;
+            }
+            let scenario = scenario_param(lambda);
+            let link = format!(
+                "/estimate?model={}&gpu={}&scenario={}",
+                url_encode(&model.id),
+                url_encode(&g.id),
+                url_encode(&scenario)
+            );
+            let row = match t.answer(g, model, lambda, &view.rules) {
+                Ok(a) => UnmeasuredRow {
+                    kind: "estimate",
+                    gpu_id: g.id.clone(),
+                    gpu_name: g.nvml_name.clone(),
+                    scenario,
+                    energy_per_token_j: a.energy_per_token_j,
+                    energy_per_request_j: a.energy_per_request_j,
+                    power_w: Some(a.power_w),
+                    itl_s: Some(a.itl_s),
+                    refused: None,
+                    refusal_code: None,
+                    link,
+                },
+                Err(r) => UnmeasuredRow {
+                    kind: "estimate",
+                    gpu_id: g.id.clone(),
+                    gpu_name: g.nvml_name.clone(),
+                    scenario,
+                    energy_per_token_j: None,
+                    energy_per_request_j: None,
+                    power_w: None,
+                    itl_s: None,
+                    refused: Some(r.message().to_string()),
+                    refusal_code: Some(r.code().to_string()),
+                    link,
+                },
+            };
+            out.rows.push(row);
+        }
+    }
+    out
+}
+
+pub const UNMEASURED_CSV_COLUMNS: &[&str] = &[
+    "kind",
+    "model",
+    "gpu_id",
+    "gpu_name",
+    "scenario",
+    "energy_per_token_j",
+    "energy_per_token_lo_j",
+    "energy_per_token_hi_j",
+    "energy_per_request_j",
+    "energy_per_request_lo_j",
+    "energy_per_request_hi_j",
+    "power_w",
+    "power_lo_w",
+    "power_hi_w",
+    "itl_s",
+    "itl_lo_s",
+    "itl_hi_s",
+    "level",
+    "refusal_code",
+    "refused",
+    "estimator_version",
+    "synthetic",
+];
+
+pub(crate) fn unmeasured_csv(a: &UnmeasuredAnswer) -> Vec<u8> {
+    use crate::view::csv::opt;
+    use wattcounts_rules::spreadsheet::text_cell;
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(UNMEASURED_CSV_COLUMNS)
+        .expect("write to memory");
+    let version = a
+        .estimator
+        .as_ref()
+        .map(|e| e.version.clone())
+        .unwrap_or_default();
+    for r in &a.rows {
+        let three = |b: &Option<Band>| {
+            [
+                opt(b.map(|b| b.point)),
+                opt(b.and_then(|b| b.lo)),
+                opt(b.and_then(|b| b.hi)),
+            ]
+        };
+        let mut record = vec![
+            "estimate".to_string(),
+            text_cell(&a.model),
+            text_cell(&r.gpu_id),
+            text_cell(&r.gpu_name),
+            text_cell(&r.scenario),
+        ];
+        record.extend(three(&r.energy_per_token_j));
+        record.extend(three(&r.energy_per_request_j));
+        record.extend(three(&r.power_w));
+        record.extend(three(&r.itl_s));
+        record.push(a.level.to_string());
+        record.push(r.refusal_code.clone().unwrap_or_default());
+        record.push(r.refused.as_deref().map(text_cell).unwrap_or_default());
+        record.push(version.clone());
+        record.push(a.synthetic.to_string());
+        w.write_record(record).expect("write to memory");
+    }
+    w.into_inner().expect("memory")
+}
+
+/// `/api/v1/models/{id}/estimates` and `.csv` (answered through the
+/// model catch-all route, since model ids hold a slash).
+pub(crate) fn unmeasured_response(s: &AppState, model_id: &str, csv: bool) -> Response {
+    let a = unmeasured(&s.service.estimator(), model_id);
+    if csv {
+        (
+            [
+                (header::CONTENT_TYPE, "text/csv; charset=utf-8"),
+                (
+                    header::CONTENT_DISPOSITION,
+                    "attachment; filename=\"wattcounts-estimates.csv\"",
+                ),
+            ],
+            unmeasured_csv(&a),
+        )
+            .into_response()
+    } else {
+        Json(a).into_response()
+    }
+}
+
+/// The model page's section, as it renders.
+pub(crate) struct UnmeasuredSection {
+    pub why_empty: Option<String>,
+    pub rows: Vec<(String, String, String, String, String)>,
+    pub json_link: String,
+    pub csv_link: String,
+    pub level: String,
+}
+
+pub(crate) fn unmeasured_section(s: &AppState, model_id: &str) -> UnmeasuredSection {
+    let a = unmeasured(&s.service.estimator(), model_id);
+    let cell = |b: &Option<Band>| {
+        b.as_ref().map(|b| {
+            let (p, i) = band_cells(b);
+            format!("{p} ({i})")
+        })
+    };
+    UnmeasuredSection {
+        why_empty: a.why_empty.clone(),
+        rows: a
+            .rows
+            .iter()
+            .map(|r| {
+                (
+                    r.gpu_name.clone(),
+                    r.scenario.clone(),
+                    cell(&r.energy_per_token_j)
+                        .or_else(|| r.refused.clone())
+                        .unwrap_or_else(|| "–".into()),
+                    cell(&r.energy_per_request_j).unwrap_or_else(|| "–".into()),
+                    r.link.clone(),
+                )
+            })
+            .collect(),
+        json_link: format!("/api/v1{}/estimates", model_path(model_id)),
+        csv_link: format!("/api/v1{}/estimates.csv", model_path(model_id)),
+        level: format!("{:.0} %", a.level * 100.0),
+    }
+}
+
+#[utoipa::path(get, path = "/api/v1/models/{id}/estimates", tag = "estimates",
+    summary = "Estimates (never measurements) for every catalogue GPU × scenario this model has no group on, or why each is refused",
+    params(("id" = String, Path, description = "The model's Hugging Face id (it holds a slash)")),
+    responses((status = 200, body = UnmeasuredAnswer)))]
+pub async fn model_estimates_json(
+    State(s): State<AppState>,
+    axum::extract::Path(id): axum::extract::Path<String>,
+) -> Response {
+    unmeasured_response(&s, &id, false)
+}
+
+#[utoipa::path(get, path = "/api/v1/models/{id}/estimates.csv", tag = "estimates",
+    summary = "The model's estimates for unmeasured GPUs as CSV, one row per GPU × scenario",
+    params(("id" = String, Path, description = "The model's Hugging Face id (it holds a slash)")),
+    responses((status = 200, content_type = "text/csv", body = String)))]
+pub async fn model_estimates_csv(
+    State(s): State<AppState>,
+    axum::extract::Path(id): axum::extract::Path<String>,
+) -> Response {
+    unmeasured_response(&s, &id, true)
+}

@@ -1,0 +1,359 @@
+//! The reader's GPU pages, each with a JSON twin: `/gpus`, `/gpus/{id}`,
+//! `/compare` (the model pages are in `models_pages`). Accepted data only;
+//! parameters come from allow-lists and anything else is a 400.
+
+use askama::Template;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::error::ApiError;
+use crate::error::{render, PageError};
+use crate::extract::query::{PageParams, Params, ScenarioParam, ViewParams};
+use crate::extract::resource_path::GpuPath;
+use crate::view::charts;
+use crate::view::format;
+use crate::view::model_path;
+use crate::view::{entries, pick_scenario, View};
+use crate::AppState;
+use crate::VERSION;
+use wattcounts_analytics::compare::{self, ScenarioKey};
+use wattcounts_analytics::leaderboard::LeaderboardRow;
+use wattcounts_analytics::verdict::Estimate;
+use wattcounts_rules::catalog;
+use wattcounts_rules::domain::Scenario;
+
+#[derive(Serialize, ToSchema)]
+pub struct GpuSummary {
+    id: String,
+    name: String,
+    architecture: String,
+    tdp_w: f64,
+    memory_gb: f64,
+    idle_w: f64,
+    /// Groups of the view measured on it.
+    configurations: usize,
+    models: usize,
+}
+
+fn summaries(entries: &[LeaderboardRow]) -> Vec<GpuSummary> {
+    catalog::gpus()
+        .iter()
+        .map(|g| {
+            let mine: Vec<&LeaderboardRow> = entries.iter().filter(|e| e.gpu_id == g.id).collect();
+            let mut models: Vec<&str> = mine.iter().map(|e| e.model.as_str()).collect();
+            models.sort_unstable();
+            models.dedup();
+            GpuSummary {
+                id: g.id.clone(),
+                name: g.nvml_name.clone(),
+                architecture: g.architecture.clone(),
+                tdp_w: g.tdp_w,
+                memory_gb: g.memory_gb,
+                idle_w: g.idle_w,
+                configurations: mine.len(),
+                models: models.len(),
+            }
+        })
+        .collect()
+}
+
+#[derive(Template)]
+#[template(path = "gpus.html")]
+struct GpusPage {
+    gpus: Vec<GpuSummary>,
+    view: View,
+    demo: bool,
+    version: &'static str,
+}
+
+pub async fn gpus_page(
+    State(s): State<AppState>,
+    PageParams(params): PageParams<ViewParams>,
+) -> Result<Response, PageError> {
+    let (e, view) = entries(&s, &params, |_| {}).await?;
+    Ok(render(
+        StatusCode::OK,
+        &GpusPage {
+            demo: view.demo,
+            view,
+            gpus: summaries(&e),
+            version: VERSION,
+        },
+    ))
+}
+
+/// `/api/v1/gpus`.
+#[derive(Serialize, ToSchema)]
+pub struct GpuList {
+    /// The view in words.
+    pub view: String,
+    /// Every catalogue GPU, with what the view measured on it.
+    pub gpus: Vec<GpuSummary>,
+}
+
+#[utoipa::path(get, path = "/api/v1/gpus", tag = "gpus",
+    summary = "Every catalogue GPU with the view's groups and models on it",
+    params(ViewParams),
+    responses((status = 200, body = GpuList)))]
+pub async fn gpus_json(
+    State(s): State<AppState>,
+    Params(params): Params<ViewParams>,
+) -> Result<Response, ApiError> {
+    let (e, view) = entries(&s, &params, |_| {}).await?;
+    Ok(Json(GpuList {
+        view: view.note,
+        gpus: summaries(&e),
+    })
+    .into_response())
+}
+
+struct GpuRow {
+    model: String,
+    model_link: String,
+    ept: String,
+    ept_range: String,
+    confidence: String,
+    epr: String,
+    epr_range: String,
+    wh_per_1000: String,
+    throughput: String,
+    throughput_range: String,
+    power: String,
+    latency: String,
+    latency_range: String,
+    iterations: String,
+    evidence: String,
+}
+
+#[derive(Template)]
+#[template(path = "gpu.html")]
+struct GpuPage {
+    gpu: GpuSummary,
+    scenarios: Vec<(String, String, bool)>,
+    scenario_label: String,
+    latency_header: String,
+    chart: String,
+    rows: Vec<GpuRow>,
+    submissions: Vec<GpuSubmission>,
+    json_link: String,
+    csv_link: String,
+    view: View,
+    demo: bool,
+    version: &'static str,
+}
+
+/// An accepted submission measured on the GPU.
+#[derive(Serialize, ToSchema)]
+pub struct GpuSubmission {
+    submission_id: String,
+    submitter: String,
+    received_at: String,
+    #[serde(skip)]
+    received: String,
+    demo: bool,
+}
+
+/// How many of the newest accepted submissions a GPU page lists.
+const GPU_SUBMISSIONS_LISTED: u32 = 500;
+
+struct GpuView {
+    view: View,
+    gpu: GpuSummary,
+    present: Vec<ScenarioKey>,
+    scenario: Option<ScenarioKey>,
+    rows: Vec<LeaderboardRow>,
+    submissions: Vec<GpuSubmission>,
+}
+
+async fn gpu_data(
+    s: &AppState,
+    id: &str,
+    (scenario, params): &(ScenarioParam, ViewParams),
+) -> Result<GpuView, ApiError> {
+    let (mine, view) = entries(s, params, |q| q.gpu = Some(id.to_string())).await?;
+    let gpu = summaries(&mine)
+        .into_iter()
+        .find(|g| g.id == id)
+        .ok_or_else(|| ApiError::not_found(format!("no GPU '{id}' in the catalogue; see /gpus")))?;
+    let present = compare::scenarios(&mine);
+    let scenario = pick_scenario(&scenario.scenario, &present)?;
+    let mut rows: Vec<LeaderboardRow> = mine
+        .into_iter()
+        .filter(|e| scenario.is_some_and(|k| compare::key_of(e) == k))
+        .collect();
+    rows.sort_by(|a, b| a.energy_per_token_j.total_cmp(&b.energy_per_token_j));
+    let submissions = s
+        .service
+        .submissions_on_gpu(id, GPU_SUBMISSIONS_LISTED)
+        .await?
+        .into_iter()
+        .map(|r| GpuSubmission {
+            submission_id: r.id.to_string(),
+            submitter: r.handle,
+            received_at: wattcounts_rules::timestamp::ts(&r.received_at),
+            received: format::date(&r.received_at),
+            demo: r.is_demo,
+        })
+        .collect();
+    Ok(GpuView {
+        view,
+        gpu,
+        present,
+        scenario,
+        rows,
+        submissions,
+    })
+}
+
+pub async fn gpu_page(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    PageParams(params): PageParams<(ScenarioParam, ViewParams)>,
+) -> Result<Response, PageError> {
+    let GpuView {
+        view,
+        gpu,
+        present,
+        scenario,
+        rows,
+        submissions,
+    } = gpu_data(&s, &id, &params).await?;
+    let label = scenario.map(|k| k.label()).unwrap_or_default();
+    let kind = scenario.map_or(Scenario::Batch, |k| k.scenario);
+    let chart = charts::bars(
+        &format!("gpu-{}", scenario.map(|k| k.slug()).unwrap_or_default()),
+        &format!("Energy per token on the {}, {label}", gpu.name),
+        &format!(
+            "Median energy per generated token (joules) of each model on the {} in the {label} scenario, least first, with its interval as error bars.",
+            gpu.name
+        ),
+        "J / token",
+        &rows
+            .iter()
+            .map(|e| (e.model.clone(), compare::energy_of(e)))
+            .collect::<Vec<_>>(),
+    );
+    let mut page = GpuPage {
+        csv_link: String::new(),
+        scenarios: present
+            .iter()
+            .map(|k| (k.param(), k.label(), Some(*k) == scenario))
+            .collect(),
+        scenario_label: label,
+        latency_header: format!("{} ms", compare::latency_name(kind)),
+        chart,
+        rows: rows
+            .iter()
+            .map(|e| {
+                let ept = compare::energy_of(e);
+                let epr = Estimate::of(e.energy_per_request_j, e.intervals.energy_per_request_j);
+                GpuRow {
+                    model: e.model.clone(),
+                    model_link: format!("{}?{}", model_path(&e.model), view.query),
+                    ept: format::value(Some(ept), 1.0),
+                    ept_range: format::range(Some(ept), 1.0),
+                    confidence: format::confidence(Some(ept)),
+                    epr: format::value(epr, 1.0),
+                    epr_range: format::under(epr, 1.0),
+                    throughput_range: format::under(
+                        Some(Estimate::new(
+                            e.throughput_tok_s,
+                            e.intervals.throughput_tok_s,
+                        )),
+                        1.0,
+                    ),
+                    latency_range: format::under(compare::latency_of(e), 1e3),
+                    wh_per_1000: format::value(
+                        epr.map(wattcounts_analytics::units::wh_per_1000),
+                        1.0,
+                    ),
+                    throughput: format::thousands(e.throughput_tok_s.round() as u64),
+                    power: format!("{:.0}", e.power_mean_w),
+                    latency: format::value(compare::latency_of(e), 1e3),
+                    iterations: format::thousands(e.iterations),
+                    evidence: e.evidence.to_string(),
+                }
+            })
+            .collect(),
+        json_link: format!(
+            "/api/v1/gpus/{}?scenario={}",
+            gpu.id,
+            scenario.map(|k| k.param()).unwrap_or_default()
+        ),
+        demo: view.demo,
+        view,
+        gpu,
+        submissions,
+        version: VERSION,
+    };
+    page.csv_link = crate::view::csv_twin(&page.json_link);
+    Ok(render(StatusCode::OK, &page))
+}
+
+/// `/api/v1/gpus/{id}`.
+#[derive(Serialize, ToSchema)]
+pub struct GpuDetail {
+    pub gpu: GpuSummary,
+    /// The scenarios measured on it (`batch`, `server@RATE`).
+    pub scenarios: Vec<String>,
+    /// The one shown.
+    pub scenario: Option<ScenarioKey>,
+    pub entries: Vec<LeaderboardRow>,
+    /// Its newest accepted submissions.
+    pub submissions: Vec<GpuSubmission>,
+}
+
+#[utoipa::path(get, path = "/api/v1/gpus/{id}", tag = "gpus",
+    summary = "One GPU across models, in one scenario",
+    params(("id" = String, Path, description = "Catalogue GPU id, e.g. `h100-sxm`"),
+        ScenarioParam, ViewParams),
+    responses((status = 200, body = GpuDetail),
+        (status = 404, description = "No such GPU in the catalogue", body = crate::error::ErrorBody)))]
+pub async fn gpu_json(
+    State(s): State<AppState>,
+    GpuPath { id, csv }: GpuPath,
+    Params(params): Params<(ScenarioParam, ViewParams)>,
+) -> Result<Response, ApiError> {
+    // `/api/v1/gpus/{id}.csv` rides on this route (one path segment).
+    if csv {
+        let v = gpu_data(&s, &id, &params).await?;
+        return Ok(crate::view::csv::rows_response(
+            &format!("wattcounts-gpu-{id}.csv"),
+            &v.rows,
+            1,
+        ));
+    }
+    let v = gpu_data(&s, &id, &params).await?;
+    Ok(Json(GpuDetail {
+        gpu: v.gpu,
+        scenarios: v.present.iter().map(|k| k.param()).collect(),
+        scenario: v.scenario,
+        entries: v.rows,
+        submissions: v.submissions,
+    })
+    .into_response())
+}
+
+/// The GPU table as CSV (answered by [`gpu_json`]'s route).
+#[utoipa::path(get, path = "/api/v1/gpus/{id}.csv", tag = "gpus",
+    summary = "One GPU across models in one scenario as CSV, the leaderboard CSV's columns",
+    params(("id" = String, Path, description = "Catalogue GPU id, e.g. `h100-pcie`"),
+        ScenarioParam, ViewParams),
+    responses((status = 200, content_type = "text/csv", body = String),
+        (status = 404, description = "No such GPU in the catalogue", body = crate::error::ErrorBody)))]
+pub async fn gpu_csv(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    Params(params): Params<(ScenarioParam, ViewParams)>,
+) -> Result<Response, ApiError> {
+    let v = gpu_data(&s, &id, &params).await?;
+    Ok(crate::view::csv::rows_response(
+        &format!("wattcounts-gpu-{id}.csv"),
+        &v.rows,
+        1,
+    ))
+}

@@ -1,0 +1,305 @@
+//! `/insights`, `/api/v1/insights` and `/api/v1/insights.csv`: the paper's
+//! headline findings recomputed from the accepted groups of one view
+//! (`wattcounts_analytics::insights`), each with its basis, what it rests on,
+//! its interval, a chart and the query that shows the rows behind it.
+
+mod finding_view;
+
+use finding_view::*;
+
+use askama::Template;
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::error::ApiError;
+use crate::error::{render, PageError};
+use crate::extract::query::{PageParams, Params, ViewParams};
+use crate::view::csv::opt;
+use crate::view::url_encode;
+use crate::view::{entries, View};
+use crate::AppState;
+use crate::VERSION;
+use wattcounts_analytics::insights::{self, Finding};
+use wattcounts_rules::domain::Interval;
+use wattcounts_rules::spreadsheet::text_cell;
+
+/// What a reader of demo findings must know first.
+pub const SYNTHETIC_NOTE: &str = "The data in this view are synthetic: the findings exercise the pipeline that computes them, not hardware.";
+
+/// `/api/v1/insights`.
+#[derive(Serialize, ToSchema)]
+pub struct InsightsAnswer {
+    /// The view in words.
+    pub view: String,
+    /// True when the view is the demo's synthetic data.
+    pub synthetic: bool,
+    /// The synthetic-data note, on demo data.
+    pub note: Option<String>,
+    /// Why there are no findings, when there are none.
+    pub why_empty: Option<String>,
+    pub findings: Vec<Finding>,
+}
+
+struct Computed {
+    findings: Vec<Finding>,
+    view: View,
+    /// Per scenario param: every GPU of the scenario, for the compare link.
+    gpus: Vec<(String, Vec<String>)>,
+}
+
+async fn computed(s: &AppState, params: &ViewParams) -> Result<Computed, ApiError> {
+    let (rows, view) = entries(s, params, |_| {}).await?;
+    let gpus = wattcounts_analytics::compare::scenarios(&rows)
+        .into_iter()
+        .map(|k| {
+            let mut ids: Vec<String> = rows
+                .iter()
+                .filter(|e| k.same(&wattcounts_analytics::compare::key_of(e)))
+                .map(|e| e.gpu_id.clone())
+                .collect();
+            ids.sort();
+            ids.dedup();
+            (k.param(), ids)
+        })
+        .collect();
+    let mut findings = insights::findings(&rows);
+    // The estimator's validation, when its fit is of this very view (the
+    // reference protocol of the same origin).
+    let reference = params
+        .protocol
+        .as_deref()
+        .is_none_or(|p| p.is_empty() || p == "reference");
+    if let Some(t) = s.service.estimator().current {
+        if reference && (t.provenance.origin == "demo") == view.demo && !rows.is_empty() {
+            let (gpus, models) = t.counts();
+            findings.extend(insights::estimator_validation::findings(
+                &t.report.lines,
+                gpus,
+                models,
+            ));
+        }
+    }
+    Ok(Computed {
+        findings,
+        view,
+        gpus,
+    })
+}
+
+fn why_empty(rows_empty: bool, view: &View) -> Option<String> {
+    rows_empty.then(|| {
+        format!(
+            "No accepted groups in this view ({}): there is nothing to recompute the findings from.",
+            view.note
+        )
+    })
+}
+
+/// The query that shows the rows behind a finding.
+pub(super) fn evidence_link(
+    f: &Finding,
+    gpus: &[(String, Vec<String>)],
+    view_query: &str,
+) -> String {
+    let tail = if view_query.is_empty() {
+        String::new()
+    } else {
+        format!("&{view_query}")
+    };
+    let scenario = url_encode(&f.scenario);
+    if f.basis == insights::VALIDATION {
+        return "/api/v1/estimator".into();
+    }
+    if f.basis == insights::SIZE_SCALING {
+        return format!("/leaderboard?scenario={scenario}{tail}");
+    }
+    let ids = gpus
+        .iter()
+        .find(|(k, _)| *k == f.scenario)
+        .map(|(_, ids)| ids.join(","))
+        .unwrap_or_default();
+    format!("/compare?gpus={ids}&scenario={scenario}{tail}")
+}
+
+#[utoipa::path(get, path = "/api/v1/insights", tag = "insights",
+    summary = "The paper's headline findings recomputed from the view's accepted groups",
+    params(ViewParams),
+    responses((status = 200, body = InsightsAnswer)))]
+pub async fn insights_json(
+    State(s): State<AppState>,
+    Params(params): Params<ViewParams>,
+) -> Result<Response, ApiError> {
+    let c = computed(&s, &params).await?;
+    Ok(Json(InsightsAnswer {
+        why_empty: why_empty(c.findings.is_empty(), &c.view),
+        synthetic: c.view.demo,
+        note: c.view.demo.then(|| SYNTHETIC_NOTE.to_string()),
+        view: c.view.note,
+        findings: c.findings,
+    })
+    .into_response())
+}
+
+pub const CSV_COLUMNS: &[&str] = &[
+    "id",
+    "scenario",
+    "metric",
+    "basis",
+    "statement",
+    "paper",
+    "method",
+    "groups",
+    "models",
+    "gpus",
+    "missing",
+    "max_saving_pct",
+    "max_saving_lo_pct",
+    "max_saving_hi_pct",
+    "median_saving_pct",
+    "mean_saving_pct",
+    "model",
+    "best_gpu",
+    "worst_gpu",
+    "single_gpu",
+    "models_not_run",
+    "median_exponent",
+    "median_exponent_lo",
+    "median_exponent_hi",
+    "median_exponent_confidence",
+    "exponent_with_kv_ratio",
+    "kv_ratio_coefficient",
+    "energy_mdape_pct",
+    "baseline_mdape_pct",
+    "coverage",
+    "synthetic",
+];
+
+fn opt_text(v: &Option<String>) -> String {
+    v.as_deref().map(text_cell).unwrap_or_default()
+}
+
+/// One row per finding, the leaderboard CSV's conventions (numbers as
+/// numbers, empty for absent, text cells safe from spreadsheets).
+pub fn to_csv(findings: &[Finding], synthetic: bool) -> Vec<u8> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(CSV_COLUMNS).expect("write to memory");
+    for f in findings {
+        let exp: Option<Interval> = f.median_exponent_interval;
+        w.write_record([
+            text_cell(&f.id),
+            text_cell(&f.scenario),
+            text_cell(&f.metric),
+            text_cell(&f.basis),
+            text_cell(&f.statement),
+            opt_text(&f.paper),
+            text_cell(&f.method),
+            f.groups.to_string(),
+            f.models.to_string(),
+            f.gpus.to_string(),
+            opt_text(&f.missing),
+            opt(f.max_saving_pct),
+            opt(f.max_saving_interval_pct.map(|r| r.lo)),
+            opt(f.max_saving_interval_pct.map(|r| r.hi)),
+            opt(f.median_saving_pct),
+            opt(f.mean_saving_pct),
+            opt_text(&f.model),
+            opt_text(&f.best_gpu),
+            opt_text(&f.worst_gpu),
+            opt_text(&f.single_gpu),
+            f.models_not_run.map(|n| n.to_string()).unwrap_or_default(),
+            opt(f.median_exponent),
+            opt(exp.map(|i| i.lo)),
+            opt(exp.map(|i| i.hi)),
+            opt(exp.map(|i| i.confidence)),
+            opt(f.exponent_with_kv_ratio),
+            opt(f.kv_ratio_coefficient),
+            opt(f.energy_mdape_pct),
+            opt(f.baseline_mdape_pct),
+            opt(f.coverage),
+            synthetic.to_string(),
+        ])
+        .expect("write to memory");
+    }
+    w.into_inner().expect("memory")
+}
+
+#[utoipa::path(get, path = "/api/v1/insights.csv", tag = "insights",
+    summary = "The findings as CSV, one row per finding",
+    params(ViewParams),
+    responses((status = 200, content_type = "text/csv", body = String)))]
+pub async fn insights_csv(
+    State(s): State<AppState>,
+    Params(params): Params<ViewParams>,
+) -> Result<Response, ApiError> {
+    let c = computed(&s, &params).await?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, "text/csv; charset=utf-8"),
+            (
+                header::CONTENT_DISPOSITION,
+                "attachment; filename=\"wattcounts-insights.csv\"",
+            ),
+        ],
+        to_csv(&c.findings, c.view.demo),
+    )
+        .into_response())
+}
+
+#[derive(Template)]
+#[template(path = "insights.html")]
+struct InsightsPage {
+    findings: Vec<FindingView>,
+    /// (slug, label) per scenario, in the findings' order.
+    scenarios: Vec<(String, String)>,
+    why_empty: Option<String>,
+    synthetic_note: &'static str,
+    json_link: String,
+    csv_link: String,
+    view: View,
+    demo: bool,
+    validation: crate::pages::estimate::ValidationBlock,
+    demo_physics_note: &'static str,
+    version: &'static str,
+}
+
+pub async fn insights_page(
+    State(s): State<AppState>,
+    PageParams(params): PageParams<ViewParams>,
+) -> Result<Response, PageError> {
+    let c = computed(&s, &params).await?;
+    let q = if c.view.query.is_empty() {
+        String::new()
+    } else {
+        format!("?{}", c.view.query)
+    };
+    let mut findings: Vec<FindingView> = c
+        .findings
+        .iter()
+        .map(|f| view_of(f, &c.gpus, &c.view.query))
+        .collect();
+    let mut scenarios: Vec<(String, String)> = Vec::new();
+    for f in &mut findings {
+        if scenarios.last().map(|s| &s.0) != Some(&f.scenario_slug) {
+            f.first_of_scenario = true;
+            scenarios.push((f.scenario_slug.clone(), f.scenario_label.clone()));
+        }
+    }
+    let page = InsightsPage {
+        why_empty: why_empty(c.findings.is_empty(), &c.view),
+        findings,
+        scenarios,
+        synthetic_note: SYNTHETIC_NOTE,
+        json_link: format!("/api/v1/insights{q}"),
+        csv_link: format!("/api/v1/insights.csv{q}"),
+        demo: c.view.demo,
+        view: c.view,
+        validation: crate::pages::estimate::validation_block(&s.service.estimator()),
+        demo_physics_note: crate::pages::estimate::DEMO_PHYSICS_NOTE,
+        version: VERSION,
+    };
+    Ok(render(StatusCode::OK, &page))
+}

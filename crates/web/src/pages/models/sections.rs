@@ -1,0 +1,240 @@
+//! The model page's view models: one section per scenario (the points, the
+//! verdict in words, the choices under deadlines) built from the analytics'
+//! comparison, ready for `model.html`.
+
+use askama::Template;
+
+use crate::view::charts::{self, Dot};
+use crate::view::format;
+use crate::view::View;
+use wattcounts_analytics::compare::ModelScenario;
+use wattcounts_analytics::deadline::{self, Deadline, Meets};
+use wattcounts_analytics::verdict::{sig, Verdict};
+use wattcounts_rules::domain::Scenario;
+
+pub(crate) struct PointRow {
+    pub(crate) gpu: String,
+    pub(crate) gpu_link: Option<String>,
+    pub(crate) ept: String,
+    pub(crate) ept_range: String,
+    pub(crate) confidence: String,
+    pub(crate) epr: String,
+    pub(crate) epr_range: String,
+    pub(crate) wh_per_1000: String,
+    pub(crate) co2_per_1000: String,
+    pub(crate) latency: String,
+    pub(crate) latency_range: String,
+    pub(crate) itl: String,
+    pub(crate) itl_range: String,
+    pub(crate) throughput: String,
+    pub(crate) throughput_range: String,
+    pub(crate) iterations: String,
+    pub(crate) pareto: bool,
+    pub(crate) evidence: String,
+}
+
+pub(crate) struct ChoiceRow {
+    pub(crate) label: String,
+    pub(crate) asked: bool,
+    pub(crate) pick: String,
+    pub(crate) pick_ept: String,
+    pub(crate) borderline: bool,
+    pub(crate) runner_up: String,
+    pub(crate) saving: String,
+    pub(crate) tie: bool,
+    pub(crate) missing: usize,
+}
+
+pub(crate) struct ModelSection {
+    pub(crate) anchor: String,
+    pub(crate) label: String,
+    /// "L4: 0.0123 J/token (0.0121–0.0125, 75 % interval)".
+    pub(crate) best: String,
+    /// The verdict against the runner-up, or why it is a tie.
+    pub(crate) verdict: String,
+    pub(crate) tie: bool,
+    pub(crate) alone: bool,
+    pub(crate) per_request: String,
+    pub(crate) latency_header: String,
+    pub(crate) server: bool,
+    pub(crate) chart: String,
+    pub(crate) rows: Vec<PointRow>,
+    pub(crate) choices: Vec<ChoiceRow>,
+}
+
+#[derive(Template)]
+#[template(path = "model.html")]
+pub(crate) struct ModelPage {
+    pub(crate) model: String,
+    pub(crate) facts: String,
+    pub(crate) leaderboard_link: String,
+    pub(crate) sections: Vec<ModelSection>,
+    pub(crate) ttft_ms: String,
+    pub(crate) itl_ms: String,
+    pub(crate) min_tok_s: String,
+    pub(crate) max_j_per_token: String,
+    pub(crate) footprint: String,
+    pub(crate) json_link: String,
+    pub(crate) csv_link: String,
+    /// Estimates for the catalogue GPUs without a group: below the
+    /// measured tables, never among them.
+    pub(crate) estimates: crate::pages::estimate::UnmeasuredSection,
+    pub(crate) view: View,
+    pub(crate) demo: bool,
+    pub(crate) version: &'static str,
+}
+
+pub(crate) fn verdict_text(v: &Verdict, best: &str, other: &str) -> String {
+    match v {
+        Verdict::Less { saving } => format!(
+            "{best} uses less energy than the runner-up, the {other}: {} less",
+            format::saving(saving)
+        ),
+        Verdict::Tie { why, saving } => format!(
+            "Tie within measurement noise: {best} and {other} ({:.0} % apart at the medians), because {why}.",
+            saving.median_pct
+        ),
+    }
+}
+
+pub(crate) fn choice_row(c: &deadline::Choice, asked: bool) -> ChoiceRow {
+    ChoiceRow {
+        label: c.label.clone(),
+        asked,
+        pick: c.pick.as_ref().map_or(
+            if c.budget_j_per_token.is_some() {
+                "none meets both".into()
+            } else {
+                "none meets it".into()
+            },
+            |p| p.gpu_name.clone(),
+        ),
+        pick_ept: c.pick.as_ref().map_or("–".into(), |p| sig(p.energy.median)),
+        borderline: c
+            .pick
+            .as_ref()
+            .is_some_and(|p| p.meets == Meets::Borderline),
+        runner_up: c
+            .runner_up
+            .as_ref()
+            .map_or("–".into(), |p| p.gpu_name.clone()),
+        saving: match &c.verdict {
+            Some(v) => format::saving(&v.saving()),
+            None => "–".into(),
+        },
+        tie: c.verdict.as_ref().is_some_and(Verdict::is_tie),
+        missing: c.missing,
+    }
+}
+
+pub(crate) fn section(
+    id: &str,
+    m: &ModelScenario,
+    footprint: &wattcounts_analytics::units::Footprint,
+    view_query: &str,
+) -> ModelSection {
+    // The presets come first in `choices`; any after them were asked for.
+    let presets = Deadline::presets(m.scenario.scenario).len();
+    let label = m.scenario.label();
+    let server = m.scenario.scenario == Scenario::Server;
+    let first = m.points.first();
+    let best = first.map_or("–".into(), |p| {
+        format!(
+            "{}: {}",
+            p.gpu_name,
+            format::estimate(&p.energy_per_token, "J/token")
+        )
+    });
+    let verdict = match (&m.verdict, m.points.as_slice()) {
+        (Some(v), [a, b, ..]) => verdict_text(v, &a.gpu_name, &b.gpu_name),
+        _ => "Only one GPU measured this model here: no comparison to make.".into(),
+    };
+    let per_request = first
+        .and_then(|p| Some((p, p.energy_per_request?)))
+        .map_or(String::new(), |(p, e)| {
+            format!(
+                "Per request on the {}: {} · {} Wh per 1,000 requests · {} gCO₂e per 1,000 requests ({}).",
+                p.gpu_name,
+                format::estimate(&e, "J"),
+                sig(wattcounts_analytics::units::wh_per_1000(e).median),
+                sig(footprint.g_co2e_per_1000(e).median),
+                footprint.describe()
+            )
+        });
+    let chart = charts::scatter(
+        &format!("model-{}", m.scenario.slug()),
+        &format!("{id}: energy per token against {} ({label})", m.latency_metric),
+        &format!(
+            "Each GPU as a point: median energy per generated token (J) across, {} (ms) up, each with its interval as error bars; the Pareto front (no other GPU is better on both) is joined.",
+            m.latency_metric
+        ),
+        "J / token",
+        &format!("{} (ms)", m.latency_metric),
+        &m.points
+            .iter()
+            .filter_map(|p| {
+                Some(Dot {
+                    label: p.gpu_name.clone(),
+                    x: p.energy_per_token,
+                    y: p.latency?.scaled(1e3),
+                    highlight: p.pareto,
+                })
+            })
+            .collect::<Vec<_>>(),
+    );
+    ModelSection {
+        anchor: m.scenario.slug(),
+        label,
+        best,
+        tie: m.verdict.as_ref().is_some_and(Verdict::is_tie),
+        alone: m.verdict.is_none(),
+        verdict,
+        per_request,
+        latency_header: format!("{} ms", m.latency_metric),
+        server,
+        chart,
+        rows: m
+            .points
+            .iter()
+            .map(|p| PointRow {
+                gpu: p.gpu_name.clone(),
+                gpu_link: wattcounts_rules::catalog::gpu_by_id(&p.gpu_id).map(|g| {
+                    format!(
+                        "/gpus/{}?scenario={}&{view_query}",
+                        g.id,
+                        m.scenario.param()
+                    )
+                }),
+                ept: format::value(Some(p.energy_per_token), 1.0),
+                ept_range: format::range(Some(p.energy_per_token), 1.0),
+                confidence: format::confidence(Some(p.energy_per_token)),
+                epr: format::value(p.energy_per_request, 1.0),
+                epr_range: format::under(p.energy_per_request, 1.0),
+                itl_range: format::under(p.itl, 1e3),
+                throughput_range: format::under(Some(p.throughput), 1.0),
+                wh_per_1000: format::value(
+                    p.energy_per_request
+                        .map(wattcounts_analytics::units::wh_per_1000),
+                    1.0,
+                ),
+                co2_per_1000: format::value(
+                    p.energy_per_request.map(|e| footprint.g_co2e_per_1000(e)),
+                    1.0,
+                ),
+                latency: format::value(p.latency, 1e3),
+                latency_range: format::range(p.latency, 1e3),
+                itl: format::value(p.itl, 1e3),
+                throughput: format::thousands(p.throughput.median.round() as u64),
+                iterations: format::thousands(p.iterations),
+                pareto: p.pareto,
+                evidence: p.evidence.to_string(),
+            })
+            .collect(),
+        choices: m
+            .choices
+            .iter()
+            .enumerate()
+            .map(|(i, c)| choice_row(c, i >= presets))
+            .collect(),
+    }
+}
