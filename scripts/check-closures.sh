@@ -46,4 +46,21 @@ for rule in "${direct[@]}"; do
   done
   echo "$crate: may not depend directly on: ${rule#*:}"
 done
+# Names the code may not write: the web reaches the store only through the
+# service, and the store's error type never leaves the service (it answers
+# with wattcounts_service::ServiceError).
+for pattern in "crates/web/src:wattcounts_store" "crates/web/src:StoreError" "src:StoreError"; do
+  dir=${pattern%%:*}
+  name=${pattern#*:}
+  if hits=$(grep -rn --include='*.rs' -w "$name" "$dir"); then
+    echo "$dir names $name:"
+    echo "$hits" | head -n 5
+    failed=1
+  fi
+  echo "$dir: does not name $name"
+done
+if grep -n 'pub use wattcounts_store::.*StoreError' crates/service/src/*.rs; then
+  echo "wattcounts-service re-exports the store's error"
+  failed=1
+fi
 exit $failed

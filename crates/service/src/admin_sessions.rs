@@ -6,12 +6,13 @@
 //! and (checked by the web layer, which holds the configured tokens) when
 //! the token it was opened with is no longer configured.
 
+use crate::error::ServiceError;
 use chrono::{DateTime, Duration, Utc};
 use rand_core::RngCore;
 use sha2::{Digest, Sha256};
 
 use super::Service;
-use wattcounts_store::{AdminSessionRow, StoreError};
+use wattcounts_store::AdminSessionRow;
 
 /// The longest a session lasts, used or not (the cookie's Max-Age).
 pub const SESSION_LIFETIME: Duration = Duration::hours(12);
@@ -40,7 +41,7 @@ impl Service {
         &self,
         maintainer: &str,
         token_sha256: &str,
-    ) -> Result<String, StoreError> {
+    ) -> Result<String, ServiceError> {
         let now = Utc::now();
         // Ended sessions go when a new one comes: the table stays as small
         // as the sessions that are alive.
@@ -65,7 +66,7 @@ impl Service {
 
     /// The live session with this id (its last use becomes now), or None
     /// for an unknown, expired, idle or ended one.
-    pub async fn admin_session(&self, id: &str) -> Result<Option<OpenSession>, StoreError> {
+    pub async fn admin_session(&self, id: &str) -> Result<Option<OpenSession>, ServiceError> {
         if !id.starts_with(SESSION_PREFIX) {
             return Ok(None);
         }
@@ -82,7 +83,7 @@ impl Service {
     }
 
     /// Ends a session (sign-out, or a session whose token was rotated).
-    pub async fn close_admin_session(&self, id: &str) -> Result<(), StoreError> {
+    pub async fn close_admin_session(&self, id: &str) -> Result<(), ServiceError> {
         self.store.end_admin_session(&session_hash(id)).await?;
         Ok(())
     }

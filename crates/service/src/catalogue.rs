@@ -5,6 +5,7 @@
 //! now with the GPU's figures, and moves by a logged decision that says
 //! why. A stored verdict never changes without such a leaf.
 
+use crate::error::ServiceError;
 use chrono::Utc;
 use uuid::Uuid;
 
@@ -12,7 +13,7 @@ use super::Service;
 use wattcounts_rules::catalog::{self, GpuSpec};
 use wattcounts_rules::domain::Status;
 use wattcounts_rules::handles::DEMO_HANDLE;
-use wattcounts_store::{Actor, Decided, StoreError};
+use wattcounts_store::{Actor, Decided};
 
 /// A GPU a maintainer added (the store's row, named here so readers of
 /// the service need no store type).
@@ -28,7 +29,7 @@ pub enum CatalogueError {
     #[error("the catalogue already has '{0}'")]
     Exists(String),
     #[error(transparent)]
-    Store(#[from] StoreError),
+    Store(#[from] ServiceError),
     #[error("{0}")]
     Internal(String),
 }
@@ -52,7 +53,7 @@ pub struct GpuAdded {
 impl Service {
     /// Makes the stored additions part of the catalogue every lookup
     /// reads (at start, and on an instance that did not make them).
-    pub async fn load_catalogue_additions(&self) -> Result<usize, StoreError> {
+    pub async fn load_catalogue_additions(&self) -> Result<usize, ServiceError> {
         let added = self.store.catalogue_additions().await?;
         let specs: Vec<GpuSpec> = added.into_iter().map(|a| a.spec).collect();
         catalog::install_additions(&specs);
@@ -60,8 +61,11 @@ impl Service {
     }
 
     /// Every GPU maintainers added, oldest first.
-    pub async fn catalogue_additions(&self) -> Result<Vec<Addition>, StoreError> {
-        self.store.catalogue_additions().await
+    pub async fn catalogue_additions(&self) -> Result<Vec<Addition>, ServiceError> {
+        self.store
+            .catalogue_additions()
+            .await
+            .map_err(ServiceError::from)
     }
 
     /// Adds `spec` to the catalogue for `actor` (with `reason`), then

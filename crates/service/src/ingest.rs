@@ -8,6 +8,7 @@
 //! analysis on a worker thread, adds the checks that need stored peers,
 //! and stores the result with its blob. It knows nothing of HTTP.
 
+use crate::error::ServiceError;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -31,7 +32,7 @@ pub enum IngestError {
     #[error("{0}")]
     Rejected(Rejection),
     #[error(transparent)]
-    Store(#[from] StoreError),
+    Store(#[from] ServiceError),
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -85,7 +86,7 @@ impl Ingestor {
         }
     }
 
-    pub async fn receipt(&self, id: uuid::Uuid) -> Result<Option<Receipt>, StoreError> {
+    pub async fn receipt(&self, id: uuid::Uuid) -> Result<Option<Receipt>, ServiceError> {
         let Some(rec) = self.store.submission(id).await? else {
             return Ok(None);
         };

@@ -8,6 +8,7 @@ pub mod admission;
 pub mod analysis;
 pub mod bundle_audit;
 pub mod catalogue;
+pub mod error;
 pub mod estimates;
 pub mod moderation;
 pub mod rebuild;
@@ -30,7 +31,7 @@ pub use wattcounts_snapshot as snapshot;
 pub mod read {
     pub use wattcounts_store::objects::Objects;
     pub use wattcounts_store::{
-        Actor, DatasetCounts, Facets, GroupView, StoreError, SubmissionRecord, TableCounts,
+        Actor, DatasetCounts, Facets, GroupView, SubmissionRecord, TableCounts,
     };
 }
 
@@ -51,10 +52,9 @@ use wattcounts_rules::domain::{Origin, Status};
 use wattcounts_rules::receipt::ModerationEvent;
 use wattcounts_rules::receipt::Receipt;
 use wattcounts_store::blobs::BlobStore;
-use wattcounts_store::{
-    Actor, DatasetCounts, GroupView, Store, StoreError, SubmissionRecord, TableCounts,
-};
+use wattcounts_store::{Actor, DatasetCounts, GroupView, Store, SubmissionRecord, TableCounts};
 
+pub use error::{ErrorKind, ServiceError};
 pub use moderation::{Decision, ModerationError};
 
 pub struct Service {
@@ -144,8 +144,8 @@ impl Service {
     pub fn backend(&self) -> &'static str {
         self.store.backend()
     }
-    pub async fn ping(&self) -> Result<(), StoreError> {
-        self.store.ping().await
+    pub async fn ping(&self) -> Result<(), ServiceError> {
+        self.store.ping().await.map_err(ServiceError::from)
     }
 
     /// Whether this instance can serve: the database answers and the blob
@@ -341,49 +341,74 @@ impl Service {
             }
         }
     }
-    pub async fn submission(&self, id: Uuid) -> Result<Option<SubmissionRecord>, StoreError> {
-        self.store.submission(id).await
+    pub async fn submission(&self, id: Uuid) -> Result<Option<SubmissionRecord>, ServiceError> {
+        self.store.submission(id).await.map_err(ServiceError::from)
     }
-    pub async fn configurations(&self, id: Uuid) -> Result<Vec<ConfigurationMetrics>, StoreError> {
-        self.store.configurations(id).await
+    pub async fn configurations(
+        &self,
+        id: Uuid,
+    ) -> Result<Vec<ConfigurationMetrics>, ServiceError> {
+        self.store
+            .configurations(id)
+            .await
+            .map_err(ServiceError::from)
     }
-    pub async fn check_results(&self, id: Uuid) -> Result<Vec<CheckResult>, StoreError> {
-        self.store.check_results(id).await
+    pub async fn check_results(&self, id: Uuid) -> Result<Vec<CheckResult>, ServiceError> {
+        self.store
+            .check_results(id)
+            .await
+            .map_err(ServiceError::from)
     }
-    pub async fn moderation_events(&self, id: Uuid) -> Result<Vec<ModerationEvent>, StoreError> {
-        self.store.moderation_events(id).await
+    pub async fn moderation_events(&self, id: Uuid) -> Result<Vec<ModerationEvent>, ServiceError> {
+        self.store
+            .moderation_events(id)
+            .await
+            .map_err(ServiceError::from)
     }
     /// The manifest JSON and the signature text a bundle came with.
     pub async fn submission_documents(
         &self,
         id: Uuid,
-    ) -> Result<Option<(String, String)>, StoreError> {
-        self.store.submission_documents(id).await
+    ) -> Result<Option<(String, String)>, ServiceError> {
+        self.store
+            .submission_documents(id)
+            .await
+            .map_err(ServiceError::from)
     }
     pub async fn latest_submissions(
         &self,
         limit: u32,
-    ) -> Result<Vec<SubmissionRecord>, StoreError> {
-        self.store.latest_submissions(limit).await
+    ) -> Result<Vec<SubmissionRecord>, ServiceError> {
+        self.store
+            .latest_submissions(limit)
+            .await
+            .map_err(ServiceError::from)
     }
     pub async fn submissions_on_gpu(
         &self,
         gpu_id: &str,
         limit: u32,
-    ) -> Result<Vec<SubmissionRecord>, StoreError> {
-        self.store.submissions_on_gpu(gpu_id, limit).await
+    ) -> Result<Vec<SubmissionRecord>, ServiceError> {
+        self.store
+            .submissions_on_gpu(gpu_id, limit)
+            .await
+            .map_err(ServiceError::from)
     }
-    pub async fn review_queue(&self, limit: u32) -> Result<Vec<SubmissionRecord>, StoreError> {
+    pub async fn review_queue(&self, limit: u32) -> Result<Vec<SubmissionRecord>, ServiceError> {
         self.store
             .submissions_with_status(Status::NeedsReview, limit)
             .await
+            .map_err(ServiceError::from)
     }
-    pub async fn dataset_counts(&self) -> Result<DatasetCounts, StoreError> {
-        self.store.dataset_counts().await
+    pub async fn dataset_counts(&self) -> Result<DatasetCounts, ServiceError> {
+        self.store
+            .dataset_counts()
+            .await
+            .map_err(ServiceError::from)
     }
     /// Rows per table (tests, operations).
-    pub async fn table_counts(&self) -> Result<TableCounts, StoreError> {
-        self.store.counts().await
+    pub async fn table_counts(&self) -> Result<TableCounts, ServiceError> {
+        self.store.counts().await.map_err(ServiceError::from)
     }
 
     // Reading the read model.
@@ -410,7 +435,7 @@ impl Service {
     }
 
     /// One page of groups, with the origin resolved.
-    pub async fn leaderboard(&self, q: &Query) -> Result<Board, StoreError> {
+    pub async fn leaderboard(&self, q: &Query) -> Result<Board, ServiceError> {
         let views = self.store.group_views(q.include_review).await?;
         let origin = q
             .origin
@@ -429,14 +454,14 @@ impl Service {
     }
 
     /// The models, GPUs and rates of one view, for filter controls.
-    pub async fn facets(&self, q: &Query) -> Result<wattcounts_store::Facets, StoreError> {
-        self.store.group_facets(q).await
+    pub async fn facets(&self, q: &Query) -> Result<wattcounts_store::Facets, ServiceError> {
+        self.store.group_facets(q).await.map_err(ServiceError::from)
     }
 
     /// Every group of one view (pages that compare across a view: GPUs,
     /// compare, model). Bounded by the number of configurations measured,
     /// not by the number of runs or submissions.
-    pub async fn all_groups(&self, q: &Query) -> Result<Board, StoreError> {
+    pub async fn all_groups(&self, q: &Query) -> Result<Board, ServiceError> {
         self.leaderboard(&Query {
             page: 1,
             per_page: 100_000,
@@ -538,6 +563,12 @@ impl Service {
             progress,
         )
         .await
+        // The store's failure leaves as the service's (a 503 when the
+        // database is away), anything else as it was.
+        .map_err(|e| match e.downcast::<wattcounts_store::StoreError>() {
+            Ok(store) => anyhow::Error::new(ServiceError::from(store)),
+            Err(other) => other,
+        })
     }
 
     /// The store, for the few tools that work below the service on purpose

@@ -4,12 +4,13 @@
 //! that several instances on one PostgreSQL enforce one limit between them
 //! rather than one each.
 
+use crate::error::ServiceError;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use wattcounts_rules::rejection::{RejectKind, Rejection};
-use wattcounts_store::{Store, StoreError};
+use wattcounts_store::Store;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
@@ -131,7 +132,7 @@ pub enum LimitError {
     #[error("{0}")]
     Limited(Rejection),
     #[error(transparent)]
-    Store(#[from] StoreError),
+    Store(#[from] ServiceError),
 }
 
 /// The client's address: the socket's peer, or, when the peer is one of

@@ -1,11 +1,12 @@
 //! Maintainers' decisions, shared by the admin API and the admin pages:
 //! which status moves are allowed, and what a decision must carry.
 
+use crate::error::ServiceError;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use wattcounts_rules::domain::Status;
-use wattcounts_store::{Actor, Decided, KeyRecord, Store, StoreError};
+use wattcounts_store::{Actor, Decided, KeyRecord, Store};
 
 /// Longest reason kept, characters.
 pub const MAX_REASON: usize = 2000;
@@ -44,7 +45,7 @@ pub enum ModerationError {
     #[error("{0}")]
     Invalid(String),
     #[error(transparent)]
-    Store(#[from] StoreError),
+    Store(#[from] ServiceError),
 }
 
 /// Who decides, now, and a reason that is present and not huge.
@@ -148,7 +149,7 @@ pub struct WeakKey {
 
 /// Every registered key (a small table) checked against today's key rules;
 /// the keys they refuse, oldest first, and how many keys there are.
-pub async fn weak_keys(store: &dyn Store) -> Result<(Vec<WeakKey>, usize), StoreError> {
+pub async fn weak_keys(store: &dyn Store) -> Result<(Vec<WeakKey>, usize), ServiceError> {
     let keys = store.keys().await?;
     let total = keys.len();
     let mut weak = Vec::new();

@@ -1,6 +1,7 @@
 //! Registering a submitter: the handle rules, the key rules and the proof
 //! of possession, then one stored submitter with one key.
 
+use crate::error::ServiceError;
 use serde::Deserialize;
 
 use super::Service;
@@ -35,7 +36,7 @@ pub enum RegisterError {
     #[error("{0}")]
     Rejected(Rejection),
     #[error(transparent)]
-    Store(#[from] StoreError),
+    Store(#[from] ServiceError),
 }
 
 impl From<Rejection> for RegisterError {

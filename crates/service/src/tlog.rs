@@ -5,6 +5,7 @@
 //! [`wattcounts_rules::tlog::hashes_needed`]), so a proof at a million leaves reads
 //! about 20 rows, never the tree.
 
+use crate::error::ServiceError;
 use std::sync::Arc;
 
 use base64::prelude::{Engine, BASE64_STANDARD};
@@ -15,7 +16,7 @@ use wattcounts_rules::tlog::checkpoint::{format_proof, LogKey};
 use wattcounts_rules::tlog::tiles::{self, TilePath};
 use wattcounts_rules::tlog::{hashes_needed, leaf_hash, DynReader, Fetched, Hash};
 use wattcounts_store::tlog::{LogEntry, LogStats};
-use wattcounts_store::{Store, StoreError};
+use wattcounts_store::Store;
 
 /// Most leaves one entries request returns.
 pub const MAX_ENTRIES: u64 = 1000;
@@ -30,7 +31,7 @@ pub enum TlogError {
     #[error("{0}")]
     KeyMismatch(String),
     #[error(transparent)]
-    Store(#[from] StoreError),
+    Store(#[from] ServiceError),
     #[error("{0}")]
     Internal(String),
 }

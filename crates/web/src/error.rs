@@ -12,7 +12,7 @@ use utoipa::ToSchema;
 
 use wattcounts_rules::rejection::{Detail, RejectKind, Rejection};
 use wattcounts_service::ingest::IngestError;
-use wattcounts_service::read::StoreError;
+use wattcounts_service::{ErrorKind, ServiceError};
 
 use crate::VERSION;
 
@@ -108,20 +108,16 @@ impl From<Rejection> for ApiError {
     }
 }
 
-impl From<StoreError> for ApiError {
-    fn from(e: StoreError) -> Self {
-        match e {
-            StoreError::Conflict(what) => ApiError::new(
-                StatusCode::CONFLICT,
-                "conflict",
-                format!("that {what} is already registered"),
-            ),
-            StoreError::Unavailable(m) => {
-                tracing::warn!(error = %m, "database unavailable");
+impl From<ServiceError> for ApiError {
+    fn from(e: ServiceError) -> Self {
+        match e.kind {
+            ErrorKind::Conflict => ApiError::new(StatusCode::CONFLICT, "conflict", e.message),
+            ErrorKind::Unavailable => {
+                tracing::warn!(error = %e.message, "database unavailable");
                 ApiError::unavailable()
             }
-            StoreError::Other(e) => {
-                tracing::error!(error = %e, "store error");
+            ErrorKind::Internal => {
+                tracing::error!(error = %e.message, "store error");
                 ApiError::internal()
             }
         }
@@ -236,8 +232,8 @@ impl From<ApiError> for PageError {
     }
 }
 
-impl From<wattcounts_service::read::StoreError> for PageError {
-    fn from(e: wattcounts_service::read::StoreError) -> Self {
+impl From<ServiceError> for PageError {
+    fn from(e: ServiceError) -> Self {
         PageError(e.into())
     }
 }

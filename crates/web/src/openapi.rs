@@ -2,8 +2,8 @@
 //! security, the errors every route can give) here, its paths from the
 //! route table (routes.rs registers each handler with its
 //! `#[utoipa::path]`), served at `/api/openapi.json` (the `/api` page
-//! that renders it is api_page.rs; the query parameters' descriptions are
-//! params.rs).
+//! that renders it is pages/api_guide.rs; the query parameters' descriptions
+//! are extract/query.rs).
 
 use std::sync::Arc;
 

@@ -1,5 +1,6 @@
 //! The reader's GPU pages, each with a JSON twin: `/gpus`, `/gpus/{id}`,
-//! `/compare` (the model pages are in `models_pages`). Accepted data only;
+//! and `/gpus/{id}.csv` (`/compare` is `pages::compare`, the model pages
+//! `pages::models`). Accepted data only;
 //! parameters come from allow-lists and anything else is a 400.
 
 use askama::Template;

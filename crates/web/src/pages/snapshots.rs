@@ -316,12 +316,10 @@ async fn create_as(s: &AppState, who: &str, traces: bool) -> Result<Published, A
             tracing::info!("snapshot: {line}")
         })
         .await
-        .map_err(
-            |e| match e.downcast::<wattcounts_service::read::StoreError>() {
-                Ok(store) => ApiError::from(store),
-                Err(other) => io_error(format!("{other:#}")),
-            },
-        )?;
+        .map_err(|e| match e.downcast::<wattcounts_service::ServiceError>() {
+            Ok(store) => ApiError::from(store),
+            Err(other) => io_error(format!("{other:#}")),
+        })?;
     tracing::info!(
         snapshot = %created.published.manifest.snapshot_id,
         by = who,

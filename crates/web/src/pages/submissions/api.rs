@@ -1,8 +1,8 @@
 //! The API's write side and its probes: `/healthz`, `/readyz`, registering
 //! a submitter, uploading a bundle (the multipart read under the body
 //! limit and the upload pace) and a submission's receipt; the 404 answer.
-//! The read views' JSON twins live beside their pages (explore.rs,
-//! models_pages.rs, tlog_pages.rs, snapshots.rs).
+//! The read views' JSON twins live beside their pages (pages/gpus.rs,
+//! pages/models.rs, pages/log.rs, pages/snapshots.rs).
 
 use axum::extract::multipart::MultipartRejection;
 use axum::extract::rejection::JsonRejection;
