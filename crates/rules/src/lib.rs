@@ -15,6 +15,7 @@ pub mod arrival_schedule;
 pub mod bundle;
 pub mod catalog;
 pub mod checks;
+pub mod claims;
 pub mod derived;
 pub mod digest;
 pub mod domain;

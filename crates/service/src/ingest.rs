@@ -19,6 +19,7 @@ use crate::limits::LimitError;
 use wattcounts_rules::bundle::manifest::ManifestSchema;
 use wattcounts_rules::bundle::MANIFEST_NAME;
 use wattcounts_rules::checks;
+use wattcounts_rules::claims::Claim;
 use wattcounts_rules::handles::DEMO_HANDLE;
 use wattcounts_rules::receipt::Receipt;
 use wattcounts_rules::rejection::{Detail, RejectKind, Rejection};
@@ -300,19 +301,14 @@ impl Ingestor {
             .store
             .prior_claims(m.submission_id, &analysis.content_sha256)
             .await?;
-        if let Some(known) = &claims.id_digest {
-            if *known != digest {
-                return Err(id_taken(m.submission_id).into());
-            }
-        }
-        // The same run, packed again (a new submission_id), is one submission.
-        if let Some((id, status, stored_digest)) = claims.same_content {
-            // These very bytes, stored a moment ago by a request running
-            // beside this one: a replay, not a second run.
-            if stored_digest == digest {
-                return self.existing(id).await;
-            }
-            return Err(run_already_stored(id, status).into());
+        // The same bytes are a replay (stored a moment ago by a request
+        // beside this one); the same id with other bytes, or the same run
+        // packed again under a new id, is refused.
+        match wattcounts_rules::claims::judge(m.submission_id, &digest, &claims) {
+            Claim::New => {}
+            Claim::SameBytes(id) => return self.existing(id).await,
+            Claim::IdTaken => return Err(id_taken(m.submission_id).into()),
+            Claim::SameContent(id, status) => return Err(run_already_stored(id, status).into()),
         }
 
         // Consistency needs the accepted results already stored, of the

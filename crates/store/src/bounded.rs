@@ -335,17 +335,6 @@ impl Store for Bounded {
         )
         .await
     }
-    async fn submission_by_content(
-        &self,
-        sha256: &str,
-    ) -> Result<Option<(Uuid, Status)>, StoreError> {
-        self.bound(
-            Call::Read,
-            "submission_by_content",
-            self.inner.submission_by_content(sha256),
-        )
-        .await
-    }
     async fn submissions_with_status(
         &self,
         status: Status,

@@ -54,15 +54,9 @@ use wattcounts_rules::domain::Status;
 use wattcounts_rules::receipt::ModerationEvent;
 use wattcounts_rules::timestamp::ts;
 
-/// What is stored already under a submission_id or a run content.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct PriorClaims {
-    /// The bundle digest stored under the submission_id.
-    pub id_digest: Option<String>,
-    /// The submission holding the run content: its id, status and bundle
-    /// digest.
-    pub same_content: Option<(Uuid, Status, String)>,
-}
+/// What is stored already under a submission_id or a run content (the
+/// rule that reads it is `wattcounts_rules::claims::judge`).
+pub use wattcounts_rules::claims::PriorClaims;
 
 /// Everything one bundle adds, written in one transaction.
 #[derive(Debug, Clone)]
@@ -250,11 +244,6 @@ pub trait Store: tlog::LogStore + Send + Sync {
     /// of checking the bundle against its peers).
     async fn prior_claims(&self, id: Uuid, content_sha256: &str)
         -> Result<PriorClaims, StoreError>;
-    /// The submission holding this run content, with its status.
-    async fn submission_by_content(
-        &self,
-        sha256: &str,
-    ) -> Result<Option<(Uuid, Status)>, StoreError>;
     /// Submissions in `status`, oldest first (the review queue).
     async fn submissions_with_status(
         &self,

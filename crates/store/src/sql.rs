@@ -1406,22 +1406,6 @@ macro_rules! sql_store {
                 Ok(claims)
             }
 
-            async fn submission_by_content(&self, sha256: &str) -> Result<Option<(Uuid, Status)>, StoreError> {
-                let row: Option<(String, String)> =
-                    sqlx::query_as("SELECT id, status FROM submissions WHERE content_sha256 = $1")
-                        .bind(sha256)
-                        .fetch_optional(&self.pool)
-                        .await
-                        .map_err(db_err)?;
-                row.map(|(id, st)| {
-                    Ok((
-                        Uuid::parse_str(&id).map_err(|e| StoreError::Other(e.into()))?,
-                        parse_status(&st)?,
-                    ))
-                })
-                .transpose()
-            }
-
             async fn submissions_with_status(
                 &self,
                 status: Status,
@@ -1508,13 +1492,15 @@ macro_rules! sql_store {
                     // content a duplicate, anything else reuses the id.
                     return match unique_violation(&e) {
                         Some(_) => {
-                            if let Some(id) = self.submission_by_digest(&s.bundle_sha256).await? {
-                                return Ok(InsertOutcome::SameBytes(id));
-                            }
-                            if let Some((id, st)) = self.submission_by_content(&s.content_sha256).await? {
-                                return Ok(InsertOutcome::SameContent(id, st));
-                            }
-                            Ok(InsertOutcome::IdTaken)
+                            let prior = self.prior_claims(s.id, &s.content_sha256).await?;
+                            Ok(match ::wattcounts_rules::claims::judge(s.id, &s.bundle_sha256, &prior) {
+                                ::wattcounts_rules::claims::Claim::SameBytes(id) => InsertOutcome::SameBytes(id),
+                                ::wattcounts_rules::claims::Claim::SameContent(id, st) => InsertOutcome::SameContent(id, st),
+                                // The winner may be gone again by now (a
+                                // moderator's delete): its id is still not ours.
+                                ::wattcounts_rules::claims::Claim::IdTaken
+                                | ::wattcounts_rules::claims::Claim::New => InsertOutcome::IdTaken,
+                            })
                         }
                         None => Err(db_err(e)),
                     };
