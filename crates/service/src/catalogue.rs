@@ -34,6 +34,8 @@ pub enum CatalogueError {
     Internal(String),
 }
 
+crate::error::store_error_into!(CatalogueError);
+
 /// One waiting submission judged again.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
 pub struct Rejudged {

@@ -42,7 +42,7 @@ impl From<StoreError> for ServiceError {
 
 /// The store's error into a service error enum's `Store` variant, for the
 /// enums whose other variants are the caller's input (so `?` on a store
-/// call still works inside them).
+/// call still works inside them). Each module invokes it for its own enum.
 macro_rules! store_error_into {
     ($($t:ty),*) => {$(
         impl From<wattcounts_store::StoreError> for $t {
@@ -52,11 +52,4 @@ macro_rules! store_error_into {
         }
     )*};
 }
-store_error_into!(
-    crate::catalogue::CatalogueError,
-    crate::ingest::IngestError,
-    crate::limits::LimitError,
-    crate::moderation::ModerationError,
-    crate::register::RegisterError,
-    crate::tlog::TlogError
-);
+pub(crate) use store_error_into;

@@ -38,6 +38,8 @@ pub enum IngestError {
     Internal(String),
 }
 
+crate::error::store_error_into!(IngestError);
+
 impl From<Rejection> for IngestError {
     fn from(r: Rejection) -> Self {
         IngestError::Rejected(r)

@@ -135,6 +135,8 @@ pub enum LimitError {
     Store(#[from] ServiceError),
 }
 
+crate::error::store_error_into!(LimitError);
+
 /// The client's address: the socket's peer, or, when the peer is one of
 /// the `trusted` proxies, the nearest `X-Forwarded-For` hop that is not a
 /// trusted proxy itself (a client can prepend anything it likes to that

@@ -48,6 +48,8 @@ pub enum ModerationError {
     Store(#[from] ServiceError),
 }
 
+crate::error::store_error_into!(ModerationError);
+
 /// Who decides, now, and a reason that is present and not huge.
 pub fn actor(name: &str, reason: &str) -> Result<Actor, ModerationError> {
     let reason = reason.trim();

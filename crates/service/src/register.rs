@@ -39,6 +39,8 @@ pub enum RegisterError {
     Store(#[from] ServiceError),
 }
 
+crate::error::store_error_into!(RegisterError);
+
 impl From<Rejection> for RegisterError {
     fn from(r: Rejection) -> Self {
         RegisterError::Rejected(r)

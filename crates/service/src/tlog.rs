@@ -36,6 +36,8 @@ pub enum TlogError {
     Internal(String),
 }
 
+crate::error::store_error_into!(TlogError);
+
 fn internal(e: impl std::fmt::Display) -> TlogError {
     TlogError::Internal(format!("transparency log: {e}"))
 }
