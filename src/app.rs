@@ -64,7 +64,8 @@ pub fn with_files(
         cfg.rate_limits(),
         Some(log_key),
     )
-    .with_estimator(cfg.estimator()?);
+    .with_estimator(cfg.estimator()?)
+    .with_snapshot_library(library);
     let settings = WebSettings {
         max_body_bytes: cfg.max_body_bytes,
         maintainers: cfg.maintainers()?,
@@ -78,5 +79,5 @@ pub fn with_files(
         trusted_proxies: cfg.trusted_proxies.clone(),
         footprint: cfg.footprint(),
     };
-    Ok(AppState::new(service, library, settings))
+    Ok(AppState::new(service, settings))
 }

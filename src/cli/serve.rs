@@ -26,13 +26,10 @@ pub async fn run(cfg: ServeConfig) -> anyhow::Result<()> {
         "recovery: removed {files} orphan staging file(s) and blob(s), {bytes} bytes (older than {} s, referenced by no submission)",
         cfg.orphan_grace_secs
     );
-    let (imported, stale) = state
-        .service
-        .tidy_snapshots(&state.snapshots.library)
-        .await?;
+    let (imported, stale) = state.service.tidy_snapshots().await?;
     eprintln!(
         "snapshots in {}: {imported} folder(s) listed in the database now, {stale} unfinished creation(s) removed",
-        state.snapshots.library.objects().describe()
+        state.service.snapshot_place()
     );
     // A deployment that has just migrated: derive what the read model needs.
     if state.service.needs_rebuild().await? {

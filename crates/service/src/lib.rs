@@ -13,6 +13,7 @@ pub mod estimates;
 pub mod moderation;
 pub mod rebuild;
 pub mod register;
+pub mod snapshots;
 pub mod tlog;
 pub mod upload;
 
@@ -65,6 +66,8 @@ pub struct Service {
     estimates: estimates::Estimates,
     /// Bumped whenever this instance changes what readers see.
     data_version: AtomicU64,
+    /// The published snapshots this instance serves and makes.
+    shelf: Option<snapshots::Shelf>,
 }
 
 /// One page of the leaderboard and the view it was read from.
@@ -108,6 +111,7 @@ impl Service {
             estimates: estimates::Estimates::new(estimates::EstimatorConfig::default()),
             store,
             data_version: AtomicU64::new(0),
+            shelf: None,
         }
     }
 
@@ -510,31 +514,14 @@ impl Service {
 
     // Snapshots.
 
-    /// Every published snapshot, newest first.
-    pub async fn snapshots(
-        &self,
-        library: &wattcounts_snapshot::Library,
-    ) -> anyhow::Result<Vec<wattcounts_snapshot::Published>> {
-        library.list(self.store.as_ref()).await
-    }
-
-    /// One published snapshot (`latest`: the newest).
-    pub async fn snapshot(
-        &self,
-        library: &wattcounts_snapshot::Library,
-        id: &str,
-    ) -> anyhow::Result<Option<wattcounts_snapshot::Published>> {
-        library.get(self.store.as_ref(), id).await
-    }
-
     /// Start-up: lists snapshot folders published before the database
     /// listed them, and clears what crashed creations left.
-    pub async fn tidy_snapshots(
-        &self,
-        library: &wattcounts_snapshot::Library,
-    ) -> anyhow::Result<(usize, usize)> {
-        let imported = library.import_folders(self.store.as_ref()).await?;
-        let removed = library.remove_stale(self.store.as_ref()).await?;
+    pub async fn tidy_snapshots(&self) -> anyhow::Result<(usize, usize)> {
+        let Some(shelf) = &self.shelf else {
+            return Ok((0, 0));
+        };
+        let imported = shelf.library.import_folders(self.store.as_ref()).await?;
+        let removed = shelf.library.remove_stale(self.store.as_ref()).await?;
         Ok((imported, removed))
     }
 

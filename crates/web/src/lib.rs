@@ -23,7 +23,6 @@ pub(crate) const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 use std::sync::Arc;
 
-use wattcounts_service::snapshot::Library;
 use wattcounts_service::Service;
 
 #[derive(Clone)]
@@ -34,8 +33,6 @@ pub struct AppState {
     /// Maintainer tokens (hashes only).
     pub maintainers: Arc<auth::Maintainers>,
     pub cache: Arc<layers::response_cache::ResponseCache>,
-    /// Published dataset snapshots (`<data-dir>/snapshots`).
-    pub snapshots: Arc<pages::snapshots::Shelf>,
     pub deadlines: layers::deadline::Deadlines,
     /// Proxies whose X-Forwarded-For names the client.
     pub trusted_proxies: Arc<Vec<std::net::IpAddr>>,
@@ -58,9 +55,9 @@ pub struct WebSettings {
 }
 
 impl AppState {
-    /// The router's state over a service and the shelf of published
-    /// snapshots.
-    pub fn new(service: Service, library: Library, settings: WebSettings) -> AppState {
+    /// The router's state over a service (which holds the published
+    /// snapshots too).
+    pub fn new(service: Service, settings: WebSettings) -> AppState {
         AppState {
             service: Arc::new(service),
             max_body_bytes: settings.max_body_bytes,
@@ -68,7 +65,6 @@ impl AppState {
             cache: Arc::new(layers::response_cache::ResponseCache::new(
                 settings.response_cache,
             )),
-            snapshots: Arc::new(pages::snapshots::Shelf::new(library)),
             deadlines: settings.deadlines,
             trusted_proxies: Arc::new(settings.trusted_proxies),
             footprint: settings.footprint,

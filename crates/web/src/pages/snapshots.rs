@@ -16,23 +16,7 @@ use crate::auth::Maintainer;
 use crate::error::ApiError;
 use crate::error::{render, PageError};
 use crate::AppState;
-use wattcounts_service::snapshot::{self, Library, Published};
-
-/// The published snapshots and the lock that lets one creation run at a
-/// time on this instance.
-pub struct Shelf {
-    pub library: Library,
-    creating: tokio::sync::Mutex<()>,
-}
-
-impl Shelf {
-    pub fn new(library: Library) -> Self {
-        Shelf {
-            library,
-            creating: tokio::sync::Mutex::new(()),
-        }
-    }
-}
+use wattcounts_service::snapshot::{self, Published};
 
 use crate::VERSION;
 
@@ -128,16 +112,13 @@ impl From<&Published> for SnapshotView {
 
 /// Every published snapshot, newest first (from the database).
 async fn list(s: &AppState) -> Result<Vec<Published>, ApiError> {
-    s.service
-        .snapshots(&s.snapshots.library)
-        .await
-        .map_err(io_error)
+    s.service.snapshots().await.map_err(io_error)
 }
 
 /// A snapshot by id, or the newest for `latest`.
 async fn find(s: &AppState, id: &str) -> Result<Published, ApiError> {
     s.service
-        .snapshot(&s.snapshots.library, id)
+        .snapshot(id)
         .await
         .map_err(io_error)?
         .ok_or_else(|| ApiError::not_found("no such snapshot; /api/v1/snapshots lists them"))
@@ -209,18 +190,7 @@ pub async fn snapshot_page(
             Redirect::to(&format!("/snapshots/{}", p.manifest.snapshot_id)).into_response(),
         ));
     }
-    let card = match s.snapshots.library.file(&p, "README.md") {
-        Some(name) => s
-            .snapshots
-            .library
-            .objects()
-            .read(&name)
-            .await
-            .ok()
-            .and_then(|b| String::from_utf8(b).ok())
-            .unwrap_or_default(),
-        None => String::new(),
-    };
+    let card = s.service.snapshot_card(&p).await;
     let view = SnapshotView::from(&p);
     Ok(render(
         StatusCode::OK,
@@ -262,7 +232,7 @@ pub async fn download(
             Redirect::to(&format!("/snapshots/{}/{name}", p.manifest.snapshot_id)).into_response(),
         ));
     }
-    let stored = s.snapshots.library.file(&p, &name).ok_or_else(|| {
+    let (objects, stored) = s.service.snapshot_file(&p, &name).ok_or_else(|| {
         ApiError::not_found(format!(
             "snapshot {id} has no file '{name}'; its manifest.json lists the files"
         ))
@@ -284,7 +254,7 @@ pub async fn download(
         ));
     }
     crate::download::Download {
-        objects: s.snapshots.library.objects(),
+        objects,
         name: &stored,
         sha256: &sha256,
         media_type: snapshot::manifest::media_type(&name),
@@ -302,7 +272,6 @@ pub struct CreateRequest {
 }
 
 async fn create_as(s: &AppState, who: &str, traces: bool) -> Result<Published, ApiError> {
-    let _one_at_a_time = s.snapshots.creating.lock().await;
     let options = snapshot::Options {
         traces,
         created_by: who.to_string(),
@@ -312,9 +281,7 @@ async fn create_as(s: &AppState, who: &str, traces: bool) -> Result<Published, A
     };
     let created = s
         .service
-        .create_snapshot(&s.snapshots.library, &options, |line| {
-            tracing::info!("snapshot: {line}")
-        })
+        .publish_snapshot(&options, |line| tracing::info!("snapshot: {line}"))
         .await
         .map_err(|e| match e.downcast::<wattcounts_service::ServiceError>() {
             Ok(store) => ApiError::from(store),
