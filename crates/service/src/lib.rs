@@ -145,6 +145,17 @@ impl Service {
     pub fn blobs(&self) -> &BlobStore {
         &self.ingestor.blobs
     }
+
+    /// Where a stored submission's original bundle is kept: the objects to
+    /// read it from, its path there and its SHA-256 (None: no such
+    /// submission).
+    pub async fn stored_bundle(
+        &self,
+        id: Uuid,
+    ) -> Result<Option<(&read::Objects, String, String)>, ServiceError> {
+        let rec = self.store.submission(id).await?;
+        Ok(rec.map(|r| (self.blobs().objects(), r.blob_path, r.bundle_sha256)))
+    }
     pub fn backend(&self) -> &'static str {
         self.store.backend()
     }

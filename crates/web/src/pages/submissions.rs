@@ -310,15 +310,15 @@ pub async fn bundle_download(
     req: axum::extract::Request,
 ) -> Result<Response, ApiError> {
     let id = parse_id(&id)?;
-    let rec = s
+    let (objects, path, sha256) = s
         .service
-        .submission(id)
+        .stored_bundle(id)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("no submission {id}")))?;
     crate::download::Download {
-        objects: s.service.blobs().objects(),
-        name: &rec.blob_path,
-        sha256: &rec.bundle_sha256,
+        objects,
+        name: &path,
+        sha256: &sha256,
         media_type: "application/gzip",
     }
     .answer(
