@@ -59,8 +59,12 @@ for pattern in "crates/web/src:wattcounts_store" "crates/web/src:StoreError" "sr
   fi
   echo "$dir: does not name $name"
 done
-if grep -n 'pub use wattcounts_store::.*StoreError' crates/service/src/*.rs; then
-  echo "wattcounts-service re-exports the store's error"
+# The service re-exports no type of the store's: the rows it hands out are
+# defined with the rules and analytics. One exception is left (issue #38):
+# the object store handle downloads stream from.
+if grep -rn 'pub use wattcounts_store' crates/service/src | grep -v 'pub use wattcounts_store::objects::Objects;'; then
+  echo "wattcounts-service re-exports a store type (above)"
   failed=1
 fi
+echo "wattcounts-service: re-exports no store type but objects::Objects"
 exit $failed

@@ -395,3 +395,23 @@ impl Default for Query {
         }
     }
 }
+
+/// One view of the read model: origin × protocol × scenario.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
+pub struct GroupView {
+    pub origin: wattcounts_rules::domain::Origin,
+    pub protocol_id: String,
+    pub protocol_label: String,
+    pub reference: bool,
+    pub scenario: wattcounts_rules::domain::ScenarioKey,
+    pub groups: u64,
+}
+
+/// What one view holds, for filter controls.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, utoipa::ToSchema)]
+pub struct Facets {
+    pub models: Vec<String>,
+    /// (id, NVML name)
+    pub gpus: Vec<(String, String)>,
+    pub rates: Vec<f64>,
+}

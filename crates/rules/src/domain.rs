@@ -5,8 +5,10 @@
 
 use std::fmt;
 
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use uuid::Uuid;
 
 /// What the service decided about a submission.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
@@ -317,6 +319,59 @@ pub struct Interval {
 
 /// The confidence aimed at; with few values the best achievable is stated.
 pub const TARGET_CONFIDENCE: f64 = 0.95;
+
+/// A stored submission as the service hands it out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubmissionRecord {
+    pub id: Uuid,
+    pub bundle_sha256: String,
+    pub handle: String,
+    pub status: Status,
+    pub received_at: DateTime<Utc>,
+    pub gpu_name: String,
+    pub gpu_id: Option<String>,
+    pub run_name: String,
+    pub is_demo: bool,
+    pub bundle_bytes: u64,
+    pub blob_path: String,
+    pub iterations: u64,
+    pub power_samples: u64,
+    /// None only for rows stored before protocols were recorded and not yet rebuilt.
+    pub protocol: Option<Protocol>,
+    pub content_sha256: Option<String>,
+    /// Set by `db rebuild` when an older submission holds the same run content.
+    pub duplicate_of: Option<Uuid>,
+    /// The submission's leaf in the transparency log (None only before
+    /// the start-up backfill has run).
+    pub log_index: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, utoipa::ToSchema)]
+pub struct TableCounts {
+    pub submitters: u64,
+    pub keys: u64,
+    pub submissions: u64,
+    pub runs: u64,
+    pub configurations: u64,
+}
+
+/// Who decided, when and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Actor {
+    pub name: String,
+    pub at: DateTime<Utc>,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, utoipa::ToSchema)]
+pub struct DatasetCounts {
+    pub submissions: u64,
+    pub demo_submissions: u64,
+    pub gpus: u64,
+    pub models: u64,
+    pub iterations: u64,
+    pub power_samples: u64,
+}
 
 #[cfg(test)]
 mod tests {

@@ -17,7 +17,7 @@ use wattcounts_store::{Actor, Decided};
 
 /// A GPU a maintainer added (the store's row, named here so readers of
 /// the service need no store type).
-pub use wattcounts_store::CatalogueAddition as Addition;
+pub use wattcounts_rules::catalog::CatalogueAddition as Addition;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CatalogueError {

@@ -30,10 +30,9 @@ pub use wattcounts_snapshot as snapshot;
 /// stored files are read from. The web names them through here and has no
 /// path to the store itself.
 pub mod read {
+    pub use wattcounts_analytics::leaderboard::{Facets, GroupView};
+    pub use wattcounts_rules::domain::{Actor, DatasetCounts, SubmissionRecord, TableCounts};
     pub use wattcounts_store::objects::Objects;
-    pub use wattcounts_store::{
-        Actor, DatasetCounts, Facets, GroupView, SubmissionRecord, TableCounts,
-    };
 }
 
 use std::sync::atomic::{AtomicU64, Ordering};

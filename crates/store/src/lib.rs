@@ -50,7 +50,12 @@ pub struct KeyRecord {
     pub submitter_suspended_at: Option<DateTime<Utc>>,
 }
 
+/// The rows the store hands out, defined with the rules and analytics so
+/// that the service re-exports no type of the store's own.
+pub use wattcounts_analytics::leaderboard::{Facets, GroupView};
+pub use wattcounts_rules::catalog::CatalogueAddition;
 use wattcounts_rules::domain::Status;
+pub use wattcounts_rules::domain::{Actor, DatasetCounts, SubmissionRecord, TableCounts};
 use wattcounts_rules::receipt::ModerationEvent;
 use wattcounts_rules::timestamp::ts;
 
@@ -111,40 +116,6 @@ pub enum InsertOutcome {
     IdTaken,
     /// The same run content is stored under this id, in this status.
     SameContent(Uuid, Status),
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct SubmissionRecord {
-    pub id: Uuid,
-    pub bundle_sha256: String,
-    pub handle: String,
-    pub status: Status,
-    pub received_at: DateTime<Utc>,
-    pub gpu_name: String,
-    pub gpu_id: Option<String>,
-    pub run_name: String,
-    pub is_demo: bool,
-    pub bundle_bytes: u64,
-    pub blob_path: String,
-    pub iterations: u64,
-    pub power_samples: u64,
-    /// None only for rows stored before protocols were recorded and not yet rebuilt.
-    pub protocol: Option<wattcounts_rules::domain::Protocol>,
-    pub content_sha256: Option<String>,
-    /// Set by `db rebuild` when an older submission holds the same run content.
-    pub duplicate_of: Option<Uuid>,
-    /// The submission's leaf in the transparency log (None only before
-    /// the start-up backfill has run).
-    pub log_index: Option<u64>,
-}
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, utoipa::ToSchema)]
-pub struct TableCounts {
-    pub submitters: u64,
-    pub keys: u64,
-    pub submissions: u64,
-    pub runs: u64,
-    pub configurations: u64,
 }
 
 #[async_trait]
@@ -379,26 +350,6 @@ pub struct SnapshotRow {
 
 use wattcounts_analytics::leaderboard::{LeaderboardRow, Query};
 
-/// One view of the read model: origin × protocol × scenario.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
-pub struct GroupView {
-    pub origin: wattcounts_rules::domain::Origin,
-    pub protocol_id: String,
-    pub protocol_label: String,
-    pub reference: bool,
-    pub scenario: wattcounts_rules::domain::ScenarioKey,
-    pub groups: u64,
-}
-
-/// What one view holds, for filter controls.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, utoipa::ToSchema)]
-pub struct Facets {
-    pub models: Vec<String>,
-    /// (id, NVML name)
-    pub gpus: Vec<(String, String)>,
-    pub rates: Vec<f64>,
-}
-
 /// What `db rebuild` did.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct RebuildReport {
@@ -433,25 +384,6 @@ pub enum SnapshotPart {
     Done,
 }
 
-/// Who decided, when and why.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Actor {
-    pub name: String,
-    pub at: DateTime<Utc>,
-    pub reason: String,
-}
-
-/// A GPU a maintainer added to the catalogue.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
-pub struct CatalogueAddition {
-    /// 1 for the first addition, then one more for each.
-    pub version: i64,
-    pub spec: wattcounts_rules::catalog::GpuSpec,
-    pub added_at: String,
-    pub actor: String,
-    pub reason: String,
-}
-
 #[derive(Debug, Clone, PartialEq)]
 pub enum Decided {
     /// Moved; the status it had.
@@ -459,16 +391,6 @@ pub enum Decided {
     NotFound,
     /// Not in one of the expected statuses; what it is in.
     WrongStatus(Status),
-}
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, utoipa::ToSchema)]
-pub struct DatasetCounts {
-    pub submissions: u64,
-    pub demo_submissions: u64,
-    pub gpus: u64,
-    pub models: u64,
-    pub iterations: u64,
-    pub power_samples: u64,
 }
 
 pub fn parse_ts(s: &str) -> Result<DateTime<Utc>, StoreError> {

@@ -375,5 +375,16 @@ pub fn model_by_id(id: &str) -> Option<&'static ModelSpec> {
     models().iter().find(|m| m.id == id)
 }
 
+/// A GPU a maintainer added to the catalogue.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
+pub struct CatalogueAddition {
+    /// 1 for the first addition, then one more for each.
+    pub version: i64,
+    pub spec: GpuSpec,
+    pub added_at: String,
+    pub actor: String,
+    pub reason: String,
+}
+
 #[cfg(test)]
 mod tests;
