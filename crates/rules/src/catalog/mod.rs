@@ -122,10 +122,13 @@ pub fn gpus() -> &'static [GpuSpec] {
 static ADDED: std::sync::RwLock<Option<&'static [GpuSpec]>> = std::sync::RwLock::new(None);
 
 /// Makes `additions` (GPUs maintainers added, stored in the database) part
-/// of the catalogue every lookup reads, after the shipped rows; a name the
-/// shipped catalogue has already is ignored. Additions are rare (a GPU a
-/// community starts to own), so each call keeps its list for the life of
-/// the process rather than reference-counting every lookup.
+/// of the catalogue every lookup reads, after the shipped rows and those
+/// installed before; a name the catalogue has already is ignored. Additions
+/// are append-only (a maintainer adds, nobody removes), so installing is a
+/// union: a reload never drops a GPU another caller installed (two services
+/// in one process, as the tests run them, each keep theirs). Additions are
+/// rare (a GPU a community starts to own), so each call keeps its list for
+/// the life of the process rather than reference-counting every lookup.
 pub fn install_additions(additions: &[GpuSpec]) {
     // Nothing new (the common case when instances poll): keep the list.
     if additions
@@ -134,7 +137,9 @@ pub fn install_additions(additions: &[GpuSpec]) {
     {
         return;
     }
-    let mut all: Vec<GpuSpec> = shipped().to_vec();
+    // Read and replace under one lock, so two installs at once both land.
+    let mut slot = ADDED.write().unwrap_or_else(|e| e.into_inner());
+    let mut all: Vec<GpuSpec> = slot.unwrap_or_else(shipped).to_vec();
     for g in additions {
         if !all
             .iter()
@@ -143,8 +148,7 @@ pub fn install_additions(additions: &[GpuSpec]) {
             all.push(g.clone());
         }
     }
-    let leaked: &'static [GpuSpec] = Box::leak(all.into_boxed_slice());
-    *ADDED.write().unwrap_or_else(|e| e.into_inner()) = Some(leaked);
+    *slot = Some(Box::leak(all.into_boxed_slice()));
 }
 
 /// The catalogue shipped in `gpus.csv`.
