@@ -1496,8 +1496,9 @@ macro_rules! sql_store {
                             Ok(match ::wattcounts_rules::claims::judge(s.id, &s.bundle_sha256, &prior) {
                                 ::wattcounts_rules::claims::Claim::SameBytes(id) => InsertOutcome::SameBytes(id),
                                 ::wattcounts_rules::claims::Claim::SameContent(id, st) => InsertOutcome::SameContent(id, st),
-                                // The winner may be gone again by now (a
-                                // moderator's delete): its id is still not ours.
+                                // A unique rule was hit, so some row holds this
+                                // id, these bytes or this run: with neither the
+                                // bytes nor the run ours, it is the id.
                                 ::wattcounts_rules::claims::Claim::IdTaken
                                 | ::wattcounts_rules::claims::Claim::New => InsertOutcome::IdTaken,
                             })

@@ -15,8 +15,7 @@ use serde::Deserialize;
 use utoipa::openapi::path::ParameterIn;
 use utoipa::IntoParams;
 
-use crate::error::ApiError;
-use crate::error::PageError;
+use crate::error::{ApiError, PageError};
 
 /// A set of query parameters a handler reads.
 pub trait QuerySet: Sized {

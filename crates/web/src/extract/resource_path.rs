@@ -29,9 +29,9 @@ pub struct ModelPath {
 }
 
 impl ModelPath {
-    /// Reads the catch-all part of the path. The longest suffix wins, so a
-    /// model whose name ends in `.csv` is still reachable as its answer
-    /// only if no resource suffix is there (none in the catalogue does).
+    /// Reads the catch-all part of the path; the longer suffix is tried
+    /// first (`/estimates.csv` before `.csv`). No catalogue model id ends
+    /// in one of these suffixes, so none is mistaken for a resource.
     pub fn parse(rest: &str) -> ModelPath {
         let resources = [
             ("/estimates.csv", ModelResource::EstimatesCsv),

@@ -14,8 +14,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 
 use crate::auth::{self, AdminSession};
-use crate::error::ApiError;
-use crate::error::{render, PageError};
+use crate::error::{render, ApiError, PageError};
 use crate::extract::query::{NoticeParam, PageParams};
 use crate::pages::admin::api::{parse_id, review_queue};
 use crate::AppState;

@@ -16,9 +16,7 @@ use utoipa::ToSchema;
 
 use crate::error::{render, ApiError, PageError};
 use crate::extract::query::{given, CompareParams, PageParams, Params, ViewParams};
-use crate::view::charts;
-use crate::view::format;
-use crate::view::{entries, model_path, pick_scenario, View};
+use crate::view::{charts, entries, format, model_path, pick_scenario, View};
 use crate::AppState;
 use crate::VERSION;
 use wattcounts_analytics::compare::{self, Comparison, ScenarioKey};

@@ -11,14 +11,10 @@ use axum::Json;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::error::ApiError;
-use crate::error::{render, PageError};
+use crate::error::{render, ApiError, PageError};
 use crate::extract::query::{PageParams, Params, ScenarioParam, ViewParams};
 use crate::extract::resource_path::GpuPath;
-use crate::view::charts;
-use crate::view::format;
-use crate::view::model_path;
-use crate::view::{entries, pick_scenario, View};
+use crate::view::{charts, entries, format, model_path, pick_scenario, View};
 use crate::AppState;
 use crate::VERSION;
 use wattcounts_analytics::compare::{self, ScenarioKey};

@@ -11,11 +11,10 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::error::{render, ApiError, PageError};
-use crate::view::format;
-use crate::view::model_path;
+use crate::view::{format, model_path};
 use crate::AppState;
 use crate::VERSION;
-use wattcounts_analytics::leaderboard::{self};
+use wattcounts_analytics::leaderboard;
 use wattcounts_rules::domain::Origin;
 
 pub async fn favicon() -> Response {

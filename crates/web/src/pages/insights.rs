@@ -15,12 +15,10 @@ use axum::Json;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::error::ApiError;
-use crate::error::{render, PageError};
+use crate::error::{render, ApiError, PageError};
 use crate::extract::query::{PageParams, Params, ViewParams};
 use crate::view::csv::opt;
-use crate::view::url_encode;
-use crate::view::{entries, View};
+use crate::view::{entries, url_encode, View};
 use crate::AppState;
 use crate::VERSION;
 use wattcounts_analytics::insights::{self, Finding};

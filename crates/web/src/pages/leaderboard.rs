@@ -9,12 +9,10 @@ use axum::Json;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::error::ApiError;
-use crate::error::{render, PageError};
+use crate::error::{render, ApiError, PageError};
 use crate::extract::leaderboard_query::parse_query;
 use crate::extract::query::{LeaderboardParams, PageParams, Params};
-use crate::view::format;
-use crate::view::{model_path, scenario_label, url_encode, view_controls, view_note, Opt};
+use crate::view::{format, model_path, scenario_label, url_encode, view_controls, view_note, Opt};
 use crate::AppState;
 use crate::VERSION;
 use wattcounts_analytics::leaderboard::{self, SortKey};

@@ -11,8 +11,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::auth::Maintainer;
-use crate::error::ApiError;
-use crate::error::{render, PageError};
+use crate::error::{render, ApiError, PageError};
 use crate::extract::query::{given, ConsistencyParams, EntriesParams, InclusionParams, Params};
 use crate::AppState;
 use crate::VERSION;

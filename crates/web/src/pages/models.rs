@@ -17,11 +17,9 @@ use axum::Json;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::error::ApiError;
-use crate::error::{render, PageError};
+use crate::error::{render, ApiError, PageError};
 use crate::extract::query::{given, ModelSearchParams, PageParams, Params, ViewParams};
-use crate::view::model_path;
-use crate::view::{entries, view_params, view_query, View};
+use crate::view::{entries, model_path, view_params, view_query, View};
 use crate::AppState;
 use crate::VERSION;
 use wattcounts_analytics::compare::{self, BestOf, ModelListing, ScenarioKey};

@@ -13,8 +13,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::auth::Maintainer;
-use crate::error::ApiError;
-use crate::error::{render, PageError};
+use crate::error::{render, ApiError, PageError};
 use crate::AppState;
 use wattcounts_service::snapshot::{self, Published};
 

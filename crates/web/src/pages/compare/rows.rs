@@ -1,7 +1,7 @@
 //! The compare page's rows and headline in words: cells with intervals,
 //! savings, and "within measurement noise" where the intervals overlap.
 
-use wattcounts_analytics::compare::{self};
+use wattcounts_analytics::compare;
 
 pub(crate) struct CompareCell {
     pub(crate) ept: String,

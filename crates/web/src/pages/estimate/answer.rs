@@ -7,8 +7,7 @@ use axum::Json;
 
 use super::question::{parse_question, Question};
 use super::*;
-use crate::extract::query::EstimateParams;
-use crate::extract::query::Params;
+use crate::extract::query::{EstimateParams, Params};
 use crate::pages::insights::SYNTHETIC_NOTE;
 use crate::AppState;
 use wattcounts_analytics::estimator::answer::{Answer, IntervalSource, Neighbour, Refusal};

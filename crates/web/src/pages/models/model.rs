@@ -10,12 +10,10 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::sections::*;
-use crate::error::ApiError;
-use crate::error::{render, PageError};
+use crate::error::{render, ApiError, PageError};
 use crate::extract::query::{given, DeadlineParams, PageParams, Params, ViewParams};
 use crate::extract::resource_path::{ModelPath, ModelResource};
-use crate::view::model_path;
-use crate::view::{entries, View};
+use crate::view::{entries, model_path, View};
 use crate::AppState;
 use crate::VERSION;
 use wattcounts_analytics::compare::{self, ModelScenario};

@@ -5,8 +5,7 @@
 use askama::Template;
 
 use crate::view::charts::{self, Dot};
-use crate::view::format;
-use crate::view::View;
+use crate::view::{format, View};
 use wattcounts_analytics::compare::ModelScenario;
 use wattcounts_analytics::deadline::{self, Deadline, Meets};
 use wattcounts_analytics::verdict::{sig, Verdict};
