@@ -12,7 +12,7 @@ files=(
   "template:templates/leaderboard.html:<!-- probe %s -->"
   "handler:crates/web/src/pages/leaderboard.rs:// probe %s"
   "check:crates/rules/src/checks/physics.rs:// probe %s"
-  "sql:crates/store/src/sql.rs:// probe %s"
+  "sql:crates/store/src/read_model.rs:// probe %s"
 )
 for f in "${files[@]}"; do
   path=$(cut -d: -f2 <<<"$f")

@@ -6,7 +6,7 @@
 
 use crate::common::*;
 use sha2::Digest;
-use wattcounts::store::{postgres::PgStore, Store};
+use wattcounts::store::{postgres::PgStore, Intake};
 
 fn start(database_url: &str, data: &std::path::Path) -> Server {
     spawn_server(&[

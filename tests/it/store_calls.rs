@@ -1,6 +1,6 @@
-//! An upload's budget of store calls, counted through the same wrapper
-//! `serve` puts on a networked store (`store::bounded::Bounded`), on both
-//! backends, with the rate limits on: a new bundle at most 9 calls (the
+//! An upload's budget of store calls, counted at the door every store call
+//! passes (`store::calls::Calls`, bounded as `serve` bounds a networked
+//! store), on both backends, with the rate limits on: a new bundle at most 9 calls (the
 //! insert hands back the receipt it wrote, nothing is read back), the same
 //! bytes again at most 8 (the address's rate-limit hit, the digest lookup,
 //! the stored receipt's four reads, and the log's leaf and hashes for its
@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::http::StatusCode;
-use wattcounts::store::bounded::{Bounded, CallCounts};
+use wattcounts::store::calls::CallCounts;
 use wattcounts::store::Store;
 
 use crate::common::*;
@@ -36,10 +36,12 @@ async fn submit_from_a_client(
     app.send(req).await
 }
 
-async fn upload_within_budget(inner: Arc<dyn Store>, dir: tempfile::TempDir, backend: &str) {
-    let calls = Arc::new(CallCounts::default());
-    let store: Arc<dyn Store> =
-        Arc::new(Bounded::new(inner, Default::default()).counting(calls.clone()));
+async fn upload_within_budget(
+    store: Arc<dyn Store>,
+    calls: Arc<CallCounts>,
+    dir: tempfile::TempDir,
+    backend: &str,
+) {
     // Rate limits on, as `serve` runs by default: each counts one hit.
     let app = TestApp::with_store_config(store, dir, |c| {
         c.submit_limit_per_ip = 1000;
@@ -107,17 +109,24 @@ async fn upload_within_budget(inner: Arc<dyn Store>, dir: tempfile::TempDir, bac
 async fn an_upload_stays_within_its_store_calls_on_sqlite() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite:{}", dir.path().join("test.db").display());
+    let calls = Arc::new(CallCounts::default());
     let store = wattcounts::store::sqlite::SqliteStore::open(&url)
         .await
-        .unwrap();
-    upload_within_budget(Arc::new(store), dir, "sqlite").await;
+        .unwrap()
+        .bounded(Default::default())
+        .counting(calls.clone());
+    upload_within_budget(Arc::new(store), calls, dir, "sqlite").await;
 }
 
 #[tokio::test]
 async fn an_upload_stays_within_its_store_calls_on_postgres() {
     let Some(url) = pg_url() else { return };
+    let calls = Arc::new(CallCounts::default());
     let store = wattcounts::store::postgres::PgStore::open(&url, Some(&pg_schema()))
         .await
-        .unwrap_or_else(|e| panic!("PostgreSQL at {url}: {e:#}"));
-    upload_within_budget(Arc::new(store), tempfile::tempdir().unwrap(), "postgres").await;
+        .unwrap_or_else(|e| panic!("PostgreSQL at {url}: {e:#}"))
+        .bounded(Default::default())
+        .counting(calls.clone());
+    let dir = tempfile::tempdir().unwrap();
+    upload_within_budget(Arc::new(store), calls, dir, "postgres").await;
 }

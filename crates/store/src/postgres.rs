@@ -13,11 +13,14 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::Row;
 use uuid::Uuid;
 
-use super::sql::{
-    bind_all, db_err, group_query, intervals_of, json_err, model_rank_column, opt_ts, parse_status,
-    snapshot_row, sql_store, unique_violation, EventRow, Param, COUNTER_ADD, GROUP_COLUMNS,
-    GROUP_INSERT, GROUP_KEY_INSERT, KEY_SELECT, MEMBER_SELECT, RUN_COLUMNS, SUBMISSION_SELECT,
-};
+use super::calls::{CallBounds, CallCounts, Calls};
+use super::dialect::{self, Dialect};
+use super::identity::*;
+use super::intake::*;
+use super::moderation::*;
+use super::read_model::*;
+use super::snapshots::*;
+use super::sql::*;
 use super::{
     parse_ts, ts, Actor, DatasetCounts, Decided, InsertOutcome, KeyRecord, ModerationEvent,
     NewSubmission, NewSubmitter, PriorClaims, SnapshotRow, Status, StoreError, SubmissionRecord,
@@ -28,10 +31,13 @@ use wattcounts_rules::checks::{CheckResult, PeerGroup};
 use wattcounts_rules::derived::ConfigurationMetrics;
 
 pub struct PgStore {
+    calls: Calls,
     pool: PgPool,
 }
 
 impl PgStore {
+    const DIALECT: Dialect = dialect::POSTGRES;
+
     /// Connects and migrates. `schema`, when given, is created if needed and
     /// used for everything (tests give each case its own).
     pub async fn open(url: &str, schema: Option<&str>) -> anyhow::Result<Self> {
@@ -42,7 +48,7 @@ impl PgStore {
             // socket after 10 s and drops the session (and the row locks
             // its open transaction holds, which other instances wait on)
             // after 3 unanswered probes 5 s apart. The client's side is
-            // the per-call bound of `bounded` (sqlx sets no keepalive).
+            // the per-call bound of `calls` (sqlx sets no keepalive).
             .options([
                 ("tcp_keepalives_idle", "10"),
                 ("tcp_keepalives_interval", "5"),
@@ -74,9 +80,24 @@ impl PgStore {
         sqlx::migrate!("../../migrations/postgres")
             .run(&pool)
             .await?;
-        let store = PgStore { pool };
+        let store = PgStore {
+            calls: Calls::default(),
+            pool,
+        };
         store.fill_handle_skeletons().await?;
         Ok(store)
+    }
+
+    /// Bounds every call by its kind (see `calls`).
+    pub fn bounded(mut self, bounds: CallBounds) -> Self {
+        self.calls = self.calls.bounded(bounds);
+        self
+    }
+
+    /// Counts every call into `counts` (the tests' budget of store calls).
+    pub fn counting(mut self, counts: std::sync::Arc<CallCounts>) -> Self {
+        self.calls = self.calls.counting(counts);
+        self
     }
 
     pub fn pool(&self) -> &PgPool {
@@ -88,34 +109,12 @@ impl PgStore {
     }
 }
 
-impl PgStore {
-    /// The group row a writer holds while it recomputes the group: two
-    /// instances adding to one group at once take turns and lose nothing.
-    const LOCK_GROUP: Option<&'static str> =
-        Some("SELECT group_key FROM group_keys WHERE group_key = $1 FOR UPDATE");
-    /// Appenders of every instance take turns on the one head row, so the
-    /// log stays linear: the next index is read under this lock.
-    const LOCK_LOG: Option<&'static str> = Some("SELECT id FROM log_head WHERE id = 1 FOR UPDATE");
-    /// Row locks and unique constraints order writers; a plain BEGIN.
-    const BEGIN_WRITE: &'static str = "BEGIN";
-    /// Statistics for the tables a rebuild rewrote (allowed in a transaction).
-    const ANALYZE: Option<&'static str> = Some("ANALYZE configurations, submissions");
-    /// Run first in a transaction that reads a snapshot: PostgreSQL's default (READ COMMITTED) lets each statement see newer commits.
-    const READ_SNAPSHOT: &'static [&'static str] = &[
-        "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ",
-        // The runs stream for as long as the files take to write: the
-        // service-wide statement timeout is for requests, not exports.
-        "SET LOCAL statement_timeout = 0",
-    ];
-    /// Orders text byte by byte, as SQLite does, whatever the database's
-    /// collation: both backends list models in one order.
-    const BYTE_ORDER: &'static str = " COLLATE \"C\"";
-}
-
 super::tlog::log_store!(PgStore, sqlx::postgres::PgRow, sqlx::PgConnection);
-sql_store!(
-    PgStore,
-    "postgres",
-    sqlx::postgres::PgRow,
-    sqlx::PgConnection
-);
+super::sql::store_base!(PgStore);
+super::intake::intake_sql!(PgStore, sqlx::postgres::PgRow, sqlx::PgConnection);
+super::read_model::read_model_sql!(PgStore, sqlx::postgres::PgRow, sqlx::PgConnection);
+super::identity::identity_sql!(PgStore, sqlx::postgres::PgRow, sqlx::PgConnection);
+super::moderation::moderation_sql!(PgStore, sqlx::postgres::PgRow, sqlx::PgConnection);
+super::snapshots::snapshots_sql!(PgStore, sqlx::postgres::PgRow, sqlx::PgConnection);
+super::estimator_fits::estimator_fits_sql!(PgStore, sqlx::postgres::PgRow, sqlx::PgConnection);
+super::limits::limits_sql!(PgStore, sqlx::postgres::PgRow, sqlx::PgConnection);

@@ -12,11 +12,14 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{Row, SqlitePool};
 use uuid::Uuid;
 
-use super::sql::{
-    bind_all, db_err, group_query, intervals_of, json_err, model_rank_column, opt_ts, parse_status,
-    snapshot_row, sql_store, unique_violation, EventRow, Param, COUNTER_ADD, GROUP_COLUMNS,
-    GROUP_INSERT, GROUP_KEY_INSERT, KEY_SELECT, MEMBER_SELECT, RUN_COLUMNS, SUBMISSION_SELECT,
-};
+use super::calls::{CallBounds, CallCounts, Calls};
+use super::dialect::{self, Dialect};
+use super::identity::*;
+use super::intake::*;
+use super::moderation::*;
+use super::read_model::*;
+use super::snapshots::*;
+use super::sql::*;
 use super::{
     parse_ts, ts, Actor, DatasetCounts, Decided, InsertOutcome, KeyRecord, ModerationEvent,
     NewSubmission, NewSubmitter, PriorClaims, SnapshotRow, Status, StoreError, SubmissionRecord,
@@ -27,11 +30,14 @@ use wattcounts_rules::checks::{CheckResult, PeerGroup};
 use wattcounts_rules::derived::ConfigurationMetrics;
 
 pub struct SqliteStore {
+    calls: Calls,
     pool: SqlitePool,
     writer: tokio::sync::Mutex<()>,
 }
 
 impl SqliteStore {
+    const DIALECT: Dialect = dialect::SQLITE;
+
     pub async fn open(url: &str) -> anyhow::Result<Self> {
         let opts = SqliteConnectOptions::from_str(url)?
             .create_if_missing(true)
@@ -47,11 +53,24 @@ impl SqliteStore {
             .await?;
         sqlx::migrate!("../../migrations/sqlite").run(&pool).await?;
         let store = SqliteStore {
+            calls: Calls::default(),
             pool,
             writer: tokio::sync::Mutex::new(()),
         };
         store.fill_handle_skeletons().await?;
         Ok(store)
+    }
+
+    /// Bounds every call by its kind (see `calls`).
+    pub fn bounded(mut self, bounds: CallBounds) -> Self {
+        self.calls = self.calls.bounded(bounds);
+        self
+    }
+
+    /// Counts every call into `counts` (the tests' budget of store calls).
+    pub fn counting(mut self, counts: std::sync::Arc<CallCounts>) -> Self {
+        self.calls = self.calls.counting(counts);
+        self
     }
 
     pub fn pool(&self) -> &SqlitePool {
@@ -65,28 +84,16 @@ impl SqliteStore {
     }
 }
 
-impl SqliteStore {
-    /// SQLite needs no row lock: one writer holds the database.
-    const LOCK_GROUP: Option<&'static str> = None;
-    /// Likewise for the log: the writer appends alone.
-    const LOCK_LOG: Option<&'static str> = None;
-    /// Write transactions take SQLite's write lock up front: a second
-    /// process on the same file then waits (busy timeout) instead of
-    /// failing with "database is locked" when a deferred transaction
-    /// that has read tries to write.
-    const BEGIN_WRITE: &'static str = "BEGIN IMMEDIATE";
-    /// SQLite's planner takes the group index without statistics.
-    const ANALYZE: Option<&'static str> = None;
-    /// Run first in a transaction that reads a snapshot: SQLite's read transaction already sees one state of the database.
-    const READ_SNAPSHOT: &'static [&'static str] = &[];
-    /// SQLite compares text byte by byte already.
-    const BYTE_ORDER: &'static str = "";
-}
-
 super::tlog::log_store!(SqliteStore, sqlx::sqlite::SqliteRow, sqlx::SqliteConnection);
-sql_store!(
+super::sql::store_base!(SqliteStore);
+super::intake::intake_sql!(SqliteStore, sqlx::sqlite::SqliteRow, sqlx::SqliteConnection);
+super::read_model::read_model_sql!(SqliteStore, sqlx::sqlite::SqliteRow, sqlx::SqliteConnection);
+super::identity::identity_sql!(SqliteStore, sqlx::sqlite::SqliteRow, sqlx::SqliteConnection);
+super::moderation::moderation_sql!(SqliteStore, sqlx::sqlite::SqliteRow, sqlx::SqliteConnection);
+super::snapshots::snapshots_sql!(SqliteStore, sqlx::sqlite::SqliteRow, sqlx::SqliteConnection);
+super::estimator_fits::estimator_fits_sql!(
     SqliteStore,
-    "sqlite",
     sqlx::sqlite::SqliteRow,
     sqlx::SqliteConnection
 );
+super::limits::limits_sql!(SqliteStore, sqlx::sqlite::SqliteRow, sqlx::SqliteConnection);

@@ -208,7 +208,7 @@ macro_rules! log_store {
             if leaves.is_empty() {
                 return Ok(0);
             }
-            if let Some(lock) = <$store>::LOCK_LOG {
+            if let Some(lock) = <$store>::DIALECT.lock_log {
                 sqlx::query(lock).execute(&mut *tx).await.map_err(db_err)?;
             }
             let mut n: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(idx) + 1, 0) FROM log_entries")
@@ -254,169 +254,187 @@ macro_rules! log_store {
         #[async_trait]
         impl $crate::tlog::LogStore for $store {
             async fn log_key(&self) -> Result<Option<(String, String)>, StoreError> {
-                let row: Option<(Option<String>, Option<String>)> =
-                    sqlx::query_as("SELECT origin, verifier_key FROM log_head WHERE id = 1")
-                        .fetch_optional(&self.pool)
-                        .await
-                        .map_err(db_err)?;
-                Ok(match row {
-                    Some((Some(o), Some(k))) => Some((o, k)),
-                    _ => None,
-                })
+                self.calls.run($crate::calls::CallKind::Request, "log_key", async move {
+                    let row: Option<(Option<String>, Option<String>)> =
+                        sqlx::query_as("SELECT origin, verifier_key FROM log_head WHERE id = 1")
+                            .fetch_optional(&self.pool)
+                            .await
+                            .map_err(db_err)?;
+                    Ok(match row {
+                        Some((Some(o), Some(k))) => Some((o, k)),
+                        _ => None,
+                    })
+                }).await
             }
 
             async fn claim_log_key(&self, origin: &str, verifier_key: &str) -> Result<(String, String), StoreError> {
-                sqlx::query("UPDATE log_head SET origin = $1, verifier_key = $2 WHERE id = 1 AND verifier_key IS NULL")
-                    .bind(origin)
-                    .bind(verifier_key)
-                    .execute(&self.pool)
-                    .await
-                    .map_err(db_err)?;
-                self.log_key()
-                    .await?
-                    .ok_or_else(|| StoreError::Other(anyhow::anyhow!("the log head row is missing")))
+                self.calls.run($crate::calls::CallKind::Transaction, "claim_log_key", async move {
+                    sqlx::query("UPDATE log_head SET origin = $1, verifier_key = $2 WHERE id = 1 AND verifier_key IS NULL")
+                        .bind(origin)
+                        .bind(verifier_key)
+                        .execute(&self.pool)
+                        .await
+                        .map_err(db_err)?;
+                    self.log_key()
+                        .await?
+                        .ok_or_else(|| StoreError::Other(anyhow::anyhow!("the log head row is missing")))
+                }).await
             }
 
             async fn log_size(&self) -> Result<u64, StoreError> {
-                let size: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(idx) + 1, 0) FROM log_entries")
-                    .fetch_one(&self.pool)
-                    .await
-                    .map_err(db_err)?;
-                Ok(size as u64)
+                self.calls.run($crate::calls::CallKind::Request, "log_size", async move {
+                    let size: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(idx) + 1, 0) FROM log_entries")
+                        .fetch_one(&self.pool)
+                        .await
+                        .map_err(db_err)?;
+                    Ok(size as u64)
+                }).await
             }
 
             async fn log_stats(&self) -> Result<$crate::tlog::LogStats, StoreError> {
-                let size = self.log_size().await?;
-                // Reads the partial index of backfilled leaves only.
-                let (count, first, last): (i64, Option<i64>, Option<i64>) = sqlx::query_as(
-                    "SELECT COUNT(*), MIN(idx), MAX(idx) FROM log_entries WHERE backfilled",
-                )
-                .fetch_one(&self.pool)
-                .await
-                .map_err(db_err)?;
-                Ok($crate::tlog::LogStats {
-                    size,
-                    backfilled: count as u64,
-                    backfilled_first: first.map(|v| v as u64),
-                    backfilled_last: last.map(|v| v as u64),
-                })
+                self.calls.run($crate::calls::CallKind::Request, "log_stats", async move {
+                    let size = self.log_size().await?;
+                    // Reads the partial index of backfilled leaves only.
+                    let (count, first, last): (i64, Option<i64>, Option<i64>) = sqlx::query_as(
+                        "SELECT COUNT(*), MIN(idx), MAX(idx) FROM log_entries WHERE backfilled",
+                    )
+                    .fetch_one(&self.pool)
+                    .await
+                    .map_err(db_err)?;
+                    Ok($crate::tlog::LogStats {
+                        size,
+                        backfilled: count as u64,
+                        backfilled_first: first.map(|v| v as u64),
+                        backfilled_last: last.map(|v| v as u64),
+                    })
+                }).await
             }
 
             async fn log_hashes(&self, indexes: &[u64]) -> Result<Vec<::wattcounts_rules::tlog::Hash>, StoreError> {
-                let mut conn = self.pool.acquire().await.map_err(db_err)?;
-                log_hashes_in(&mut conn, indexes).await
+                self.calls.run($crate::calls::CallKind::Request, "log_hashes", async move {
+                    let mut conn = self.pool.acquire().await.map_err(db_err)?;
+                    log_hashes_in(&mut conn, indexes).await
+                }).await
             }
 
             async fn log_entries(&self, start: u64, end: u64) -> Result<Vec<$crate::tlog::LogEntry>, StoreError> {
-                let rows = sqlx::query("SELECT idx, leaf, backfilled FROM log_entries WHERE idx >= $1 AND idx < $2 ORDER BY idx")
-                    .bind(start as i64)
-                    .bind(end as i64)
-                    .fetch_all(&self.pool)
-                    .await
-                    .map_err(db_err)?;
-                Ok(rows
-                    .iter()
-                    .map(|r| $crate::tlog::LogEntry {
-                        index: r.get::<i64, _>(0) as u64,
-                        leaf: r.get(1),
-                        backfilled: r.get(2),
-                    })
-                    .collect())
+                self.calls.run($crate::calls::CallKind::Request, "log_entries", async move {
+                    let rows = sqlx::query("SELECT idx, leaf, backfilled FROM log_entries WHERE idx >= $1 AND idx < $2 ORDER BY idx")
+                        .bind(start as i64)
+                        .bind(end as i64)
+                        .fetch_all(&self.pool)
+                        .await
+                        .map_err(db_err)?;
+                    Ok(rows
+                        .iter()
+                        .map(|r| $crate::tlog::LogEntry {
+                            index: r.get::<i64, _>(0) as u64,
+                            leaf: r.get(1),
+                            backfilled: r.get(2),
+                        })
+                        .collect())
+                }).await
             }
 
             async fn backfill_log(&self) -> Result<u64, StoreError> {
-                use $crate::tlog::{submission_leaf, EventLeaf, LogTarget};
-                let _w = self.write_lock().await;
-                let mut tx = self.pool.begin_with(<$store>::BEGIN_WRITE).await.map_err(db_err)?;
-                // Both lists read partial indexes that hold only unlogged rows.
-                let subs: Vec<(String, String, Option<String>, String, String, String)> = sqlx::query_as(
-                    "SELECT s.id, s.bundle_sha256, s.content_sha256, k.fingerprint, s.received_at, s.status
-                     FROM submissions s JOIN keys k ON k.id = s.key_id
-                     WHERE s.log_index IS NULL ORDER BY s.received_at, s.id",
-                )
-                .fetch_all(&mut *tx)
-                .await
-                .map_err(db_err)?;
-                let events: Vec<(i64, String, String, String, Option<String>, Option<String>, Option<String>, Option<String>, Option<String>, Option<String>, String)> =
-                    sqlx::query_as(
-                        "SELECT id, created_at, actor, action, submission_id, submitter_handle, key_fingerprint, from_status,
-                            to_status, effective_at, reason
-                         FROM moderation_events WHERE log_index IS NULL ORDER BY created_at, id",
+                self.calls.run($crate::calls::CallKind::Maintenance, "backfill_log", async move {
+                    use $crate::tlog::{submission_leaf, EventLeaf, LogTarget};
+                    let _w = self.write_lock().await;
+                    let mut tx = self.pool.begin_with(<$store>::DIALECT.begin_write).await.map_err(db_err)?;
+                    // Both lists read partial indexes that hold only unlogged rows.
+                    let subs: Vec<(String, String, Option<String>, String, String, String)> = sqlx::query_as(
+                        "SELECT s.id, s.bundle_sha256, s.content_sha256, k.fingerprint, s.received_at, s.status
+                         FROM submissions s JOIN keys k ON k.id = s.key_id
+                         WHERE s.log_index IS NULL ORDER BY s.received_at, s.id",
                     )
                     .fetch_all(&mut *tx)
                     .await
                     .map_err(db_err)?;
-                if subs.is_empty() && events.is_empty() {
-                    return Ok(0);
-                }
-                // A submission's status when it was stored: what its first
-                // decision moved it from, else what it is now.
-                let mut first_from: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
-                for e in &events {
-                    if let (Some(s), Some(f)) = (e.4.as_deref(), e.7.as_deref()) {
-                        first_from.entry(s).or_insert(f);
+                    let events: Vec<(i64, String, String, String, Option<String>, Option<String>, Option<String>, Option<String>, Option<String>, Option<String>, String)> =
+                        sqlx::query_as(
+                            "SELECT id, created_at, actor, action, submission_id, submitter_handle, key_fingerprint, from_status,
+                                to_status, effective_at, reason
+                             FROM moderation_events WHERE log_index IS NULL ORDER BY created_at, id",
+                        )
+                        .fetch_all(&mut *tx)
+                        .await
+                        .map_err(db_err)?;
+                    if subs.is_empty() && events.is_empty() {
+                        return Ok(0);
                     }
-                }
-                // Oldest first, submissions before decisions made at the same instant.
-                let mut order: Vec<(&str, u8, usize)> = subs
-                    .iter()
-                    .enumerate()
-                    .map(|(i, s)| (s.4.as_str(), 0u8, i))
-                    .chain(events.iter().enumerate().map(|(i, e)| (e.1.as_str(), 1u8, i)))
-                    .collect();
-                order.sort();
-                let mut leaves = Vec::with_capacity(order.len());
-                for (_, kind, i) in order {
-                    if kind == 0 {
-                        let s = &subs[i];
-                        let status = first_from.get(s.0.as_str()).copied().unwrap_or(s.5.as_str());
-                        let leaf = submission_leaf(&s.0, &s.1, s.2.as_deref().unwrap_or_default(), &s.3, &s.4, status);
-                        leaves.push((LogTarget::Submission(s.0.clone()), leaf));
-                    } else {
-                        let e = &events[i];
-                        let leaf = EventLeaf {
-                            action: &e.3,
-                            actor: &e.2,
-                            at: &e.1,
-                            submission_id: e.4.as_deref(),
-                            handle: e.5.as_deref(),
-                            fingerprint: e.6.as_deref(),
-                            from: e.7.as_deref(),
-                            to: e.8.as_deref(),
-                            effective_at: e.9.as_deref(),
-                            reason: &e.10,
+                    // A submission's status when it was stored: what its first
+                    // decision moved it from, else what it is now.
+                    let mut first_from: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
+                    for e in &events {
+                        if let (Some(s), Some(f)) = (e.4.as_deref(), e.7.as_deref()) {
+                            first_from.entry(s).or_insert(f);
                         }
-                        .canonical();
-                        leaves.push((LogTarget::Event(e.0), leaf));
                     }
-                }
-                append_leaves(&mut tx, &leaves, true).await?;
-                tx.commit().await.map_err(db_err)?;
-                Ok(leaves.len() as u64)
+                    // Oldest first, submissions before decisions made at the same instant.
+                    let mut order: Vec<(&str, u8, usize)> = subs
+                        .iter()
+                        .enumerate()
+                        .map(|(i, s)| (s.4.as_str(), 0u8, i))
+                        .chain(events.iter().enumerate().map(|(i, e)| (e.1.as_str(), 1u8, i)))
+                        .collect();
+                    order.sort();
+                    let mut leaves = Vec::with_capacity(order.len());
+                    for (_, kind, i) in order {
+                        if kind == 0 {
+                            let s = &subs[i];
+                            let status = first_from.get(s.0.as_str()).copied().unwrap_or(s.5.as_str());
+                            let leaf = submission_leaf(&s.0, &s.1, s.2.as_deref().unwrap_or_default(), &s.3, &s.4, status);
+                            leaves.push((LogTarget::Submission(s.0.clone()), leaf));
+                        } else {
+                            let e = &events[i];
+                            let leaf = EventLeaf {
+                                action: &e.3,
+                                actor: &e.2,
+                                at: &e.1,
+                                submission_id: e.4.as_deref(),
+                                handle: e.5.as_deref(),
+                                fingerprint: e.6.as_deref(),
+                                from: e.7.as_deref(),
+                                to: e.8.as_deref(),
+                                effective_at: e.9.as_deref(),
+                                reason: &e.10,
+                            }
+                            .canonical();
+                            leaves.push((LogTarget::Event(e.0), leaf));
+                        }
+                    }
+                    append_leaves(&mut tx, &leaves, true).await?;
+                    tx.commit().await.map_err(db_err)?;
+                    Ok(leaves.len() as u64)
+                }).await
             }
 
             async fn latest_checkpoint(&self) -> Result<Option<(u64, String)>, StoreError> {
-                let row: Option<(i64, String)> =
-                    sqlx::query_as("SELECT size, signed FROM log_checkpoints ORDER BY size DESC LIMIT 1")
-                        .fetch_optional(&self.pool)
-                        .await
-                        .map_err(db_err)?;
-                Ok(row.map(|(s, t)| (s as u64, t)))
+                self.calls.run($crate::calls::CallKind::Request, "latest_checkpoint", async move {
+                    let row: Option<(i64, String)> =
+                        sqlx::query_as("SELECT size, signed FROM log_checkpoints ORDER BY size DESC LIMIT 1")
+                            .fetch_optional(&self.pool)
+                            .await
+                            .map_err(db_err)?;
+                    Ok(row.map(|(s, t)| (s as u64, t)))
+                }).await
             }
 
             async fn publish_checkpoint(&self, size: u64, signed: &str, at: &str) -> Result<bool, StoreError> {
-                let r = sqlx::query(
-                    "INSERT INTO log_checkpoints (size, signed, published_at)
-                     SELECT $1, $2, $3 WHERE NOT EXISTS (SELECT 1 FROM log_checkpoints WHERE size >= $1)
-                     ON CONFLICT (size) DO NOTHING",
-                )
-                .bind(size as i64)
-                .bind(signed)
-                .bind(at)
-                .execute(&self.pool)
-                .await
-                .map_err(db_err)?;
-                Ok(r.rows_affected() > 0)
+                self.calls.run($crate::calls::CallKind::Transaction, "publish_checkpoint", async move {
+                    let r = sqlx::query(
+                        "INSERT INTO log_checkpoints (size, signed, published_at)
+                         SELECT $1, $2, $3 WHERE NOT EXISTS (SELECT 1 FROM log_checkpoints WHERE size >= $1)
+                         ON CONFLICT (size) DO NOTHING",
+                    )
+                    .bind(size as i64)
+                    .bind(signed)
+                    .bind(at)
+                    .execute(&self.pool)
+                    .await
+                    .map_err(db_err)?;
+                    Ok(r.rows_affected() > 0)
+                }).await
             }
         }
     };

@@ -151,10 +151,7 @@ pub async fn router_routes() -> Vec<(String, String)> {
 
 /// A PostgreSQL store as `store::open` gives it to `serve`: every call bounded.
 pub fn bounded(pg: wattcounts::store::postgres::PgStore) -> Arc<dyn Store> {
-    Arc::new(wattcounts::store::bounded::Bounded::new(
-        Arc::new(pg),
-        Default::default(),
-    ))
+    Arc::new(pg.bounded(Default::default()))
 }
 
 /// A fresh schema name, so every PostgreSQL test has its own tables.
