@@ -22,6 +22,7 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
 use sha2::Digest;
+use wattcounts::service::files::StoredFile;
 use wattcounts::store::objects::Objects;
 use wattcounts::web::download::Download;
 
@@ -29,11 +30,10 @@ const NAME: &str = "bench/file.bin";
 
 fn route(objects: Objects, sha256: String) -> axum::routing::MethodRouter {
     get(move |req: Request| {
-        let (objects, sha256) = (objects.clone(), sha256.clone());
+        let (file, sha256) = (StoredFile::new(&objects, NAME.into()), sha256.clone());
         async move {
             Download {
-                objects: &objects,
-                name: NAME,
+                file: &file,
                 sha256: &sha256,
                 media_type: "application/octet-stream",
             }

@@ -49,7 +49,7 @@ done
 # Names the code may not write: the web reaches the store only through the
 # service, and the store's error type never leaves the service (it answers
 # with wattcounts_service::ServiceError).
-for pattern in "crates/web/src:wattcounts_store" "crates/web/src:StoreError" "src:StoreError"; do
+for pattern in "crates/web/src:wattcounts_store" "crates/web/src:wattcounts_snapshot" "crates/web/src:StoreError" "src:StoreError"; do
   dir=${pattern%%:*}
   name=${pattern#*:}
   if hits=$(grep -rn --include='*.rs' -w "$name" "$dir"); then
@@ -59,12 +59,12 @@ for pattern in "crates/web/src:wattcounts_store" "crates/web/src:StoreError" "sr
   fi
   echo "$dir: does not name $name"
 done
-# The service re-exports no type of the store's: the rows it hands out are
-# defined with the rules and analytics. One exception is left (issue #38):
-# the object store handle downloads stream from.
-if grep -rn 'pub use wattcounts_store' crates/service/src | grep -v 'pub use wattcounts_store::objects::Objects;'; then
-  echo "wattcounts-service re-exports a store type (above)"
+# The service re-exports no type of the store's or of the snapshot
+# crate's: the rows it hands out are defined with the rules and analytics,
+# stored files leave as its own StoredFile.
+if grep -rnE 'pub use (wattcounts_store|wattcounts_snapshot)' crates/service/src; then
+  echo "wattcounts-service re-exports a store or snapshot type (above)"
   failed=1
 fi
-echo "wattcounts-service: re-exports no store type but objects::Objects"
+echo "wattcounts-service: re-exports no store or snapshot type"
 exit $failed

@@ -27,6 +27,7 @@ pub mod protocol;
 pub mod receipt;
 pub mod rejection;
 pub mod signing;
+pub mod snapshot_manifest;
 pub mod spreadsheet;
 pub mod stats;
 pub mod timestamp;

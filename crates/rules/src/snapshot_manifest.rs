@@ -1,6 +1,8 @@
 //! `manifest.json`: what a snapshot holds, with a digest and row count per
 //! file. The manifest's own SHA-256 is the snapshot's fingerprint: cite it,
-//! and `wattcounts verify snapshot` proves a copy matches it.
+//! and `wattcounts verify snapshot` proves a copy matches it. The format
+//! is defined here, with the rules, so that whoever reads a snapshot (the
+//! service's pages, a verifier) needs no part of the crate that writes one.
 
 use serde::{Deserialize, Serialize};
 
@@ -22,6 +24,15 @@ pub struct Manifest {
     /// before the log existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log: Option<SnapshotLog>,
+}
+
+/// A published snapshot as readers see it.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct Published {
+    pub manifest: Manifest,
+    /// SHA-256 of `manifest.json`: the snapshot's fingerprint.
+    pub manifest_sha256: String,
+    pub manifest_bytes: u64,
 }
 
 /// The log checkpoint a snapshot covers: every submission in it is a leaf

@@ -10,6 +10,7 @@ pub mod bundle_audit;
 pub mod catalogue;
 pub mod error;
 pub mod estimates;
+pub mod files;
 pub mod moderation;
 pub mod rebuild;
 pub mod register;
@@ -21,18 +22,14 @@ pub mod ingest;
 pub mod limits;
 pub mod telemetry;
 
-/// Snapshots are published and listed through the service; their types
-/// (options, the library, the manifest) are the snapshot crate's.
-pub use wattcounts_snapshot as snapshot;
-
-/// The store's types that callers are handed: the rows and counts a page
-/// shows, the moderator named on a decision, the store's error and where
-/// stored files are read from. The web names them through here and has no
-/// path to the store itself.
+/// The rows and counts a page shows and the moderator named on a
+/// decision: types of the rules and analytics, gathered here for callers.
+/// No type of the store or of the snapshot crate leaves the service; stored
+/// files leave as [`files::StoredFile`].
 pub mod read {
     pub use wattcounts_analytics::leaderboard::{Facets, GroupView};
     pub use wattcounts_rules::domain::{Actor, DatasetCounts, SubmissionRecord, TableCounts};
-    pub use wattcounts_store::objects::Objects;
+    pub use wattcounts_rules::snapshot_manifest::Published;
 }
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -145,15 +142,19 @@ impl Service {
         &self.ingestor.blobs
     }
 
-    /// Where a stored submission's original bundle is kept: the objects to
-    /// read it from, its path there and its SHA-256 (None: no such
-    /// submission).
+    /// A stored submission's original bundle and its SHA-256 (None: no
+    /// such submission).
     pub async fn stored_bundle(
         &self,
         id: Uuid,
-    ) -> Result<Option<(&read::Objects, String, String)>, ServiceError> {
+    ) -> Result<Option<(files::StoredFile, String)>, ServiceError> {
         let rec = self.store.submission(id).await?;
-        Ok(rec.map(|r| (self.blobs().objects(), r.blob_path, r.bundle_sha256)))
+        Ok(rec.map(|r| {
+            (
+                files::StoredFile::new(self.blobs().objects(), r.blob_path),
+                r.bundle_sha256,
+            )
+        }))
     }
     pub fn backend(&self) -> &'static str {
         self.store.backend()

@@ -2,7 +2,28 @@
 //! (the data dir's `snapshots/` or the bucket's) and the lock that lets one
 //! creation run at a time here. The web asks the service; it holds neither.
 
-use wattcounts_snapshot::{Library, Published};
+use std::time::Duration;
+
+use crate::files::StoredFile;
+use crate::{ErrorKind, ServiceError};
+use wattcounts_rules::snapshot_manifest::Published;
+use wattcounts_snapshot::Library;
+
+/// What a maintainer asks of a new snapshot.
+#[derive(Debug, Clone, Default)]
+pub struct SnapshotRequest {
+    /// Also write `power_traces.parquet` (read back from the stored bundles).
+    pub traces: bool,
+    /// Who asked for it, recorded in the manifest.
+    pub created_by: String,
+}
+
+/// A snapshot just published, and how long its read and write took.
+#[derive(Debug, Clone)]
+pub struct NewSnapshot {
+    pub published: Published,
+    pub took: Duration,
+}
 
 /// The library and its creation lock.
 pub struct Shelf {
@@ -56,25 +77,22 @@ impl crate::Service {
         }
     }
 
-    /// Where a published snapshot's file `name` is kept, and the objects it
-    /// is read from; None when the snapshot has no such file.
-    pub fn snapshot_file(
-        &self,
-        p: &Published,
-        name: &str,
-    ) -> Option<(&crate::read::Objects, String)> {
+    /// A published snapshot's file `name`; None when it has no such file.
+    pub fn snapshot_file(&self, p: &Published, name: &str) -> Option<StoredFile> {
         let shelf = self.shelf.as_ref()?;
-        Some((shelf.library.objects(), shelf.library.file(p, name)?))
+        Some(StoredFile::new(
+            shelf.library.objects(),
+            shelf.library.file(p, name)?,
+        ))
     }
 
     /// A published snapshot's dataset card, or nothing when it cannot be
     /// read (the page shows the rest).
     pub async fn snapshot_card(&self, p: &Published) -> String {
-        let Some((objects, name)) = self.snapshot_file(p, "README.md") else {
+        let Some(file) = self.snapshot_file(p, "README.md") else {
             return String::new();
         };
-        objects
-            .read(&name)
+        file.read()
             .await
             .ok()
             .and_then(|b| String::from_utf8(b).ok())
@@ -82,15 +100,36 @@ impl crate::Service {
     }
 
     /// Makes and publishes a snapshot, one at a time on this instance (a
-    /// second request waits for the first).
+    /// second request waits for the first). A database away is
+    /// `Unavailable`; any other failure is `Internal`, with its cause.
     pub async fn publish_snapshot(
         &self,
-        options: &wattcounts_snapshot::create::Options,
+        request: SnapshotRequest,
         progress: impl FnMut(&str) + Send + 'static,
-    ) -> anyhow::Result<wattcounts_snapshot::create::Created> {
-        let shelf = self.shelf()?;
+    ) -> Result<NewSnapshot, ServiceError> {
+        let internal = |e: anyhow::Error| match e.downcast::<ServiceError>() {
+            Ok(service) => service,
+            Err(other) => ServiceError {
+                kind: ErrorKind::Internal,
+                message: format!("{other:#}"),
+            },
+        };
+        let shelf = self.shelf().map_err(internal)?;
         let _one_at_a_time = shelf.creating.lock().await;
-        self.create_snapshot(&shelf.library, options, progress)
+        let options = wattcounts_snapshot::Options {
+            traces: request.traces,
+            created_by: request.created_by,
+            public_url: Some(self.config().public_url.clone()),
+            log_key: None,
+            estimator: None,
+        };
+        let created = self
+            .create_snapshot(&shelf.library, &options, progress)
             .await
+            .map_err(internal)?;
+        Ok(NewSnapshot {
+            published: created.published,
+            took: created.read_time + created.write_time,
+        })
     }
 }

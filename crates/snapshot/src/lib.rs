@@ -10,7 +10,9 @@ pub mod columns;
 pub mod create;
 pub mod library;
 pub mod log_check;
-pub mod manifest;
+/// The manifest format, defined with the rules: readers of a snapshot
+/// (the service, the pages) need it without this crate.
+pub use wattcounts_rules::snapshot_manifest as manifest;
 pub mod tables;
 pub mod traces;
 pub mod verify;

@@ -15,30 +15,23 @@ use super::manifest::{self, Manifest};
 use wattcounts_store::objects::Objects;
 use wattcounts_store::{SnapshotRow, Store};
 
-/// A published snapshot as readers see it.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
-pub struct Published {
-    pub manifest: Manifest,
-    /// SHA-256 of `manifest.json`: the snapshot's fingerprint.
-    pub manifest_sha256: String,
-    pub manifest_bytes: u64,
-}
+pub use wattcounts_rules::snapshot_manifest::Published;
 
-impl Published {
-    fn from_row(row: SnapshotRow) -> anyhow::Result<Self> {
-        let manifest: Manifest = serde_json::from_str(&row.manifest)?;
-        anyhow::ensure!(
-            manifest.snapshot_id == row.id,
-            "the row of snapshot {} holds the manifest of {}",
-            row.id,
-            manifest.snapshot_id
-        );
-        Ok(Published {
-            manifest_bytes: row.manifest.len() as u64,
-            manifest_sha256: row.manifest_sha256,
-            manifest,
-        })
-    }
+/// A listed row as readers see it: its manifest parsed and checked
+/// against the row's id.
+fn published(row: SnapshotRow) -> anyhow::Result<Published> {
+    let manifest: Manifest = serde_json::from_str(&row.manifest)?;
+    anyhow::ensure!(
+        manifest.snapshot_id == row.id,
+        "the row of snapshot {} holds the manifest of {}",
+        row.id,
+        manifest.snapshot_id
+    );
+    Ok(Published {
+        manifest_bytes: row.manifest.len() as u64,
+        manifest_sha256: row.manifest_sha256,
+        manifest,
+    })
 }
 
 #[derive(Debug, Clone)]
@@ -85,7 +78,7 @@ impl Library {
             .into_iter()
             .filter_map(|row| {
                 let id = row.id.clone();
-                Published::from_row(row)
+                published(row)
                     .map_err(|e| tracing::warn!(snapshot = id, error = %e, "unreadable snapshot skipped"))
                     .ok()
             })
@@ -101,7 +94,7 @@ impl Library {
         } else {
             None
         };
-        row.map(Published::from_row).transpose()
+        row.map(published).transpose()
     }
 
     /// The stored name of a file a snapshot lists (or its manifest); None
@@ -184,7 +177,7 @@ impl Library {
             manifest: manifest_text,
         };
         store.publish_snapshot(&row, &Utc::now()).await?;
-        Published::from_row(row)
+        published(row)
     }
 
     /// Takes away what a failed creation wrote, and its reservation.

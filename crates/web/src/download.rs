@@ -13,12 +13,11 @@ use tower::ServiceExt;
 use tower_http::services::ServeFile;
 
 use crate::error::ApiError;
-use wattcounts_service::read::Objects;
+use wattcounts_service::files::StoredFile;
 
 /// A stored file and how to present it.
 pub struct Download<'a> {
-    pub objects: &'a Objects,
-    pub name: &'a str,
+    pub file: &'a StoredFile,
     /// The file's SHA-256, hex.
     pub sha256: &'a str,
     pub media_type: &'a str,
@@ -58,7 +57,7 @@ impl Download<'_> {
                 req.headers_mut().remove(header::RANGE);
             }
             req.headers_mut().remove(header::IF_RANGE);
-            match self.objects.local_path(self.name) {
+            match self.file.local_path() {
                 Some(path) => self.serve_disk(path, req).await?,
                 None => self.serve_bucket(req.headers()).await?,
             }
@@ -92,7 +91,7 @@ impl Download<'_> {
         let served = ServeFile::new_with_mime(path, &mime)
             .oneshot(req)
             .await
-            .map_err(|e| failed(e, self.name))?;
+            .map_err(|e| failed(e, self.file.name()))?;
         Ok(served.map(Body::new))
     }
 
@@ -102,15 +101,15 @@ impl Download<'_> {
             .and_then(|v| v.to_str().ok())
             .and_then(parse_range);
         let fetched = match self
-            .objects
-            .fetch(self.name, |total| wanted.map(|r| r.bounds(total)))
+            .file
+            .fetch(|total| wanted.map(|r| r.bounds(total)))
             .await
         {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
                 return Ok(unsatisfiable());
             }
-            Err(e) => return Err(failed(e, self.name)),
+            Err(e) => return Err(failed(e, self.file.name())),
         };
         let len = fetched.range.end - fetched.range.start;
         let mut resp = Response::new(Body::from_stream(fetched.body));

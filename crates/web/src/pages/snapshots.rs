@@ -15,7 +15,9 @@ use utoipa::ToSchema;
 use crate::auth::Maintainer;
 use crate::error::{render, ApiError, PageError};
 use crate::AppState;
-use wattcounts_service::snapshot::{self, Published};
+use wattcounts_rules::snapshot_manifest::{self as manifest, Coverage};
+use wattcounts_service::read::Published;
+use wattcounts_service::snapshots::SnapshotRequest;
 
 use crate::VERSION;
 
@@ -47,7 +49,7 @@ pub struct SnapshotView {
     pub created: String,
     pub created_by: String,
     pub includes_power_traces: bool,
-    pub coverage: snapshot::manifest::Coverage,
+    pub coverage: Coverage,
     /// SHA-256 of manifest.json: cite it, verify against it.
     pub manifest_sha256: String,
     pub total_bytes: u64,
@@ -84,8 +86,8 @@ impl From<&Published> for SnapshotView {
             })
             .collect();
         files.push(FileView {
-            path: snapshot::manifest::FILE_NAME.into(),
-            url: format!("{url}/{}", snapshot::manifest::FILE_NAME),
+            path: manifest::FILE_NAME.into(),
+            url: format!("{url}/{}", manifest::FILE_NAME),
             media_type: "application/json".into(),
             bytes: p.manifest_bytes,
             size: human(p.manifest_bytes),
@@ -231,12 +233,12 @@ pub async fn download(
             Redirect::to(&format!("/snapshots/{}/{name}", p.manifest.snapshot_id)).into_response(),
         ));
     }
-    let (objects, stored) = s.service.snapshot_file(&p, &name).ok_or_else(|| {
+    let file = s.service.snapshot_file(&p, &name).ok_or_else(|| {
         ApiError::not_found(format!(
             "snapshot {id} has no file '{name}'; its manifest.json lists the files"
         ))
     })?;
-    let sha256 = if name == snapshot::manifest::FILE_NAME {
+    let sha256 = if name == manifest::FILE_NAME {
         p.manifest_sha256.clone()
     } else {
         p.manifest
@@ -253,10 +255,9 @@ pub async fn download(
         ));
     }
     crate::download::Download {
-        objects,
-        name: &stored,
+        file: &file,
         sha256: &sha256,
-        media_type: snapshot::manifest::media_type(&name),
+        media_type: manifest::media_type(&name),
     }
     .answer(req, &extra)
     .await
@@ -271,25 +272,18 @@ pub struct CreateRequest {
 }
 
 async fn create_as(s: &AppState, who: &str, traces: bool) -> Result<Published, ApiError> {
-    let options = snapshot::Options {
+    let request = SnapshotRequest {
         traces,
         created_by: who.to_string(),
-        public_url: Some(s.service.config().public_url.clone()),
-        log_key: None,
-        estimator: None,
     };
     let created = s
         .service
-        .publish_snapshot(&options, |line| tracing::info!("snapshot: {line}"))
-        .await
-        .map_err(|e| match e.downcast::<wattcounts_service::ServiceError>() {
-            Ok(store) => ApiError::from(store),
-            Err(other) => io_error(format!("{other:#}")),
-        })?;
+        .publish_snapshot(request, |line| tracing::info!("snapshot: {line}"))
+        .await?;
     tracing::info!(
         snapshot = %created.published.manifest.snapshot_id,
         by = who,
-        seconds = (created.read_time + created.write_time).as_secs_f64(),
+        seconds = created.took.as_secs_f64(),
         "snapshot published"
     );
     Ok(created.published)

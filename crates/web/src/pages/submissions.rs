@@ -309,14 +309,13 @@ pub async fn bundle_download(
     req: axum::extract::Request,
 ) -> Result<Response, ApiError> {
     let id = parse_id(&id)?;
-    let (objects, path, sha256) = s
+    let (file, sha256) = s
         .service
         .stored_bundle(id)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("no submission {id}")))?;
     crate::download::Download {
-        objects,
-        name: &path,
+        file: &file,
         sha256: &sha256,
         media_type: "application/gzip",
     }
