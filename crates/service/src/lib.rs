@@ -17,6 +17,7 @@ pub mod register;
 pub mod snapshots;
 pub mod tlog;
 pub mod upload;
+pub mod views;
 
 pub mod ingest;
 pub mod limits;

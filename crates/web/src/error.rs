@@ -117,9 +117,20 @@ impl From<ServiceError> for ApiError {
                 ApiError::unavailable()
             }
             ErrorKind::Internal => {
-                tracing::error!(error = %e.message, "store error");
+                tracing::error!(error = %e.message, "service error");
                 ApiError::internal()
             }
+        }
+    }
+}
+
+impl From<wattcounts_service::views::ViewError> for ApiError {
+    fn from(e: wattcounts_service::views::ViewError) -> Self {
+        use wattcounts_service::views::ViewError;
+        match e {
+            ViewError::BadParameter(m) => ApiError::bad_request("bad_parameter", m),
+            ViewError::NotFound(m) => ApiError::not_found(m),
+            ViewError::Service(e) => e.into(),
         }
     }
 }
@@ -234,6 +245,12 @@ impl From<ApiError> for PageError {
 
 impl From<ServiceError> for PageError {
     fn from(e: ServiceError) -> Self {
+        PageError(e.into())
+    }
+}
+
+impl From<wattcounts_service::views::ViewError> for PageError {
+    fn from(e: wattcounts_service::views::ViewError) -> Self {
         PageError(e.into())
     }
 }

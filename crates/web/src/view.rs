@@ -9,7 +9,6 @@ pub mod format;
 use crate::error::ApiError;
 use crate::extract::query::{given, LeaderboardParams, ViewParams};
 use crate::AppState;
-use wattcounts_analytics::compare::ScenarioKey;
 use wattcounts_analytics::leaderboard::{self, LeaderboardRow};
 use wattcounts_rules::bundle::harness::Scenario;
 use wattcounts_rules::domain::Origin;
@@ -146,16 +145,24 @@ pub(crate) async fn entries(
 ) -> Result<(Vec<LeaderboardRow>, View), ApiError> {
     let mut q = view_query(params)?;
     narrow(&mut q);
-    let board = s.service.all_groups(&q).await?;
-    let (origins, protocols) = crate::view::view_controls(&board, &q);
-    let view = View {
-        note: crate::view::view_note(&board, &q),
+    let (rows, board) = s.service.view_rows(&q).await?;
+    Ok((rows, view_of(&board, &q, params)))
+}
+
+/// The view a page model was made from, as the page states it.
+pub(crate) fn view_of(
+    board: &wattcounts_service::Board,
+    q: &leaderboard::Query,
+    params: &ViewParams,
+) -> View {
+    let (origins, protocols) = crate::view::view_controls(board, q);
+    View {
+        note: crate::view::view_note(board, q),
         demo: board.origin == wattcounts_rules::domain::Origin::Demo,
         query: view_params(params),
         origins,
         protocols,
-    };
-    Ok((board.entries, view))
+    }
 }
 
 /// Which view a page shows, in words, the parameters that chose it (kept
@@ -181,32 +188,4 @@ pub(crate) fn view_params(params: &ViewParams) -> String {
         .collect();
     pairs.sort();
     pairs.join("&")
-}
-
-/// `scenario=batch` or `server@RATE`, one of those present in the data.
-pub(crate) fn pick_scenario(
-    scenario: &Option<String>,
-    present: &[ScenarioKey],
-) -> Result<Option<ScenarioKey>, ApiError> {
-    match scenario.as_deref().filter(|v| !v.is_empty()) {
-        None => Ok(present.first().copied()),
-        Some(v) => present
-            .iter()
-            .find(|k| k.param() == v)
-            .copied()
-            .map(Some)
-            .ok_or_else(|| {
-                ApiError::bad_request(
-                    "bad_parameter",
-                    format!(
-                        "scenario='{v}' is not in the data; expected one of {}",
-                        present
-                            .iter()
-                            .map(|k| k.param())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                )
-            }),
-    }
 }

@@ -16,47 +16,13 @@ use utoipa::ToSchema;
 
 use crate::error::{render, ApiError, PageError};
 use crate::extract::query::{given, CompareParams, PageParams, Params, ViewParams};
-use crate::view::{charts, entries, format, model_path, pick_scenario, View};
+use crate::view::{charts, format, model_path, view_of, view_query, View};
 use crate::AppState;
 use crate::VERSION;
 use wattcounts_analytics::compare::{self, Comparison, ScenarioKey};
 use wattcounts_analytics::leaderboard::LeaderboardRow;
 use wattcounts_analytics::verdict::Estimate;
-
-/// The GPUs a comparison names: `gpu=a&gpu=b` (the form's checkboxes) or
-/// the older `gpus=a,b`; every GPU with data when neither is given.
-fn compared_gpus(params: &CompareParams, known: &[String]) -> Result<Vec<String>, ApiError> {
-    let mut gpus: Vec<String> = Vec::new();
-    let named = params
-        .gpu
-        .iter()
-        .map(String::as_str)
-        .chain(params.gpus.iter().flat_map(|v| v.split(',')));
-    for g in named.map(str::trim).filter(|g| !g.is_empty()) {
-        if !gpus.iter().any(|x| x == g) {
-            gpus.push(g.to_string());
-        }
-    }
-    if gpus.is_empty() {
-        gpus = known.to_vec();
-    }
-    if let Some(bad) = gpus.iter().find(|g| !known.contains(g)) {
-        return Err(ApiError::bad_request(
-            "bad_parameter",
-            format!(
-                "gpus: '{bad}' has no data in this view; known: {}",
-                known.join(", ")
-            ),
-        ));
-    }
-    if gpus.len() < 2 {
-        return Err(ApiError::bad_request(
-            "bad_parameter",
-            "gpus: choose at least two GPUs (gpu=l4&gpu=h100-pcie, or gpus=l4,h100-pcie)",
-        ));
-    }
-    Ok(gpus)
-}
+use wattcounts_service::views::CompareRequest;
 
 struct Compared {
     comparison: Comparison,
@@ -69,64 +35,37 @@ struct Compared {
     view: View,
 }
 
-/// The compared GPUs and scenario, checked against the data.
+/// The compared GPUs and scenario, checked against the data (the
+/// service's `compare_view`), and the view they were read from.
 async fn comparison(
     s: &AppState,
     (params, view): &(CompareParams, ViewParams),
 ) -> Result<Compared, ApiError> {
-    let (all, view) = entries(s, view, |_| {}).await?;
-    let mut known: Vec<(String, String)> = all
-        .iter()
-        .map(|e| (e.gpu_id.clone(), e.gpu_name.clone()))
-        .collect();
-    known.sort();
-    known.dedup();
-    let ids: Vec<String> = known.iter().map(|k| k.0.clone()).collect();
-    let gpus = compared_gpus(params, &ids)?;
-    let reference = match given(&params.reference) {
-        Some(r) if gpus.iter().any(|g| g == r) => Some(r.to_string()),
-        Some(r) => {
-            return Err(ApiError::bad_request(
-                "bad_parameter",
-                format!(
-                    "ref='{r}' is not one of the compared GPUs ({})",
-                    gpus.join(", ")
-                ),
-            ))
-        }
-        None => None,
+    let q = view_query(view)?;
+    let request = CompareRequest {
+        // `gpu=a&gpu=b` (the form's checkboxes) or the older `gpus=a,b`.
+        gpus: params
+            .gpu
+            .iter()
+            .cloned()
+            .chain(
+                params
+                    .gpus
+                    .iter()
+                    .flat_map(|v| v.split(',').map(str::to_string)),
+            )
+            .collect(),
+        reference: given(&params.reference).map(str::to_string),
+        scenario: params.scenario.clone(),
     };
-    let present = compare::scenarios(&all);
-    let scenario = pick_scenario(&params.scenario, &present)?
-        .ok_or_else(|| ApiError::not_found("no accepted data to compare yet"))?;
-    // Every scenario's headline; the chosen one's rows are shown too.
-    let mut rows: Vec<LeaderboardRow> = all
-        .iter()
-        .filter(|e| compare::key_of(e) == scenario && gpus.contains(&e.gpu_id))
-        .cloned()
-        .collect();
-    rows.sort_by(|a, b| {
-        a.model
-            .to_lowercase()
-            .cmp(&b.model.to_lowercase())
-            .then(a.energy_per_token_j.total_cmp(&b.energy_per_token_j))
-    });
-    let mut comparison = None;
-    let mut headlines = Vec::with_capacity(present.len());
-    for k in &present {
-        let c = compare::compare(&all, &gpus, *k, reference.as_deref());
-        headlines.push(c.headline.clone());
-        if *k == scenario {
-            comparison = Some(c);
-        }
-    }
+    let (c, board) = s.service.compare_view(&q, &request).await?;
     Ok(Compared {
-        comparison: comparison.expect("the scenario was picked from those present"),
-        rows,
-        headlines,
-        present,
-        known,
-        view,
+        comparison: c.comparison,
+        rows: c.rows,
+        headlines: c.headlines,
+        present: c.present,
+        known: c.known,
+        view: view_of(&board, &q, view),
     })
 }
 

@@ -14,49 +14,14 @@ use utoipa::ToSchema;
 use crate::error::{render, ApiError, PageError};
 use crate::extract::query::{PageParams, Params, ScenarioParam, ViewParams};
 use crate::extract::resource_path::GpuPath;
-use crate::view::{charts, entries, format, model_path, pick_scenario, View};
+use crate::view::{charts, format, model_path, view_of, view_query, View};
 use crate::AppState;
 use crate::VERSION;
 use wattcounts_analytics::compare::{self, ScenarioKey};
 use wattcounts_analytics::leaderboard::LeaderboardRow;
 use wattcounts_analytics::verdict::Estimate;
-use wattcounts_rules::catalog;
 use wattcounts_rules::domain::Scenario;
-
-#[derive(Serialize, ToSchema)]
-pub struct GpuSummary {
-    id: String,
-    name: String,
-    architecture: String,
-    tdp_w: f64,
-    memory_gb: f64,
-    idle_w: f64,
-    /// Groups of the view measured on it.
-    configurations: usize,
-    models: usize,
-}
-
-fn summaries(entries: &[LeaderboardRow]) -> Vec<GpuSummary> {
-    catalog::gpus()
-        .iter()
-        .map(|g| {
-            let mine: Vec<&LeaderboardRow> = entries.iter().filter(|e| e.gpu_id == g.id).collect();
-            let mut models: Vec<&str> = mine.iter().map(|e| e.model.as_str()).collect();
-            models.sort_unstable();
-            models.dedup();
-            GpuSummary {
-                id: g.id.clone(),
-                name: g.nvml_name.clone(),
-                architecture: g.architecture.clone(),
-                tdp_w: g.tdp_w,
-                memory_gb: g.memory_gb,
-                idle_w: g.idle_w,
-                configurations: mine.len(),
-                models: models.len(),
-            }
-        })
-        .collect()
-}
+use wattcounts_service::views::GpuSummary;
 
 #[derive(Template)]
 #[template(path = "gpus.html")]
@@ -71,13 +36,15 @@ pub async fn gpus_page(
     State(s): State<AppState>,
     PageParams(params): PageParams<ViewParams>,
 ) -> Result<Response, PageError> {
-    let (e, view) = entries(&s, &params, |_| {}).await?;
+    let q = view_query(&params)?;
+    let (gpus, board) = s.service.gpus_view(&q).await?;
+    let view = view_of(&board, &q, &params);
     Ok(render(
         StatusCode::OK,
         &GpusPage {
             demo: view.demo,
             view,
-            gpus: summaries(&e),
+            gpus,
             version: VERSION,
         },
     ))
@@ -100,10 +67,12 @@ pub async fn gpus_json(
     State(s): State<AppState>,
     Params(params): Params<ViewParams>,
 ) -> Result<Response, ApiError> {
-    let (e, view) = entries(&s, &params, |_| {}).await?;
+    let q = view_query(&params)?;
+    let (gpus, board) = s.service.gpus_view(&q).await?;
+    let view = view_of(&board, &q, &params);
     Ok(Json(GpuList {
         view: view.note,
-        gpus: summaries(&e),
+        gpus,
     })
     .into_response())
 }
@@ -154,9 +123,6 @@ pub struct GpuSubmission {
     demo: bool,
 }
 
-/// How many of the newest accepted submissions a GPU page lists.
-const GPU_SUBMISSIONS_LISTED: u32 = 500;
-
 struct GpuView {
     view: View,
     gpu: GpuSummary,
@@ -171,22 +137,13 @@ async fn gpu_data(
     id: &str,
     (scenario, params): &(ScenarioParam, ViewParams),
 ) -> Result<GpuView, ApiError> {
-    let (mine, view) = entries(s, params, |q| q.gpu = Some(id.to_string())).await?;
-    let gpu = summaries(&mine)
-        .into_iter()
-        .find(|g| g.id == id)
-        .ok_or_else(|| ApiError::not_found(format!("no GPU '{id}' in the catalogue; see /gpus")))?;
-    let present = compare::scenarios(&mine);
-    let scenario = pick_scenario(&scenario.scenario, &present)?;
-    let mut rows: Vec<LeaderboardRow> = mine
-        .into_iter()
-        .filter(|e| scenario.is_some_and(|k| compare::key_of(e) == k))
-        .collect();
-    rows.sort_by(|a, b| a.energy_per_token_j.total_cmp(&b.energy_per_token_j));
-    let submissions = s
+    let q = view_query(params)?;
+    let (d, board) = s
         .service
-        .submissions_on_gpu(id, GPU_SUBMISSIONS_LISTED)
-        .await?
+        .gpu_view(&q, id, scenario.scenario.as_deref())
+        .await?;
+    let submissions = d
+        .submissions
         .into_iter()
         .map(|r| GpuSubmission {
             submission_id: r.id.to_string(),
@@ -197,11 +154,11 @@ async fn gpu_data(
         })
         .collect();
     Ok(GpuView {
-        view,
-        gpu,
-        present,
-        scenario,
-        rows,
+        view: view_of(&board, &q, params),
+        gpu: d.gpu,
+        present: d.present,
+        scenario: d.scenario,
+        rows: d.rows,
         submissions,
     })
 }

@@ -18,7 +18,7 @@ use utoipa::ToSchema;
 use crate::error::{render, ApiError, PageError};
 use crate::extract::query::{PageParams, Params, ViewParams};
 use crate::view::csv::opt;
-use crate::view::{entries, url_encode, View};
+use crate::view::{url_encode, View};
 use crate::AppState;
 use crate::VERSION;
 use wattcounts_analytics::insights::{self, Finding};
@@ -50,41 +50,12 @@ struct Computed {
 }
 
 async fn computed(s: &AppState, params: &ViewParams) -> Result<Computed, ApiError> {
-    let (rows, view) = entries(s, params, |_| {}).await?;
-    let gpus = wattcounts_analytics::compare::scenarios(&rows)
-        .into_iter()
-        .map(|k| {
-            let mut ids: Vec<String> = rows
-                .iter()
-                .filter(|e| k.same(&wattcounts_analytics::compare::key_of(e)))
-                .map(|e| e.gpu_id.clone())
-                .collect();
-            ids.sort();
-            ids.dedup();
-            (k.param(), ids)
-        })
-        .collect();
-    let mut findings = insights::findings(&rows);
-    // The estimator's validation, when its fit is of this very view (the
-    // reference protocol of the same origin).
-    let reference = params
-        .protocol
-        .as_deref()
-        .is_none_or(|p| p.is_empty() || p == "reference");
-    if let Some(t) = s.service.estimator().current {
-        if reference && (t.provenance.origin == "demo") == view.demo && !rows.is_empty() {
-            let (gpus, models) = t.counts();
-            findings.extend(insights::estimator_validation::findings(
-                &t.report.lines,
-                gpus,
-                models,
-            ));
-        }
-    }
+    let q = crate::view::view_query(params)?;
+    let (d, board) = s.service.insights_view(&q).await?;
     Ok(Computed {
-        findings,
-        view,
-        gpus,
+        findings: d.findings,
+        view: crate::view::view_of(&board, &q, params),
+        gpus: d.gpus,
     })
 }
 

@@ -19,10 +19,10 @@ use utoipa::ToSchema;
 
 use crate::error::{render, ApiError, PageError};
 use crate::extract::query::{given, ModelSearchParams, PageParams, Params, ViewParams};
-use crate::view::{entries, model_path, view_params, view_query, View};
+use crate::view::{model_path, view_of, view_params, view_query, View};
 use crate::AppState;
 use crate::VERSION;
-use wattcounts_analytics::compare::{self, BestOf, ModelListing, ScenarioKey};
+use wattcounts_analytics::compare::{BestOf, ModelListing, ScenarioKey};
 
 struct ListingRow {
     model: String,
@@ -54,8 +54,9 @@ async fn listing(
     s: &AppState,
     (search, view): &(ModelSearchParams, ViewParams),
 ) -> Result<(Vec<ScenarioKey>, Vec<ModelListing>, Vec<bool>, View), ApiError> {
-    let (all, view) = entries(s, view, |_| {}).await?;
-    let (keys, listings) = compare::model_index(&all);
+    let q = view_query(view)?;
+    let ((keys, listings), board) = s.service.models_view(&q).await?;
+    let view = view_of(&board, &q, view);
     let q = given(&search.q)
         .map(|q| q.trim().to_lowercase())
         .unwrap_or_default();

@@ -13,10 +13,10 @@ use super::sections::*;
 use crate::error::{render, ApiError, PageError};
 use crate::extract::query::{given, DeadlineParams, PageParams, Params, ViewParams};
 use crate::extract::resource_path::{ModelPath, ModelResource};
-use crate::view::{entries, model_path, View};
+use crate::view::{entries, model_path, view_of, view_query, View};
 use crate::AppState;
 use crate::VERSION;
-use wattcounts_analytics::compare::{self, ModelScenario};
+use wattcounts_analytics::compare::ModelScenario;
 use wattcounts_analytics::deadline::Deadline;
 
 /// The deadlines a reader typed in (`ttft_ms`, `itl_ms`, `min_tok_s`).
@@ -54,17 +54,16 @@ pub(crate) async fn model_data(
                 })?,
         ),
     };
-    let (all, view) = entries(s, view, |q| q.model = Some(id.to_string())).await?;
-    if all.is_empty() {
-        return Err(ApiError::not_found(format!(
+    let q = view_query(view)?;
+    let (summary, board) = s.service.model_view(&q, id, &asked, budget).await?;
+    let view = view_of(&board, &q, view);
+    let summary = summary.ok_or_else(|| {
+        ApiError::not_found(format!(
             "no accepted data for model '{id}' in this view ({}); see /models for the models measured",
             view.note
-        )));
-    }
-    Ok((
-        compare::model_summary_within(&all, id, &asked, budget),
-        view,
-    ))
+        ))
+    })?;
+    Ok((summary, view))
 }
 
 pub async fn model_page(

@@ -1,0 +1,110 @@
+//! The GPU pages' models: every catalogue GPU with what one view measured
+//! on it, and one GPU's groups in one scenario with its newest submissions.
+
+use serde::Serialize;
+use utoipa::ToSchema;
+use wattcounts_analytics::compare::{self, ScenarioKey};
+use wattcounts_analytics::leaderboard::{LeaderboardRow, Query};
+use wattcounts_rules::catalog;
+use wattcounts_rules::domain::SubmissionRecord;
+
+use super::{pick_scenario, ViewError};
+use crate::Board;
+
+/// A catalogue GPU and how much of one view was measured on it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct GpuSummary {
+    pub id: String,
+    pub name: String,
+    pub architecture: String,
+    pub tdp_w: f64,
+    pub memory_gb: f64,
+    pub idle_w: f64,
+    /// Groups of the view measured on it.
+    pub configurations: usize,
+    pub models: usize,
+}
+
+/// Every catalogue GPU, in catalogue order, with its share of `rows`.
+fn summaries(rows: &[LeaderboardRow]) -> Vec<GpuSummary> {
+    catalog::gpus()
+        .iter()
+        .map(|g| {
+            let mine: Vec<&LeaderboardRow> = rows.iter().filter(|e| e.gpu_id == g.id).collect();
+            let mut models: Vec<&str> = mine.iter().map(|e| e.model.as_str()).collect();
+            models.sort_unstable();
+            models.dedup();
+            GpuSummary {
+                id: g.id.clone(),
+                name: g.nvml_name.clone(),
+                architecture: g.architecture.clone(),
+                tdp_w: g.tdp_w,
+                memory_gb: g.memory_gb,
+                idle_w: g.idle_w,
+                configurations: mine.len(),
+                models: models.len(),
+            }
+        })
+        .collect()
+}
+
+/// How many of the newest accepted submissions a GPU page lists.
+const GPU_SUBMISSIONS_LISTED: u32 = 500;
+
+/// One GPU in one scenario of a view.
+pub struct GpuData {
+    pub gpu: GpuSummary,
+    /// The scenarios measured on it, the picked one among them.
+    pub present: Vec<ScenarioKey>,
+    pub scenario: Option<ScenarioKey>,
+    /// Its groups in that scenario, least energy per token first.
+    pub rows: Vec<LeaderboardRow>,
+    /// Its newest accepted submissions, newest first.
+    pub submissions: Vec<SubmissionRecord>,
+}
+
+impl crate::Service {
+    /// Every catalogue GPU with what the view `q` measured on it.
+    pub async fn gpus_view(&self, q: &Query) -> Result<(Vec<GpuSummary>, Board), ViewError> {
+        let (rows, board) = self.view_rows(q).await?;
+        Ok((summaries(&rows), board))
+    }
+
+    /// The GPU `id` in the scenario asked for (its first when none is).
+    pub async fn gpu_view(
+        &self,
+        q: &Query,
+        id: &str,
+        scenario: Option<&str>,
+    ) -> Result<(GpuData, Board), ViewError> {
+        let q = Query {
+            gpu: Some(id.to_string()),
+            ..q.clone()
+        };
+        let (mine, board) = self.view_rows(&q).await?;
+        let gpu = summaries(&mine)
+            .into_iter()
+            .find(|g| g.id == id)
+            .ok_or_else(|| {
+                ViewError::NotFound(format!("no GPU '{id}' in the catalogue; see /gpus"))
+            })?;
+        let present = compare::scenarios(&mine);
+        let scenario = pick_scenario(scenario, &present)?;
+        let mut rows: Vec<LeaderboardRow> = mine
+            .into_iter()
+            .filter(|e| scenario.is_some_and(|k| compare::key_of(e) == k))
+            .collect();
+        rows.sort_by(|a, b| a.energy_per_token_j.total_cmp(&b.energy_per_token_j));
+        let submissions = self.submissions_on_gpu(id, GPU_SUBMISSIONS_LISTED).await?;
+        Ok((
+            GpuData {
+                gpu,
+                present,
+                scenario,
+                rows,
+                submissions,
+            },
+            board,
+        ))
+    }
+}
