@@ -27,6 +27,7 @@ async fn a_file_over_the_entry_cap_is_refused_by_name() {
     let app = TestApp::configured(|c| c.max_entry_bytes = size - 1).await;
     let key = app.register("alice").await;
     let gz = BundleBuilder::fixture().by("alice", &key).build();
+    let before = app.stored().await;
     let (status, body) = app.submit(&gz, &sign(&key, &gz)).await;
     assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{body}");
     assert_error(&body, "entry_too_large");
@@ -37,7 +38,7 @@ async fn a_file_over_the_entry_cap_is_refused_by_name() {
             .ends_with(&largest),
         "{body}"
     );
-    app.assert_nothing_stored().await;
+    app.assert_nothing_stored_since(&before).await;
     assert_eq!(staging_files(&app), 0, "the staging file is gone");
 
     // At the cap exactly, the same bundle is stored.
@@ -61,9 +62,10 @@ async fn the_signature_is_checked_before_anything_is_unpacked() {
     assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
     assert_error(&body, "bad_signature");
     // Signed properly, the same bomb is refused while inflating.
+    let before = app.stored().await;
     let (status, body) = app.submit(&bomb, &sign(&key, &bomb)).await;
     assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{body}");
-    app.assert_nothing_stored().await;
+    app.assert_nothing_stored_since(&before).await;
     assert_eq!(staging_files(&app), 0);
 }
 
@@ -75,6 +77,7 @@ async fn a_full_staging_disk_answers_503_with_retry_after() {
     let key = app.register("alice").await;
     let gz = BundleBuilder::fixture().by("alice", &key).build();
     assert!(gz.len() > 4096);
+    let before = app.stored().await;
     let (status, headers, body) = app
         .raw(multipart(&[
             ("bundle", gz.as_slice()),
@@ -85,7 +88,7 @@ async fn a_full_staging_disk_answers_503_with_retry_after() {
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
     assert_error(&body, "staging_full");
     assert_eq!(headers["retry-after"], "10");
-    app.assert_nothing_stored().await;
+    app.assert_nothing_stored_since(&before).await;
     assert_eq!(staging_files(&app), 0);
 }
 

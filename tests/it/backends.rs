@@ -325,9 +325,10 @@ async fn bad_bundle_stores_nothing(app: TestApp) {
         .edit(harness_suffix(), |t| t.replacen("[", "[oops, ", 1))
         .by("alice", &key)
         .build();
+    let before = app.stored().await;
     let (status, body) = app.submit(&gz, &sign(&key, &gz)).await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
-    app.assert_nothing_stored().await;
+    app.assert_nothing_stored_since(&before).await;
 }
 
 fn harness_suffix() -> &'static str {
@@ -443,10 +444,11 @@ async fn suspension_blocks_new_bundles(app: TestApp) {
         .await;
     assert_eq!(status, StatusCode::OK);
     let gz = BundleBuilder::fixture().by("alice", &key).build();
+    let before = app.stored().await;
     let (status, body) = app.submit(&gz, &sign(&key, &gz)).await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     assert_eq!(body["error"]["code"], "submitter_suspended");
-    app.assert_nothing_stored().await;
+    app.assert_nothing_stored_since(&before).await;
 }
 
 async fn leaderboard_counts_and_latest(app: TestApp) {

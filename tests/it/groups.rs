@@ -158,6 +158,7 @@ async fn rows_of_two_protocols_in_one_bundle_are_refused() {
         )
         .by("alice", &key)
         .build();
+    let before = app.stored().await;
     let (status, body) = app.submit(&gz, &sign(&key, &gz)).await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
     assert_error(&body, "protocol_inconsistent");
@@ -169,7 +170,7 @@ async fn rows_of_two_protocols_in_one_bundle_are_refused() {
     assert_eq!(d["row"], 3);
     assert_eq!(d["column"], "max_tokens");
     assert!(d["message"].as_str().unwrap().contains("max_tokens 128"));
-    app.assert_nothing_stored().await;
+    app.assert_nothing_stored_since(&before).await;
 }
 
 #[tokio::test]

@@ -145,10 +145,11 @@ async fn oversize_body_is_413() {
     let key = app.register("alice").await;
     let bundle = BundleBuilder::fixture().by("alice", &key).build();
     assert!(bundle.len() > 10_000);
+    let before = app.stored().await;
     let (status, body) = app.submit(&bundle, &sign(&key, &bundle)).await;
     assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
     assert_error(&body, "body_too_large");
-    app.assert_nothing_stored().await;
+    app.assert_nothing_stored_since(&before).await;
 }
 
 #[tokio::test]
@@ -163,10 +164,11 @@ async fn oversize_body_without_length_is_413_while_streaming() {
     // A streamed body has no length to check up front.
     let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap();
     let req = axum::http::Request::from_parts(parts, Body::new(Chunks(bytes)));
+    let before = app.stored().await;
     let (status, body) = app.send(req).await;
     assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{body}");
     assert_error(&body, "body_too_large");
-    app.assert_nothing_stored().await;
+    app.assert_nothing_stored_since(&before).await;
 }
 
 /// A body that arrives in 4 KiB frames and never states its length.

@@ -33,6 +33,7 @@ mod rate_limits;
 mod readers;
 mod registration;
 mod rejections;
+mod request_codes;
 mod slow_clients;
 mod snapshots;
 mod store_calls;

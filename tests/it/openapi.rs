@@ -27,7 +27,8 @@ async fn document(app: &TestApp) -> Value {
 }
 
 /// `UPDATE_OPENAPI=1 cargo test openapi` rewrites the pinned copy after a
-/// deliberate change; review its diff like code.
+/// deliberate change; review its diff like code. Never under CI: there the
+/// rewrite would make the comparison below pass whatever was served.
 #[tokio::test]
 async fn the_document_is_pinned() {
     let app = TestApp::new().await;
@@ -36,6 +37,10 @@ async fn the_document_is_pinned() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(PINNED);
     let text = format!("{}\n", serde_json::to_string_pretty(&served).unwrap());
     if std::env::var("UPDATE_OPENAPI").is_ok_and(|v| v == "1") {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "UPDATE_OPENAPI is refused when CI is set: CI compares against the committed file"
+        );
         std::fs::write(&path, &text).unwrap();
     }
     let pinned = std::fs::read_to_string(&path).unwrap_or_default();

@@ -235,10 +235,11 @@ mod forged_keys {
         // A real bundle, "signed" with mallory's key.
         let bundle = BundleBuilder::fixture().by("alice", &good).build();
         let forged = forged_signature(IDENTITY, signing::SUBMISSION_NAMESPACE, &bundle);
+        let before = app.stored().await;
         let (status, body) = app.submit(&bundle, forged.as_bytes()).await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
         assert_error(&body, "weak_public_key");
-        app.assert_nothing_stored().await;
+        app.assert_nothing_stored_since(&before).await;
 
         let db = format!("sqlite:{}", app.dir.path().join("test.db").display());
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_wattcounts"))

@@ -22,10 +22,11 @@ async fn refuse(
     status: StatusCode,
     code: &str,
 ) -> Value {
+    let before = app.stored().await;
     let (got, body) = app.submit(bundle, &sign(key, bundle)).await;
     assert_eq!(got, status, "{body:#}");
     assert_error(&body, code);
-    app.assert_nothing_stored().await;
+    app.assert_nothing_stored_since(&before).await;
     body
 }
 
@@ -318,11 +319,12 @@ async fn unregistered_key() {
 async fn signature_over_other_bytes() {
     let (app, key) = setup().await;
     let gz = BundleBuilder::fixture().by("alice", &key).build();
+    let before = app.stored().await;
     let (status, body) = app.submit(&gz, &sign(&key, b"some other file")).await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     assert_error(&body, "bad_signature");
     assert_eq!(first_detail(&body)["file"], "signature");
-    app.assert_nothing_stored().await;
+    app.assert_nothing_stored_since(&before).await;
 }
 
 #[tokio::test]
@@ -330,20 +332,22 @@ async fn wrong_namespace() {
     let (app, key) = setup().await;
     let gz = BundleBuilder::fixture().by("alice", &key).build();
     let sig = signing::sign(&key, "file", &gz).unwrap();
+    let before = app.stored().await;
     let (status, body) = app.submit(&gz, sig.as_bytes()).await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     assert_error(&body, "wrong_namespace");
-    app.assert_nothing_stored().await;
+    app.assert_nothing_stored_since(&before).await;
 }
 
 #[tokio::test]
 async fn garbage_signature() {
     let (app, key) = setup().await;
     let gz = BundleBuilder::fixture().by("alice", &key).build();
+    let before = app.stored().await;
     let (status, body) = app.submit(&gz, b"not a signature").await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_error(&body, "bad_signature_format");
-    app.assert_nothing_stored().await;
+    app.assert_nothing_stored_since(&before).await;
 }
 
 #[tokio::test]
@@ -486,10 +490,11 @@ async fn details_disagree_with_results() {
 #[tokio::test]
 async fn missing_multipart_part() {
     let (app, _) = setup().await;
+    let before = app.stored().await;
     let (status, body) = app.send(multipart(&[("bundle", b"x")])).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert_error(&body, "missing_part");
-    app.assert_nothing_stored().await;
+    app.assert_nothing_stored_since(&before).await;
 }
 
 #[tokio::test]

@@ -24,6 +24,7 @@ use wattcounts::web;
 pub mod bundles;
 pub mod s3;
 pub mod skips;
+pub mod stored;
 
 pub use bundles::{fixture, BundleBuilder, Protocol, QWEN};
 
@@ -592,41 +593,6 @@ impl TestApp {
 
     pub async fn counts(&self) -> TableCounts {
         self.store.counts().await.unwrap()
-    }
-
-    /// Nothing of a submission was stored: no rows, no blob.
-    pub async fn assert_nothing_stored(&self) {
-        let c = self.counts().await;
-        assert_eq!(
-            (c.submissions, c.runs, c.configurations),
-            (0, 0, 0),
-            "database changed"
-        );
-        // Where this app keeps bundles: its data dir, or the bucket and
-        // the scratch folder it stages in.
-        let blobs: Vec<String> = match &self.bucket {
-            None => walk_files(&self.dir.path().join("blobs"))
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect(),
-            Some(bucket) => {
-                let mut found: Vec<String> = bucket
-                    .list("blobs")
-                    .await
-                    .unwrap()
-                    .into_iter()
-                    .map(|l| format!("bucket:{}", l.name))
-                    .collect();
-                let scratch = self.dir.path().join("scratch/blobs");
-                found.extend(
-                    walk_files_if_any(&scratch)
-                        .iter()
-                        .map(|p| p.display().to_string()),
-                );
-                found
-            }
-        };
-        assert!(blobs.is_empty(), "blobs written: {blobs:?}");
     }
 }
 
