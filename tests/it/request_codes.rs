@@ -160,5 +160,49 @@ async fn the_nothing_stored_check_sees_a_registration() {
     assert_eq!(changed, ["keys", "submitters"]);
     let refused = std::panic::AssertUnwindSafe(app.assert_nothing_stored_since(&before));
     let caught = futures_util::FutureExt::catch_unwind(refused).await;
-    assert!(caught.is_err(), "a registration must not read as nothing stored");
+    assert!(
+        caught.is_err(),
+        "a registration must not read as nothing stored"
+    );
+}
+
+/// Stored bytes sent again are answered with their receipt only when the
+/// signature is one the key that stored them made over them: an empty,
+/// garbage or other registered key's signature is refused as on a first
+/// upload, and nothing is stored either way.
+#[tokio::test]
+async fn a_replay_is_answered_only_with_its_signers_signature() {
+    let app = TestApp::new().await;
+    let alice = app.register("alice").await;
+    let bob = app.register("bob").await;
+    let gz = BundleBuilder::fixture().by("alice", &alice).build();
+    let (status, body) = app.submit(&gz, &sign(&alice, &gz)).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+
+    let before = app.stored().await;
+    let (status, body) = app.submit(&gz, b"").await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_error(&body, "bad_signature_format");
+    let (status, body) = app.submit(&gz, b"not a signature").await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_error(&body, "bad_signature_format");
+    // Bob's valid signature over alice's stored bytes.
+    let (status, body) = app.submit(&gz, &sign(&bob, &gz)).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert_error(&body, "bad_signature");
+    let detail = body["error"]["details"].to_string();
+    assert!(
+        detail.contains(&signing::fingerprint(bob.public_key()))
+            && detail.contains(&signing::fingerprint(alice.public_key())),
+        "{body}"
+    );
+    // Alice's key over other bytes.
+    let (status, body) = app.submit(&gz, &sign(&alice, b"other bytes")).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert_error(&body, "bad_signature");
+    app.assert_nothing_stored_since(&before).await;
+
+    // Her own signature again (a fresh one: Ed25519 signs the same way).
+    let (status, body) = app.submit(&gz, &sign(&alice, &gz)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
 }

@@ -104,12 +104,76 @@ impl Ingestor {
         })))
     }
 
-    /// The stored receipt of these bytes, if they were stored already.
-    pub async fn known(&self, sha256_hex: &str) -> Result<Option<(Novelty, Receipt)>, IngestError> {
+    /// The stored receipt of these bytes, if they were stored already and
+    /// `signature` is a signature over them by the key that signed them
+    /// when they were stored (the receipt is public, but an upload answered
+    /// 200 says "your signed bundle is stored": a garbage, empty or other
+    /// key's signature must not get that answer).
+    pub async fn known(
+        &self,
+        sha256_hex: &str,
+        digests: &signing::MessageDigests,
+        signature: &[u8],
+    ) -> Result<Option<(Novelty, Receipt)>, IngestError> {
         match self.store.submission_by_digest(sha256_hex).await? {
-            Some(id) => self.existing(id).await.map(Some),
+            Some(id) => {
+                self.replay_signed_by_its_signer(id, digests, signature)
+                    .await?;
+                self.existing(id).await.map(Some)
+            }
             None => Ok(None),
         }
+    }
+
+    /// Checks a replay's signature against the key that signed the stored
+    /// bundle `id` (a revoked key still proves authorship of what it
+    /// signed before its revocation).
+    async fn replay_signed_by_its_signer(
+        &self,
+        id: uuid::Uuid,
+        digests: &signing::MessageDigests,
+        signature: &[u8],
+    ) -> Result<(), IngestError> {
+        let sig = signing::parse_signature(signature, signing::SUBMISSION_NAMESPACE, "signature")?;
+        let (_, stored_sig) =
+            self.store.submission_documents(id).await?.ok_or_else(|| {
+                IngestError::Internal(format!("submission {id} has no documents"))
+            })?;
+        let stored = signing::parse_signature(
+            stored_sig.as_bytes(),
+            signing::SUBMISSION_NAMESPACE,
+            "signature",
+        )
+        .map_err(|r| IngestError::Internal(format!("submission {id}'s stored signature: {r}")))?;
+        let signer = signing::signer_fingerprint(&stored);
+        let replayed_by = signing::signer_fingerprint(&sig);
+        if replayed_by != signer {
+            return Err(Rejection::forbidden(
+                "bad_signature",
+                "these bytes are stored already, signed by another key: send them with the signature they were stored with",
+            )
+            .with(
+                Detail::new(format!(
+                    "signed by {replayed_by}, not by {signer}, the key that signed the stored bundle"
+                ))
+                .file("signature"),
+            )
+            .into());
+        }
+        let key = self
+            .store
+            .key_by_fingerprint(&signer)
+            .await?
+            .ok_or_else(|| IngestError::Internal(format!("the key {signer} of {id} is gone")))?;
+        let public = signing::parse_stored_key(&key.public_key)?;
+        signing::verify_digests(
+            &public,
+            signing::SUBMISSION_NAMESPACE,
+            digests,
+            &sig,
+            "signature",
+        )?;
+        Ok(())
     }
 
     async fn existing(&self, id: uuid::Uuid) -> Result<(Novelty, Receipt), IngestError> {

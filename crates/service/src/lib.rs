@@ -273,7 +273,11 @@ impl Service {
         // Bytes already stored are answered from the store before any
         // check slot is taken: a replay costs one lookup, and a burst of
         // retries cannot fill the queue that new bundles wait in.
-        let result = match self.ingestor.known(staged.sha256_hex()).await {
+        let result = match self
+            .ingestor
+            .known(staged.sha256_hex(), staged.digests(), &signature)
+            .await
+        {
             Ok(Some(known)) => Ok(known),
             Ok(None) => {
                 let _turn = self.admission.ingest_turn().await?;

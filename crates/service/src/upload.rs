@@ -27,6 +27,10 @@ impl StagedUpload {
     pub fn sha256_hex(&self) -> &str {
         &self.bundle.sha256_hex
     }
+    /// The digests its signature is checked against.
+    pub fn digests(&self) -> &wattcounts_rules::signing::MessageDigests {
+        &self.bundle.digests
+    }
     pub fn into_parts(self) -> (StagedBundle, StagingClaim) {
         (self.bundle, self.claim)
     }
