@@ -13,6 +13,7 @@ mod checks;
 mod cli;
 mod demo_findings;
 mod demo_load;
+mod disk_full;
 mod estimates;
 mod explore;
 mod exports;

@@ -83,6 +83,9 @@ pub enum RejectKind {
     /// The service is at capacity right now (ingest queue or staging disk
     /// full); try again after `retry_after_secs`.
     Busy,
+    /// The service's own disk is full (the data dir: staging or blobs);
+    /// nothing was stored, try again after `retry_after_secs`.
+    InsufficientStorage,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -28,6 +28,33 @@ use wattcounts_store::blobs::{BlobStore, StagedBundle};
 use wattcounts_store::receipt::{self as stored_receipt, Stored};
 use wattcounts_store::{InsertOutcome, NewSubmission, Store, StoreError};
 
+/// How long a client waits before retrying on a full disk: space comes
+/// back when an operator frees it, not in seconds.
+const DISK_FULL_RETRY_SECS: u64 = 60;
+
+/// An I/O failure while `doing` something with the data dir: a full disk
+/// (or an exhausted quota) is the service's condition, not the upload's,
+/// and answers 507 with Retry-After; anything else is internal.
+pub(crate) fn disk_error(doing: &str, e: std::io::Error) -> IngestError {
+    // ENOSPC and EDQUOT on Linux; `StorageFull` and `QuotaExceeded` are
+    // how std names them.
+    let full = matches!(
+        e.kind(),
+        std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+    ) || matches!(e.raw_os_error(), Some(28) | Some(122));
+    if full {
+        tracing::error!(error = %e, "{doing}: the data dir's disk is full");
+        IngestError::Rejected(Rejection::retry_later(
+            RejectKind::InsufficientStorage,
+            "insufficient_storage",
+            "the service's disk is full, so your upload was not stored; nothing is lost, send it again later",
+            DISK_FULL_RETRY_SECS,
+        ))
+    } else {
+        IngestError::Internal(format!("{doing}: {e}"))
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum IngestError {
     #[error("{0}")]
@@ -390,7 +417,7 @@ impl Ingestor {
             let blobs = self.blobs.clone();
             blocking(move || blobs.commit(bundle))
                 .await?
-                .map_err(|e| IngestError::Internal(format!("writing the bundle blob: {e}")))?
+                .map_err(|e| disk_error("writing the bundle blob", e))?
         };
         let new = NewSubmission {
             id: m.submission_id,

@@ -37,7 +37,7 @@ impl StagedUpload {
 }
 
 fn io_error(e: std::io::Error) -> IngestError {
-    IngestError::Internal(format!("writing the staging file: {e}"))
+    crate::ingest::disk_error("writing the staging file", e)
 }
 
 impl Upload {

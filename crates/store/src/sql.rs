@@ -31,9 +31,12 @@ pub(crate) fn db_err(e: sqlx::Error) -> StoreError {
         | sqlx::Error::WorkerCrashed => true,
         // PostgreSQL: connection exceptions (08...), shutdown and
         // cancellation on timeout (57...).
-        sqlx::Error::Database(d) => d
-            .code()
-            .is_some_and(|c| c.starts_with("08") || c.starts_with("57")),
+        // A full disk: SQLite's SQLITE_FULL (13), PostgreSQL's
+        // disk_full (53100). The database answers again once space is
+        // freed; nothing of the failed transaction was kept.
+        sqlx::Error::Database(d) => d.code().is_some_and(|c| {
+            c.starts_with("08") || c.starts_with("57") || c == "13" || c == "53100"
+        }),
         _ => false,
     };
     if unavailable {

@@ -93,6 +93,7 @@ pub fn http_status_of(kind: RejectKind) -> StatusCode {
         RejectKind::NotFound => StatusCode::NOT_FOUND,
         RejectKind::RateLimited => StatusCode::TOO_MANY_REQUESTS,
         RejectKind::Busy => StatusCode::SERVICE_UNAVAILABLE,
+        RejectKind::InsufficientStorage => StatusCode::INSUFFICIENT_STORAGE,
     }
 }
 

@@ -227,7 +227,14 @@ impl TestApp {
 
     /// A TestApp on SQLite whose configuration `tweak` changed.
     pub async fn configured(tweak: impl FnOnce(&mut ServeConfig)) -> Self {
-        let dir = tempfile::tempdir().unwrap();
+        Self::configured_in(tempfile::tempdir().unwrap(), tweak).await
+    }
+
+    /// A TestApp on SQLite whose database and data dir are `dir`.
+    pub async fn configured_in(
+        dir: tempfile::TempDir,
+        tweak: impl FnOnce(&mut ServeConfig),
+    ) -> Self {
         let url = format!("sqlite:{}", dir.path().join("test.db").display());
         let store = wattcounts::store::sqlite::SqliteStore::open(&url)
             .await

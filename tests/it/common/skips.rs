@@ -2,8 +2,8 @@
 //! there. By default the test is skipped, and says so on the terminal
 //! (written past the harness's capture, so a plain `cargo test` names
 //! every skip); with `WATTCOUNTS_TEST_REQUIRE` naming the need (a comma
-//! list of `pg`, `browser`, `python`, `schemathesis`, `ssh-keygen`, or
-//! `all`) the skip is a failure that says what is missing and how to get
+//! list of `pg`, `browser`, `python`, `schemathesis`, `ssh-keygen`,
+//! `tmpfs`, or `all`) the skip is a failure that says what is missing and how to get
 //! it. `.ci/run` sets `all`. The older switches
 //! `WATTCOUNTS_{BROWSER,PYTHON,SCHEMATHESIS}_TEST=required` still work.
 //! S3 needs nothing: its server runs in the test process, on SQLite and
@@ -18,6 +18,8 @@ pub enum Need {
     Python,
     Schemathesis,
     SshKeygen,
+    /// Mounting a small tmpfs (root), for a disk that fills.
+    Tmpfs,
 }
 
 impl Need {
@@ -28,6 +30,7 @@ impl Need {
             Need::Python => "python",
             Need::Schemathesis => "schemathesis",
             Need::SshKeygen => "ssh-keygen",
+            Need::Tmpfs => "tmpfs",
         }
     }
 
