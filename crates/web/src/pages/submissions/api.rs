@@ -102,7 +102,7 @@ pub async fn register(
 
 #[utoipa::path(post, path = "/api/v1/submissions", tag = "submissions",
     summary = "Upload a signed bundle",
-    description = "Multipart parts `bundle` (the .tar.gz of `wattcounts pack`) and `signature` (its sshsig, namespace `wattcounts-submission`). 201 with the receipt when stored (accepted, needs_review or rejected by a hard check); 200 with the same receipt when these bytes were stored before.",
+    description = "Multipart parts `bundle` (the .tar.gz of `wattcounts pack`) and `signature` (its sshsig, namespace `wattcounts-submission`). 201 with the receipt when stored (accepted, needs_review or rejected by a hard check); 200 with the same receipt when these bytes were stored before and signed by the same key.",
     request_body(content = UploadForm, content_type = "multipart/form-data"),
     responses(
         (status = 200, description = "The same bytes were stored before: their receipt", body = Receipt),
@@ -112,6 +112,7 @@ pub async fn register(
         (status = 413, description = "Body or unpacked bundle over a limit", body = ErrorBody),
         (status = 422, description = "The bundle breaks a rule (schema, CSV, digests); details name the file, pointer or row", body = ErrorBody),
         (status = 429, description = "Too many uploads from this address or key", body = ErrorBody),
+        (status = 507, description = "The service's disk is full: nothing was stored; send it again after Retry-After", body = ErrorBody),
     ))]
 pub async fn submit(
     State(s): State<AppState>,
