@@ -150,3 +150,39 @@ async fn ingests_beyond_the_queue_get_503_and_succeed_later() {
     }
     assert_eq!(app.counts().await.submissions, 8);
 }
+
+/// Fifty first-time copies of one bundle at once, with one ingest slot and
+/// no queue: one is ingested (201), the other 49 wait for it outside the
+/// queue and get its receipt (200); none is refused, one row is stored.
+#[tokio::test]
+async fn fifty_copies_of_one_new_bundle_share_one_ingest() {
+    let app = std::sync::Arc::new(
+        TestApp::configured(|c| {
+            c.max_concurrent_ingests = Some(1);
+            c.ingest_queue = 0;
+        })
+        .await,
+    );
+    let key = app.register("alice").await;
+    let gz = BundleBuilder::fixture().by("alice", &key).build();
+    let sig = sign(&key, &gz);
+    let mut jobs = tokio::task::JoinSet::new();
+    for _ in 0..50 {
+        let (app, gz, sig) = (app.clone(), gz.clone(), sig.clone());
+        jobs.spawn(async move { app.submit(&gz, &sig).await });
+    }
+    let (mut created, mut replayed) = (0, 0);
+    let mut ids = std::collections::BTreeSet::new();
+    while let Some(r) = jobs.join_next().await {
+        let (status, body) = r.unwrap();
+        match status {
+            StatusCode::CREATED => created += 1,
+            StatusCode::OK => replayed += 1,
+            other => panic!("{other}: {body}"),
+        }
+        ids.insert(body["submission_id"].as_str().unwrap().to_string());
+    }
+    assert_eq!((created, replayed), (1, 49));
+    assert_eq!(ids.len(), 1, "{ids:?}");
+    assert_eq!(app.counts().await.submissions, 1);
+}

@@ -11,6 +11,7 @@ pub mod catalogue;
 pub mod error;
 pub mod estimates;
 pub mod files;
+pub mod flights;
 pub mod moderation;
 pub mod rebuild;
 pub mod register;
@@ -60,6 +61,8 @@ pub struct Service {
     ingestor: Ingestor,
     tlog: tlog::Tlog,
     admission: admission::Admission,
+    /// Copies of one bundle arriving together: one ingest, the rest replays.
+    flights: flights::Flights,
     estimates: estimates::Estimates,
     /// Bumped whenever this instance changes what readers see.
     data_version: AtomicU64,
@@ -105,6 +108,7 @@ impl Service {
             tlog: tlog::Tlog::new(store.clone(), log_key),
             ingestor: Ingestor::new(store.clone(), blobs, config, rates),
             admission: admission::Admission::new(admission),
+            flights: flights::Flights::default(),
             estimates: estimates::Estimates::new(estimates::EstimatorConfig::default()),
             store,
             data_version: AtomicU64::new(0),
@@ -273,9 +277,13 @@ impl Service {
         // Bytes already stored are answered from the store before any
         // check slot is taken: a replay costs one lookup, and a burst of
         // retries cannot fill the queue that new bundles wait in.
+        // Copies of these bytes arriving together take turns here, outside
+        // the ingest queue: the first is ingested, the rest find it stored.
+        let digest = staged.sha256_hex().to_string();
+        let _flight = self.flights.turn(&digest).await;
         let result = match self
             .ingestor
-            .known(staged.sha256_hex(), staged.digests(), &signature)
+            .known(&digest, staged.digests(), &signature)
             .await
         {
             Ok(Some(known)) => Ok(known),
