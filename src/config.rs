@@ -113,6 +113,9 @@ pub struct ServeConfig {
     /// Upload bytes on the staging disk at once; beyond it 503.
     #[arg(long, env = "WATTCOUNTS_MAX_STAGING_BYTES", default_value_t = 4 << 30)]
     pub max_staging_bytes: u64,
+    /// Free bytes on the data dir's disk below which /readyz answers 503 (0: not checked).
+    #[arg(long, env = "WATTCOUNTS_MIN_FREE_DISK_BYTES", default_value_t = 64 << 20)]
+    pub min_free_disk_bytes: u64,
 
     /// Length of a rate-limit window, seconds.
     #[arg(long, env = "WATTCOUNTS_RATE_WINDOW_SECS", default_value_t = 60)]
@@ -278,6 +281,7 @@ impl ServeConfig {
             max_concurrent_ingests: None,
             ingest_queue: 32,
             max_staging_bytes: 4 << 30,
+            min_free_disk_bytes: 64 << 20,
             rate_window_secs: 60,
             // Off: tests that are not about limits send many requests from
             // one address; the tests about them turn them on.
@@ -433,6 +437,7 @@ impl ServeConfig {
                 .unwrap_or(machine.concurrent_ingests),
             queued_ingests: self.ingest_queue,
             staging_bytes: self.max_staging_bytes,
+            free_floor_bytes: self.min_free_disk_bytes,
         }
     }
     pub fn connection_limits(&self) -> wattcounts_web::server::ConnectionLimits {

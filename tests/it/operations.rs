@@ -287,6 +287,25 @@ async fn readyz_needs_the_database_and_the_blob_store() {
     assert_eq!(app.get("/healthz").await.0, StatusCode::OK);
 }
 
+/// Under the configured floor of free disk space the instance says it is
+/// not ready, and names the figure; a floor of 0 is not checked.
+#[tokio::test]
+async fn readyz_answers_503_under_the_free_space_floor() {
+    // More than any disk holds: always under it.
+    let floor = 1u64 << 62;
+    let app = TestApp::configured(|c| c.min_free_disk_bytes = floor).await;
+    let (status, body) = app.get("/readyz").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("not ready: data dir: ")
+            && message.contains(&format!("under the floor of {floor}")),
+        "{body}"
+    );
+    let app = TestApp::configured(|c| c.min_free_disk_bytes = 0).await;
+    assert_eq!(app.get("/readyz").await.0, StatusCode::OK);
+}
+
 /// `wattcounts ARGS` in `dir` with no WATTCOUNTS_* of the caller's
 /// environment but `env`: (exit code, stdout, stderr).
 fn wattcounts_in(

@@ -11,6 +11,9 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use wattcounts_rules::rejection::{RejectKind, Rejection};
 
+/// The default floor of free disk space: 64 MiB, a few bundles' worth.
+pub const DEFAULT_FREE_FLOOR_BYTES: u64 = 64 << 20;
+
 /// Seconds a refused client is told to wait.
 const RETRY_AFTER_SECS: u64 = 10;
 
@@ -22,6 +25,9 @@ pub struct AdmissionLimits {
     pub queued_ingests: usize,
     /// Bytes of uploads being staged (or waiting in the queue) at once.
     pub staging_bytes: u64,
+    /// Free bytes on the data dir's disk below which the instance reports
+    /// itself not ready (0: not checked).
+    pub free_floor_bytes: u64,
 }
 
 impl AdmissionLimits {
@@ -30,6 +36,7 @@ impl AdmissionLimits {
             concurrent_ingests: std::thread::available_parallelism().map_or(2, |n| n.get()),
             queued_ingests: 32,
             staging_bytes: 4 << 30,
+            free_floor_bytes: DEFAULT_FREE_FLOOR_BYTES,
         }
     }
 }
@@ -88,6 +95,10 @@ impl Admission {
             staged: Arc::new(AtomicU64::new(0)),
             limits,
         }
+    }
+
+    pub fn limits(&self) -> &AdmissionLimits {
+        &self.limits
     }
 
     pub fn staging_claim(&self) -> StagingClaim {

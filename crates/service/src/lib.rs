@@ -179,7 +179,20 @@ impl Service {
         self.blobs()
             .probe()
             .await
-            .map_err(|e| format!("blob store ({}): {e}", self.blobs().objects().describe()))
+            .map_err(|e| format!("blob store ({}): {e}", self.blobs().objects().describe()))?;
+        let floor = self.admission.limits().free_floor_bytes;
+        if floor > 0 {
+            let free = self
+                .blobs()
+                .free_bytes()
+                .map_err(|e| format!("data dir: its free space cannot be read: {e}"))?;
+            if free < floor {
+                return Err(format!(
+                    "data dir: {free} bytes free, under the floor of {floor} (--min-free-disk-bytes)"
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Connections of the database pool: (in use, idle).

@@ -113,6 +113,22 @@ impl BlobStore {
         self.objects.probe().await
     }
 
+    /// Bytes free to an unprivileged writer on the disk uploads are staged
+    /// on (the data dir), as statvfs(3) counts them.
+    pub fn free_bytes(&self) -> std::io::Result<u64> {
+        use std::os::unix::ffi::OsStrExt;
+        std::fs::create_dir_all(&self.scratch)?;
+        let path = std::ffi::CString::new(self.scratch.as_os_str().as_bytes())
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+        // SAFETY: `path` is a NUL-terminated string and `st` a writable
+        // statvfs that outlives the call.
+        if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(st.f_bavail as u64 * st.f_frsize as u64)
+    }
+
     /// Path relative to the root, as stored in the database.
     pub fn relative_path(sha256_hex: &str) -> String {
         format!("sha256/{}/{}.tar.gz", &sha256_hex[..2], sha256_hex)
