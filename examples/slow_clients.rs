@@ -86,8 +86,13 @@ async fn main() -> anyhow::Result<()> {
         closed[n / 2].as_secs_f64()
     );
     println!("server RSS {rss:.0} MB (peak {hwm:.0} MB)");
+    // The held connections must not starve the others: a starved acceptor
+    // shows as hundreds of milliseconds or timeouts. Below 10 ms a p99 of
+    // 500 requests is one scheduling hiccup of a 2-core machine that has
+    // just run the load checks (CI once saw 6.95 ms against 2.88 ms idle;
+    // 0.76-1.00 ms in three runs on a quiet machine), so the floor is 5 ms.
     let ok = closed[n - 1] < Duration::from_secs(timeout + 2)
-        && pct(&loaded, 0.99) <= 2.0 * pct(&idle, 0.99).max(1.0);
+        && pct(&loaded, 0.99) <= 2.0 * pct(&idle, 0.99).max(5.0);
     println!("{}", if ok { "PASS" } else { "FAIL" });
     std::process::exit(if ok { 0 } else { 1 });
 }
