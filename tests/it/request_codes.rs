@@ -206,3 +206,136 @@ async fn a_replay_is_answered_only_with_its_signers_signature() {
     let (status, body) = app.submit(&gz, &sign(&alice, &gz)).await;
     assert_eq!(status, StatusCode::OK, "{body}");
 }
+
+/// Alice's bundle with `edit` applied to its batch results CSV, submitted:
+/// refused with `code` (422), nothing stored. Returns the first detail.
+async fn refused_csv(edit: impl Fn(&str) -> String + 'static, code: &str) -> Value {
+    let app = TestApp::new().await;
+    let key = app.register("alice").await;
+    let gz = BundleBuilder::fixture()
+        .edit("llm_batch_optimized_results.csv", edit)
+        .by("alice", &key)
+        .build();
+    let req = multipart(&[("bundle", &gz), ("signature", &sign(&key, &gz))]);
+    let body = refused(&app, req, StatusCode::UNPROCESSABLE_ENTITY, code).await;
+    let d = first_detail(&body).clone();
+    assert!(
+        d["file"]
+            .as_str()
+            .unwrap()
+            .ends_with("llm_batch_optimized_results.csv"),
+        "{body}"
+    );
+    d
+}
+
+/// The first data row cut after its third cell: the detail names the row
+/// and a column the row no longer reaches.
+#[tokio::test]
+async fn a_results_row_with_cells_missing() {
+    let d = refused_csv(
+        |t| {
+            let mut lines: Vec<String> = t.lines().map(str::to_string).collect();
+            let cut: Vec<&str> = lines[1].splitn(4, ',').take(3).collect();
+            lines[1] = cut.join(",");
+            lines.join("\n") + "\n"
+        },
+        "csv_bad_row",
+    )
+    .await;
+    assert_eq!(d["row"], 2, "{d}");
+    // Any column after the third: the row has three cells.
+    let columns = "measurement_duration,measurement_timestamp,measurement_datetime";
+    let named = d["column"].as_str().unwrap();
+    assert!(
+        !named.is_empty() && !columns.split(',').any(|c| c == named),
+        "{d}"
+    );
+    assert!(d["message"].as_str().unwrap().contains("3 cells"), "{d}");
+}
+
+/// A results CSV whose last row names another model than the rest.
+#[tokio::test]
+async fn a_results_csv_naming_two_models() {
+    let d = refused_csv(
+        |t| {
+            let mut lines: Vec<String> = t.lines().map(str::to_string).collect();
+            let last = lines.len() - 1;
+            assert!(lines[last].contains(QWEN), "the fixture's rows name {QWEN}");
+            lines[last] = lines[last].replace(QWEN, "Qwen/Qwen2.5-1.5B-Instruct");
+            lines.join("\n") + "\n"
+        },
+        "csv_mixed_models",
+    )
+    .await;
+    assert!(d.to_string().contains("Qwen2.5-1.5B-Instruct"), "{d}");
+}
+
+/// A bundle whose folders hold no results CSV at all.
+#[tokio::test]
+async fn a_bundle_without_results() {
+    let app = TestApp::new().await;
+    let key = app.register("alice").await;
+    let builder = BundleBuilder::fixture().by("alice", &key);
+    let kept: Vec<(String, Vec<u8>)> = builder
+        .bundle_files()
+        .into_iter()
+        .filter(|(p, _)| !p.ends_with("_results.csv") && !p.ends_with("_details.csv"))
+        .collect();
+    assert!(!kept.is_empty(), "the fixture holds more than its CSVs");
+    let gz = builder.files(kept).build();
+    let req = multipart(&[("bundle", &gz), ("signature", &sign(&key, &gz))]);
+    let body = refused(&app, req, StatusCode::UNPROCESSABLE_ENTITY, "no_results").await;
+    assert!(
+        message(&body).contains("llm_batch_optimized_results.csv"),
+        "{body}"
+    );
+}
+
+/// A registration whose public key is not an OpenSSH key line.
+#[tokio::test]
+async fn a_registration_with_a_key_that_does_not_parse() {
+    let app = TestApp::new().await;
+    let req = Request::post("/api/v1/submitters")
+        .header("content-type", "application/json")
+        .body(Body::from(
+            json!({
+                "handle": "bob",
+                "public_key": "ssh-ed25519 not-base64!",
+                "proof": "-----BEGIN SSH SIGNATURE-----\n-----END SSH SIGNATURE-----",
+            })
+            .to_string(),
+        ))
+        .unwrap();
+    let body = refused(
+        &app,
+        req,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "bad_public_key",
+    )
+    .await;
+    assert!(
+        message(&body).contains("not an OpenSSH public key line"),
+        "{body}"
+    );
+}
+
+/// A bundle signed with alice's key whose manifest names bob as its
+/// submitter: the key's owner decides who submitted, and a manifest that
+/// says otherwise is refused (403), whoever bob is.
+#[tokio::test]
+async fn a_manifest_naming_another_handle_than_the_keys_owner() {
+    let app = TestApp::new().await;
+    let alice = app.register("alice").await;
+    app.register("bob").await;
+    let gz = BundleBuilder::fixture().by("bob", &alice).build();
+    let req = multipart(&[("bundle", &gz), ("signature", &sign(&alice, &gz))]);
+    let body = refused(&app, req, StatusCode::FORBIDDEN, "handle_mismatch").await;
+    assert!(
+        message(&body).contains("names submitter 'bob' but the signing key belongs to 'alice'"),
+        "{body}"
+    );
+    let d = first_detail(&body);
+    assert_eq!(d["file"], "wattcounts.json", "{body}");
+    assert_eq!(d["pointer"], "/submitter/handle", "{body}");
+}
