@@ -313,10 +313,11 @@ async fn submit_replay_and_read_back(app: TestApp) {
     let id = receipt["submission_id"].as_str().unwrap();
     let (_, fetched) = app.get(&format!("/api/v1/submissions/{id}")).await;
     assert_eq!(fetched, receipt);
-    let (status, _) = app
+    let (status, body) = app
         .get("/api/v1/submissions/00000000-0000-4000-8000-000000000000")
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_error(&body, "not_found");
 }
 
 async fn bad_bundle_stores_nothing(app: TestApp) {
@@ -354,10 +355,12 @@ async fn reused_submission_id_is_a_conflict(app: TestApp) {
 
 async fn taken_handle_and_key_are_conflicts(app: TestApp) {
     let key = app.register("alice").await;
-    let (status, _) = app.register_with("Alice", &new_key(), AUDIENCE).await;
+    let (status, body) = app.register_with("Alice", &new_key(), AUDIENCE).await;
     assert_eq!(status, StatusCode::CONFLICT, "handles are case-insensitive");
-    let (status, _) = app.register_with("bob", &key, AUDIENCE).await;
+    assert_error(&body, "handle_taken");
+    let (status, body) = app.register_with("bob", &key, AUDIENCE).await;
     assert_eq!(status, StatusCode::CONFLICT, "a key has one owner");
+    assert_error(&body, "key_taken");
     let c = app.counts().await;
     assert_eq!((c.submitters, c.keys), (1, 1));
 }
@@ -384,10 +387,11 @@ async fn review_and_decision_are_recorded(app: TestApp) {
     assert_eq!(r["status"], "accepted");
     assert_eq!(r["moderation"][0]["from_status"], "needs_review");
     assert_eq!(r["moderation"][0]["reason"], "explained");
-    let (status, _) = app
+    let (status, body) = app
         .admin_post(&path, json!({"decision": "approve", "reason": "twice"}))
         .await;
     assert_eq!(status, StatusCode::CONFLICT);
+    assert_error(&body, "wrong_status");
 }
 
 async fn key_revocation_from_a_time(app: TestApp) {

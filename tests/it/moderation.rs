@@ -140,20 +140,22 @@ async fn rejected_submissions_cannot_be_approved() {
         .await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(r["status"], "rejected");
-    let (status, _) = app
+    let (status, body) = app
         .admin_post(
             &path,
             json!({"decision": "approve", "reason": "changed my mind"}),
         )
         .await;
     assert_eq!(status, StatusCode::CONFLICT);
-    let (status, _) = app
+    assert_error(&body, "wrong_status");
+    let (status, body) = app
         .admin_post(
             "/api/v1/admin/submissions/00000000-0000-4000-8000-000000000000/decision",
             json!({"decision": "approve", "reason": "x"}),
         )
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_error(&body, "not_found");
 }
 
 #[tokio::test]
@@ -172,13 +174,14 @@ async fn suspended_submitters_cannot_submit() {
     let (status, body) = app.submit(&gz, &sign(&key, &gz)).await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     assert_eq!(body["error"]["code"], "submitter_suspended");
-    let (status, _) = app
+    let (status, body) = app
         .admin_post(
             "/api/v1/admin/submitters/nobody/suspend",
             json!({"reason": "x"}),
         )
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_error(&body, "not_found");
 }
 
 #[tokio::test]
@@ -218,13 +221,14 @@ async fn revoking_a_key_from_a_time_rejects_only_later_bundles() {
         .as_str()
         .unwrap()
         .contains("key leaked"));
-    let (status, _) = app
+    let (status, body) = app
         .admin_post(
             "/api/v1/admin/keys/revoke",
             json!({"fingerprint": "SHA256:unknown", "reason": "x"}),
         )
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_error(&body, "not_found");
 }
 
 fn form(path: &str, cookie: Option<&str>, fields: &[(&str, &str)]) -> Request<Body> {
