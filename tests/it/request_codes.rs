@@ -122,24 +122,7 @@ async fn a_display_name_over_100_characters_or_with_a_control_character() {
 /// A results CSV with its header and no row.
 #[tokio::test]
 async fn a_results_csv_with_no_rows() {
-    let app = TestApp::new().await;
-    let key = app.register("alice").await;
-    let gz = BundleBuilder::fixture()
-        .edit("llm_batch_optimized_results.csv", |t| {
-            format!("{}\n", t.lines().next().unwrap())
-        })
-        .by("alice", &key)
-        .build();
-    let req = multipart(&[("bundle", &gz), ("signature", &sign(&key, &gz))]);
-    let body = refused(&app, req, StatusCode::UNPROCESSABLE_ENTITY, "csv_empty").await;
-    let d = first_detail(&body);
-    assert!(
-        d["file"]
-            .as_str()
-            .unwrap()
-            .ends_with("llm_batch_optimized_results.csv"),
-        "{body}"
-    );
+    refused_csv(|t| format!("{}\n", t.lines().next().unwrap()), "csv_empty").await;
 }
 
 /// The "nothing stored" check itself sees a write in any table: a

@@ -153,6 +153,11 @@ pub fn signer_fingerprint(sig: &SshSig) -> String {
     sig.public_key().fingerprint(HashAlg::Sha256).to_string()
 }
 
+/// The public key a signature carries (its signer's, once verified).
+pub fn signer_key(sig: &SshSig) -> PublicKey {
+    PublicKey::from(sig.public_key().clone())
+}
+
 /// The digests of a message, computed while it streamed in: an sshsig
 /// signs the message's SHA-256 or SHA-512, so checking one never needs
 /// the message in memory.

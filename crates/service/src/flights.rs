@@ -18,7 +18,8 @@ pub struct Turn<'a> {
     flights: &'a Flights,
     digest: String,
     lock: Arc<tokio::sync::Mutex<()>>,
-    _guard: Option<tokio::sync::OwnedMutexGuard<()>>,
+    /// Dropped first in `drop`, so the next copy may go.
+    guard: Option<tokio::sync::OwnedMutexGuard<()>>,
 }
 
 impl Flights {
@@ -33,7 +34,7 @@ impl Flights {
             flights: self,
             digest: digest.to_string(),
             lock,
-            _guard: Some(guard),
+            guard: Some(guard),
         }
     }
 }
@@ -41,7 +42,7 @@ impl Flights {
 impl Drop for Turn<'_> {
     fn drop(&mut self) {
         // Let the next copy go, then forget the digest if nobody waits.
-        self._guard.take();
+        self.guard.take();
         let mut map = self.flights.0.lock().unwrap_or_else(|e| e.into_inner());
         // Held by the map and by this turn only: nobody else waits on it.
         if Arc::strong_count(&self.lock) == 2 {

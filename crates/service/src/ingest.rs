@@ -36,13 +36,11 @@ const DISK_FULL_RETRY_SECS: u64 = 60;
 /// (or an exhausted quota) is the service's condition, not the upload's,
 /// and answers 507 with Retry-After; anything else is internal.
 pub(crate) fn disk_error(doing: &str, e: std::io::Error) -> IngestError {
-    // ENOSPC and EDQUOT on Linux; `StorageFull` and `QuotaExceeded` are
-    // how std names them.
-    let full = matches!(
+    // ENOSPC and EDQUOT, as std names them.
+    if matches!(
         e.kind(),
         std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
-    ) || matches!(e.raw_os_error(), Some(28) | Some(122));
-    if full {
+    ) {
         tracing::error!(error = %e, "{doing}: the data dir's disk is full");
         IngestError::Rejected(Rejection::retry_later(
             RejectKind::InsufficientStorage,
@@ -153,8 +151,8 @@ impl Ingestor {
     }
 
     /// Checks a replay's signature against the key that signed the stored
-    /// bundle `id` (a revoked key still proves authorship of what it
-    /// signed before its revocation).
+    /// bundle `id`, as its stored `.sig` names it (a revoked key still
+    /// proves authorship of what it signed before its revocation).
     async fn replay_signed_by_its_signer(
         &self,
         id: uuid::Uuid,
@@ -187,12 +185,9 @@ impl Ingestor {
             )
             .into());
         }
-        let key = self
-            .store
-            .key_by_fingerprint(&signer)
-            .await?
-            .ok_or_else(|| IngestError::Internal(format!("the key {signer} of {id} is gone")))?;
-        let public = signing::parse_stored_key(&key.public_key)?;
+        // The stored signature carries its signer's public key, checked
+        // against the registered key when the bytes were stored: no lookup.
+        let public = signing::signer_key(&stored);
         signing::verify_digests(
             &public,
             signing::SUBMISSION_NAMESPACE,

@@ -287,11 +287,10 @@ impl Service {
         signature: Vec<u8>,
         t: &mut StageTimings,
     ) -> Result<(Novelty, Receipt), IngestError> {
-        // Bytes already stored are answered from the store before any
-        // check slot is taken: a replay costs one lookup, and a burst of
-        // retries cannot fill the queue that new bundles wait in.
         // Copies of these bytes arriving together take turns here, outside
-        // the ingest queue: the first is ingested, the rest find it stored.
+        // the ingest queue; bytes already stored are then answered from the
+        // store before any check slot is taken, so a burst of retries
+        // cannot fill the queue that new bundles wait in.
         let digest = staged.sha256_hex().to_string();
         let _flight = self.flights.turn(&digest).await;
         let result = match self
