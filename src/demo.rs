@@ -88,6 +88,29 @@ pub fn demo_bundle(
     Ok(packed.bytes)
 }
 
+/// Imports the ML.ENERGY v3 LLM files shipped with the service (real
+/// measurements, labelled as their own origin, `peer:mlenergy-v3`), so the
+/// first page has real figures beside the synthetic demo. Importing the
+/// same files again changes nothing, so every start may call it.
+pub async fn load_peers(service: &Service) -> anyhow::Result<()> {
+    use wattcounts_rules::peer::{PeerImportOutcome, PeerSource};
+    use wattcounts_service::peers::PeerImportRequest;
+    let t = Instant::now();
+    let report = service
+        .import_peer(PeerImportRequest::bundled(PeerSource::MlEnergyV3, "demo"))
+        .await?;
+    if let PeerImportOutcome::Stored { .. } = report.outcome {
+        eprintln!(
+            "demo: imported {} configurations of {} ({}) in {:.1} s",
+            report.configurations,
+            PeerSource::MlEnergyV3.info().name,
+            report.origin,
+            t.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
+}
+
 /// Loads the demo into a database that holds no real submissions.
 pub async fn load_if_empty(
     service: &Service,

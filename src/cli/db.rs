@@ -85,7 +85,9 @@ pub async fn run(cmd: DbCommand) -> anyhow::Result<std::process::ExitCode> {
 
 /// A service over a deployment's data for maintenance: it checks no
 /// audience and runs no rule again.
-async fn maintenance_service(a: &StoreArgs) -> anyhow::Result<wattcounts_service::Service> {
+pub(crate) async fn maintenance_service(
+    a: &StoreArgs,
+) -> anyhow::Result<wattcounts_service::Service> {
     let url = crate::config::existing_database_url(&a.data_dir, a.database_url.as_deref())?;
     let store = wattcounts_store::open(&url).await?;
     let (blobs, _) = crate::config::file_stores(&a.data_dir, a.blob_url.as_deref())?;

@@ -8,6 +8,7 @@ pub mod admin_gpu;
 pub mod config_cmd;
 pub mod db;
 pub mod demo;
+pub mod peer;
 pub mod serve;
 pub mod snapshot;
 pub mod verify;
@@ -62,6 +63,9 @@ pub enum Command {
     /// Database tools: copy SQLite to PostgreSQL, rebuild the read model, audit stored bundles.
     #[command(subcommand)]
     Db(db::DbCommand),
+    /// Published measurements of other benchmarks (ML.ENERGY v3): import and list.
+    #[command(subcommand)]
+    Peer(peer::PeerCommand),
     /// Dataset snapshots: publish (maintainers) and list.
     #[command(subcommand)]
     Snapshot(snapshot::SnapshotCommand),
@@ -106,6 +110,7 @@ pub fn main() -> ExitCode {
             Command::Admin(c) => admin::run(c).await,
             Command::Checks(a) => admin::list(&a).map(|_| ExitCode::SUCCESS),
             Command::Db(c) => db::run(c).await,
+            Command::Peer(c) => peer::run(c).await,
             Command::Snapshot(c) => snapshot::run(c).await.map(|_| ExitCode::SUCCESS),
             Command::Verify(c) => verify::run(c).await,
             Command::Config(config_cmd::ConfigCommand::Print(cfg)) => {

@@ -94,6 +94,9 @@ pub async fn run(cfg: ServeConfig) -> anyhow::Result<()> {
         let service = state.service.clone();
         let data_dir = cfg.data_dir.clone();
         tokio::spawn(async move {
+            if let Err(e) = crate::demo::load_peers(&service).await {
+                eprintln!("demo: the shipped ML.ENERGY v3 files: failed: {e:#}");
+            }
             if let Err(e) = crate::demo::load_if_empty(
                 &service,
                 &data_dir,

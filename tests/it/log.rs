@@ -240,6 +240,7 @@ async fn decisions_and_revocations_are_leaves() {
                 to_status,
                 ..
             } => format!("{action} {subject} {to_status}"),
+            Leaf::PeerImport { origin, .. } => format!("peer_import {origin}"),
         })
         .collect();
     assert_eq!(kinds[..3], ["submission", "submission", "submission"]);

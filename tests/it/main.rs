@@ -29,6 +29,7 @@ mod operations;
 mod oracle;
 mod outage;
 mod pages;
+mod peers;
 mod properties;
 mod rate_limits;
 mod readers;

@@ -23,6 +23,7 @@ pub mod fuzz_targets;
 pub mod handles;
 pub mod memory_fit;
 pub mod pack;
+pub mod peer;
 pub mod protocol;
 pub mod receipt;
 pub mod rejection;

@@ -13,6 +13,7 @@ pub mod estimates;
 pub mod files;
 pub mod flights;
 pub mod moderation;
+pub mod peers;
 pub mod rebuild;
 pub mod register;
 pub mod snapshots;
@@ -68,6 +69,9 @@ pub struct Service {
     data_version: AtomicU64,
     /// The published snapshots this instance serves and makes.
     shelf: Option<snapshots::Shelf>,
+    /// The imported peer origins as of a data version (the data control
+    /// shows them on every page; they change only with an import).
+    peer_origins: tokio::sync::RwLock<Option<(u64, Arc<Vec<peers::PeerOrigin>>)>>,
 }
 
 /// One page of the leaderboard and the view it was read from.
@@ -79,6 +83,9 @@ pub struct Board {
     pub origin: Origin,
     /// Every view the read model holds (for the origin and protocol pickers).
     pub views: Vec<GroupView>,
+    /// The imported peer origins (the data control links to their own
+    /// pages: their figures are never rows of a Watt Counts view).
+    pub peers: Arc<Vec<peers::PeerOrigin>>,
 }
 
 impl Service {
@@ -113,6 +120,7 @@ impl Service {
             store,
             data_version: AtomicU64::new(0),
             shelf: None,
+            peer_origins: Default::default(),
         }
     }
 
@@ -490,6 +498,7 @@ impl Service {
             total,
             origin,
             views,
+            peers: self.peer_origins().await?,
         })
     }
 

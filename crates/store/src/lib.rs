@@ -1,6 +1,6 @@
 //! Storage, by aggregate: each module holds one aggregate's trait and its
 //! SQL (intake, read_model, identity, moderation, snapshots, tlog,
-//! estimator_fits, limits); `dialect` holds what differs between SQLite
+//! estimator_fits, limits, peers); `dialect` holds what differs between SQLite
 //! and PostgreSQL, `calls` the one door every call passes (its bound and
 //! its count), and `sqlite` / `postgres` put them together per backend.
 //! Beside them: the blob store for raw bundles (`blobs`, `objects`) and the
@@ -16,6 +16,7 @@ pub mod intake;
 pub mod limits;
 pub mod moderation;
 pub mod objects;
+pub mod peers;
 pub mod postgres;
 pub mod read_model;
 pub mod receipt;
@@ -64,6 +65,7 @@ pub trait Store:
     + Snapshots
     + EstimatorFits
     + Limits
+    + Peers
     + LogStore
     + Send
     + Sync
@@ -80,6 +82,7 @@ pub use identity::Identity;
 pub use intake::Intake;
 pub use limits::Limits;
 pub use moderation::Moderation;
+pub use peers::Peers;
 pub use read_model::ReadModel;
 pub use snapshots::Snapshots;
 pub use tlog::LogStore;

@@ -118,3 +118,4 @@ super::moderation::moderation_sql!(PgStore, sqlx::postgres::PgRow, sqlx::PgConne
 super::snapshots::snapshots_sql!(PgStore, sqlx::postgres::PgRow, sqlx::PgConnection);
 super::estimator_fits::estimator_fits_sql!(PgStore, sqlx::postgres::PgRow, sqlx::PgConnection);
 super::limits::limits_sql!(PgStore, sqlx::postgres::PgRow, sqlx::PgConnection);
+super::peers::peers_sql!(PgStore, sqlx::postgres::PgRow, sqlx::PgConnection);

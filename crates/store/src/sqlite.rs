@@ -97,3 +97,4 @@ super::estimator_fits::estimator_fits_sql!(
     sqlx::SqliteConnection
 );
 super::limits::limits_sql!(SqliteStore, sqlx::sqlite::SqliteRow, sqlx::SqliteConnection);
+super::peers::peers_sql!(SqliteStore, sqlx::sqlite::SqliteRow, sqlx::SqliteConnection);

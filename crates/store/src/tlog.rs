@@ -26,6 +26,7 @@ pub struct LogEntry {
 pub(super) enum LogTarget {
     Submission(String),
     Event(i64),
+    PeerRelease(i64),
 }
 
 /// What the log holds, for its page and API.
@@ -242,6 +243,9 @@ macro_rules! log_store {
                         .bind(n)
                         .bind(id.clone()),
                     LogTarget::Event(id) => sqlx::query("UPDATE moderation_events SET log_index = $1 WHERE id = $2")
+                        .bind(n)
+                        .bind(*id),
+                    LogTarget::PeerRelease(id) => sqlx::query("UPDATE peer_releases SET log_index = $1 WHERE id = $2")
                         .bind(n)
                         .bind(*id),
                 };

@@ -33,6 +33,7 @@ use utoipa::{Modify, OpenApi};
         (name = "gpus", description = "One GPU, and GPUs side by side"),
         (name = "insights", description = "The paper's findings recomputed from the data"),
         (name = "estimates", description = "Estimates (never measurements) for GPU × model pairs nobody has measured, and the estimator behind them"),
+        (name = "peers", description = "Published measurements of other benchmarks (ML.ENERGY v3), each its own origin and protocol, never merged with Watt Counts groups"),
         (name = "snapshots", description = "Immutable dataset releases"),
         (name = "log", description = "The transparency log and its proofs"),
         (name = "maintainers", description = "Moderation and publishing (bearer token)"),

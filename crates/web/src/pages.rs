@@ -13,5 +13,6 @@ pub mod insights;
 pub mod leaderboard;
 pub mod log;
 pub mod models;
+pub mod peers;
 pub mod snapshots;
 pub mod submissions;

@@ -70,6 +70,24 @@ pub(crate) fn view_controls(board: &Board, q: &leaderboard::Query) -> (Vec<Opt>,
     (origins, protocols)
 }
 
+/// The imported peer origins, each a link to its own pages (`value` is
+/// the path): the data control offers them beside the Watt Counts views,
+/// never as one of them.
+pub(crate) fn peer_links(board: &Board) -> Vec<Opt> {
+    board
+        .peers
+        .iter()
+        .map(|p| Opt {
+            value: format!("/peers/{}", p.info.slug),
+            label: format!(
+                "{}: {} published configurations (release {}, another protocol)",
+                p.info.name, p.configurations, p.label
+            ),
+            selected: false,
+        })
+        .collect()
+}
+
 /// What a view is, in words: which origin and protocol the rows come from.
 pub(crate) fn view_note(board: &Board, q: &leaderboard::Query) -> String {
     let origin = match board.origin {
@@ -162,6 +180,7 @@ pub(crate) fn view_of(
         query: view_params(params),
         origins,
         protocols,
+        peers: peer_links(board),
     }
 }
 
@@ -173,6 +192,8 @@ pub(crate) struct View {
     pub query: String,
     pub origins: Vec<Opt>,
     pub protocols: Vec<Opt>,
+    /// Peer origins, each a link to its own pages (value: the path).
+    pub peers: Vec<Opt>,
 }
 
 /// `origin` and `protocol`, parsed as the leaderboard parses them.

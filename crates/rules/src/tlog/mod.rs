@@ -48,6 +48,20 @@ pub enum Leaf {
         subject: String,
         to_status: String,
     },
+    /// A published peer release imported (issue #39): which files, by the
+    /// digest over their paths and SHA-256s, and what they were read as.
+    PeerImport {
+        actor: String,
+        at: String,
+        configurations: u64,
+        /// `wattcounts_rules::peer::files_sha256` of the files read.
+        files_sha256: String,
+        /// The release's own date or version.
+        label: String,
+        origin: String,
+        /// The commit or date the operator stated for the files.
+        source_ref: String,
+    },
 }
 
 impl Leaf {

@@ -59,7 +59,21 @@ pub fn parse_query(p: &LeaderboardParams) -> Result<leaderboard::Query, ApiError
             "origin" => {
                 q.origin = Some(
                     wattcounts_rules::domain::Origin::parse(v)
-                        .ok_or_else(|| bad(k, v, "real or demo"))?,
+                        .ok_or_else(|| match wattcounts_rules::peer::PeerSource::parse(v) {
+                            // A peer's figures are another protocol's: they
+                            // have their own pages, never a Watt Counts view.
+                            Some(p) => bad(
+                                k,
+                                v,
+                                &format!(
+                                    "real or demo; {} has its own pages: /peers/{} and /api/v1/peers/{}",
+                                    p.info().name,
+                                    p.info().slug,
+                                    p.info().slug
+                                ),
+                            ),
+                            None => bad(k, v, "real or demo"),
+                        })?,
                 )
             }
             // Older links: include_demo=false meant "real data only".

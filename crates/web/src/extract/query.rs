@@ -62,6 +62,7 @@ query_set!(
     EntriesParams,
     NoticeParam,
     EstimateParams,
+    PeerParams,
 );
 
 /// Two sets read from one query (a page's own parameters and its view).
@@ -327,4 +328,25 @@ pub struct EstimateParams {
     /// The intervals' level, between 0 and 1 (the configured one, 0.8 by
     /// default, when absent).
     pub level: Option<String>,
+}
+
+/// A peer table's filters, sort and page.
+#[derive(Debug, Clone, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PeerParams {
+    /// A stored release id (the newest when absent).
+    #[param(value_type = Option<i64>)]
+    pub release: Option<String>,
+    /// One task of the release (the one with most configurations when absent).
+    pub task: Option<String>,
+    /// A GPU as the publisher names it (`H100`, `B200`).
+    pub gpu: Option<String>,
+    /// A model's Hugging Face id.
+    pub model: Option<String>,
+    #[param(value_type = Option<wattcounts_rules::peer::PeerSort>)]
+    pub sort: Option<String>,
+    #[param(value_type = Option<u64>, minimum = 1, maximum = 1000000)]
+    pub page: Option<String>,
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 1000)]
+    pub per_page: Option<String>,
 }

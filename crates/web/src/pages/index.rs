@@ -53,6 +53,8 @@ struct IndexPage {
     models: Vec<String>,
     /// Well-known models present, linked straight to their pages.
     featured: Vec<(String, String)>,
+    /// Imported peer origins: real published measurements, one click away.
+    peers: Vec<crate::view::Opt>,
     demo: bool,
     version: &'static str,
 }
@@ -146,9 +148,26 @@ pub async fn index(State(s): State<AppState>) -> Result<Response, PageError> {
         .filter(|m| models.iter().any(|x| x == *m))
         .map(|m| (model_path(m), m.rsplit('/').next().unwrap_or(m).to_string()))
         .collect();
+    let peers = s
+        .service
+        .peer_origins()
+        .await?
+        .iter()
+        .map(|p| crate::view::Opt {
+            value: format!("/peers/{}", p.info.slug),
+            label: format!(
+                "{}: {} configurations on {}",
+                p.info.name,
+                p.configurations,
+                p.gpus.join(" and ")
+            ),
+            selected: false,
+        })
+        .collect();
     Ok(render(
         StatusCode::OK,
         &IndexPage {
+            peers,
             demo,
             counts: vec![
                 (format::thousands(counts.submissions), "submissions"),

@@ -111,6 +111,7 @@ struct LeaderboardPage {
     view: String,
     origins: Vec<Opt>,
     protocols: Vec<Opt>,
+    peers: Vec<Opt>,
     scenarios: Vec<Opt>,
     models: Vec<Opt>,
     gpus: Vec<Opt>,
@@ -274,6 +275,7 @@ pub async fn leaderboard_page(
         view: view_note(&board, &q),
         origins,
         protocols,
+        peers: crate::view::peer_links(&board),
         scenarios,
         models: models
             .into_iter()

@@ -88,6 +88,7 @@ pub async fn model_page(
         });
     let field = |v: &Option<String>| v.clone().unwrap_or_default();
     let estimates = crate::pages::estimate::unmeasured_section(&s, &id);
+    let (also_measured, _) = crate::pages::peers::model_notes(&s, &id).await?;
     Ok(render(
         StatusCode::OK,
         &ModelPage {
@@ -106,6 +107,7 @@ pub async fn model_page(
             min_tok_s: field(&params.0.min_tok_s),
             max_j_per_token: field(&params.0.max_j_per_token),
             estimates,
+            also_measured,
             footprint: s.footprint.describe(),
             demo: view.demo,
             view,
@@ -128,6 +130,9 @@ pub struct ModelAnswer {
     /// Per scenario, in the same order: each point's energy per 1,000
     /// requests (server scenarios; null in batch).
     pub per_1000_requests: Vec<Vec<PerThousand>>,
+    /// The same model in published peer datasets: another protocol, never
+    /// comparable figure by figure with `scenarios`.
+    pub also_measured_by: Vec<crate::pages::peers::PeerModelJson>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -226,12 +231,14 @@ pub async fn model_json(
                 .collect()
         })
         .collect();
+    let (_, also_measured_by) = crate::pages::peers::model_notes(&s, &id).await?;
     Ok(Json(ModelAnswer {
         model: id,
         view: view.note,
         footprint,
         scenarios: summary,
         per_1000_requests,
+        also_measured_by,
     })
     .into_response())
 }

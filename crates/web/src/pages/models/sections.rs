@@ -78,6 +78,8 @@ pub(crate) struct ModelPage {
     /// Estimates for the catalogue GPUs without a group: below the
     /// measured tables, never among them.
     pub(crate) estimates: crate::pages::estimate::UnmeasuredSection,
+    /// The model in each imported peer origin: its own section.
+    pub(crate) also_measured: Vec<crate::pages::peers::PeerNote>,
     pub(crate) view: View,
     pub(crate) demo: bool,
     pub(crate) version: &'static str,

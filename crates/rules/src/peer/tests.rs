@@ -1,0 +1,223 @@
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+use super::*;
+
+/// One configuration as v3 publishes it. The figures agree with each other
+/// the way the published ones do: 293.9 W / 251.0 tok/s = 1.1709 J/token,
+/// x 8289.87 tokens = 9706.6 J per request (Qwen3-8B, gpqa, B200, bs 8).
+fn good_config() -> Value {
+    json!({
+        "activated_params_billions": 8.0, "architecture": "Dense Transformer",
+        "avg_batch_size": 7.998084596967279, "avg_output_len": 8289.868686868687,
+        "avg_power_watts": 293.91033781272114, "data_parallel": 1,
+        "energy_per_request_joules": 9706.6138467097, "energy_per_token_joules": 1.1709007963039468,
+        "expert_parallel": 1, "gpu_model": "B200", "max_num_seqs": 8,
+        "median_itl_ms": 32.49889700964559, "model_id": "Qwen/Qwen3-8B", "nickname": "Qwen 3 8B",
+        "num_gpus": 1, "output_throughput_tokens_per_sec": 251.01215981787306,
+        "p90_itl_ms": 47.97513481462374, "p95_itl_ms": 52.595734488568255, "p99_itl_ms": 61.82553002727218,
+        "tensor_parallel": 1, "total_params_billions": 8.0, "weight_precision": "bfloat16"
+    })
+}
+
+fn folder(configs: Vec<Value>) -> BTreeMap<String, Vec<u8>> {
+    let index = json!({
+        "architectures": {"llm": ["gpqa"], "diffusion": ["text-to-image"]},
+        "last_updated": "2026-02-16",
+        "models": {"Qwen/Qwen3-8B": {"nickname": "Qwen 3 8B"}},
+        "tasks": ["gpqa", "text-to-image"]
+    });
+    let task =
+        json!({"task": "gpqa", "task_display_name": "GPQA Diamond", "configurations": configs});
+    BTreeMap::from([
+        (
+            "index.json".to_string(),
+            serde_json::to_vec(&index).unwrap(),
+        ),
+        (
+            "tasks/gpqa.json".to_string(),
+            serde_json::to_vec(&task).unwrap(),
+        ),
+    ])
+}
+
+fn read(files: &BTreeMap<String, Vec<u8>>) -> Result<PeerRelease, PeerError> {
+    PeerSource::MlEnergyV3.read(&mut |p: &str| {
+        files
+            .get(p)
+            .cloned()
+            .ok_or_else(|| "no such file".to_string())
+    })
+}
+
+fn with(key: &str, v: Value) -> Value {
+    let mut c = good_config();
+    c[key] = v;
+    c
+}
+
+fn refused(c: Value) -> PeerError {
+    read(&folder(vec![good_config(), c])).expect_err("refused")
+}
+
+#[test]
+fn a_release_reads_every_figure_as_published() {
+    let files = folder(vec![good_config()]);
+    let r = read(&files).unwrap();
+    assert_eq!(r.label, "2026-02-16");
+    assert_eq!(r.configs.len(), 1);
+    let c = &r.configs[0];
+    assert_eq!(
+        (c.file.as_str(), c.pointer.as_str()),
+        ("tasks/gpqa.json", "/configurations/0")
+    );
+    assert_eq!(c.task_name, "GPQA Diamond");
+    assert_eq!(c.gpu_name, "NVIDIA B200");
+    assert_eq!(c.energy_per_token_joules, 1.1709007963039468);
+    assert_eq!(c.p99_itl_ms, 61.82553002727218);
+    assert_eq!((c.num_gpus, c.max_num_seqs), (1, 8));
+    // Both files read, each with the digest of its own bytes.
+    let paths: Vec<&str> = r.files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(paths, ["index.json", "tasks/gpqa.json"]);
+    assert_eq!(
+        r.files[1].sha256,
+        crate::digest::sha256_hex(&files["tasks/gpqa.json"])
+    );
+    assert_eq!(r.files[1].bytes, files["tasks/gpqa.json"].len() as u64);
+    assert_eq!(r.skipped.len(), 1);
+    assert!(r.skipped[0].contains("text-to-image"), "{:?}", r.skipped);
+}
+
+#[test]
+fn the_release_digest_is_over_sorted_paths_and_digests() {
+    let f = |p: &str, h: &str| PeerFile {
+        path: p.into(),
+        sha256: h.into(),
+        bytes: 1,
+    };
+    let ab = files_sha256(&[f("a", "11"), f("b", "22")]);
+    // Worked by hand: the digest of the two lines in path order.
+    assert_eq!(ab, crate::digest::sha256_hex(b"a\t11\nb\t22\n"));
+    assert_eq!(files_sha256(&[f("b", "22"), f("a", "11")]), ab);
+    assert_ne!(files_sha256(&[f("a", "11"), f("b", "23")]), ab);
+}
+
+#[test]
+fn a_missing_field_is_named_by_file_and_pointer() {
+    let mut c = good_config();
+    c.as_object_mut().unwrap().remove("avg_power_watts");
+    let e = refused(c);
+    assert_eq!(e.file, "tasks/gpqa.json");
+    assert_eq!(e.pointer, "/configurations/1/avg_power_watts");
+    assert_eq!(e.rule, "missing");
+    assert_eq!(
+        e.to_string(),
+        "tasks/gpqa.json /configurations/1/avg_power_watts: missing"
+    );
+}
+
+#[test]
+fn an_unknown_gpu_is_refused_with_the_ones_known() {
+    let e = refused(with("gpu_model", json!("MI300X")));
+    assert_eq!(e.pointer, "/configurations/1/gpu_model");
+    assert!(
+        e.rule.contains("unknown GPU \"MI300X\"") && e.rule.contains("H100, B200"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_figure_in_the_wrong_unit_is_out_of_range() {
+    // Energy per token in mJ (1170.9) instead of J.
+    let e = refused(with("energy_per_token_joules", json!(1170.9007963039468)));
+    assert_eq!(e.pointer, "/configurations/1/energy_per_token_joules");
+    assert!(
+        e.rule
+            .starts_with("out of range: 1170.900796303947 J is outside [0.0001, 100] J"),
+        "{e}"
+    );
+    // ITL in µs: 32,498 is under the 60 s cap, but p99 (61,825) of the
+    // same slip is not.
+    let e = refused(with("p99_itl_ms", json!(61825.53)));
+    assert!(e.rule.contains("outside"), "{e}");
+    // Power in kW reads as a tiny, self-inconsistent power.
+    let e = refused(with("avg_power_watts", json!(0.2939)));
+    assert_eq!(e.pointer, "/configurations/1/energy_per_token_joules");
+    assert!(e.rule.contains("disagrees with avg_power_watts"), "{e}");
+}
+
+#[test]
+fn power_above_the_boards_tdp_is_refused() {
+    // 1,300 W on one B200 (TDP 1,000 W): above 1.2 x TDP. Throughput and
+    // energy per token are moved with it so only the power rule breaks.
+    let mut c = with("avg_power_watts", json!(1300.0));
+    c["output_throughput_tokens_per_sec"] = json!(1300.0 / 1.1709007963039468);
+    let e = refused(c.clone());
+    assert_eq!(e.pointer, "/configurations/1/avg_power_watts");
+    assert!(
+        e.rule
+            .contains("1300.0 W per GPU over 1 GPUs is above 1.2 x the NVIDIA B200 TDP of 1000 W"),
+        "{e}"
+    );
+    // The same power over two GPUs is 650 W each: fine.
+    let mut two = c.clone();
+    two["num_gpus"] = json!(2);
+    assert!(read(&folder(vec![two])).is_ok());
+}
+
+#[test]
+fn percentiles_out_of_order_and_a_wrong_type_are_named() {
+    let e = refused(with("p90_itl_ms", json!(70.0)));
+    assert!(e.rule.contains("percentiles out of order"), "{e}");
+    let e = refused(with("num_gpus", json!("one")));
+    assert_eq!(e.pointer, "/configurations/1/num_gpus");
+    assert!(e.rule.contains("a whole number is wanted"), "{e}");
+    let e = refused(with("model_id", json!("someone/unlisted")));
+    assert!(e.rule.contains("not among index.json's models"), "{e}");
+}
+
+#[test]
+fn unreadable_files_and_a_mislabelled_task_are_named() {
+    let mut files = folder(vec![good_config()]);
+    files.insert("tasks/gpqa.json".into(), b"{ not json".to_vec());
+    let e = read(&files).unwrap_err();
+    assert_eq!(e.file, "tasks/gpqa.json");
+    assert!(e.rule.starts_with("not JSON"), "{e}");
+
+    files.remove("tasks/gpqa.json");
+    let e = read(&files).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "tasks/gpqa.json: cannot be read: no such file"
+    );
+
+    let mut files = folder(vec![good_config()]);
+    let task = json!({"task": "mmlu", "task_display_name": "x", "configurations": []});
+    files.insert("tasks/gpqa.json".into(), serde_json::to_vec(&task).unwrap());
+    let e = read(&files).unwrap_err();
+    assert_eq!(e.pointer, "/task");
+    assert!(
+        e.rule.contains("\"mmlu\" where index.json lists \"gpqa\""),
+        "{e}"
+    );
+}
+
+#[test]
+fn every_publisher_gpu_is_in_the_catalogue() {
+    for (published, name) in mlenergy_v3::GPUS {
+        assert!(
+            crate::catalog::gpu_by_nvml_name(name).is_some(),
+            "{published} -> {name}"
+        );
+    }
+    assert_eq!(
+        PeerSource::parse("mlenergy-v3"),
+        Some(PeerSource::MlEnergyV3)
+    );
+    assert_eq!(
+        PeerSource::parse("peer:mlenergy-v3"),
+        Some(PeerSource::MlEnergyV3)
+    );
+    assert_eq!(PeerSource::parse("real"), None);
+}

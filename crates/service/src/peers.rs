@@ -1,0 +1,437 @@
+//! Peer imports and their views (issue #39): a published peer release read
+//! from a folder (or the copy shipped for the demo), checked by
+//! `wattcounts_rules::peer`, stored with its provenance and log leaf; and
+//! the page models that show one release's figures, or one model's, always
+//! apart from the Watt Counts views.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+
+use wattcounts_rules::peer::{
+    Facet, PeerConfig, PeerError, PeerFile, PeerImportOutcome, PeerPage, PeerProvenance, PeerQuery,
+    PeerRelease, PeerReleaseRecord, PeerSort, PeerSource, SourceInfo,
+};
+
+use crate::views::ViewError;
+use crate::{Service, ServiceError};
+
+/// The ML.ENERGY v3 LLM files shipped with the service (see
+/// `crates/service/peers/mlenergy-v3/README.md` for their provenance).
+const BUNDLED_MLENERGY_V3: [(&str, &[u8]); 4] = [
+    (
+        "index.json",
+        include_bytes!("../peers/mlenergy-v3/index.json"),
+    ),
+    (
+        "tasks/gpqa.json",
+        include_bytes!("../peers/mlenergy-v3/tasks/gpqa.json"),
+    ),
+    (
+        "tasks/lm-arena-chat.json",
+        include_bytes!("../peers/mlenergy-v3/tasks/lm-arena-chat.json"),
+    ),
+    (
+        "tasks/sourcegraph-fim.json",
+        include_bytes!("../peers/mlenergy-v3/tasks/sourcegraph-fim.json"),
+    ),
+];
+const MLENERGY_V3_LICENCE: &str = include_str!("../peers/mlenergy-v3/LICENSE");
+/// The shipped copy's commit and retrieval date (its README).
+const BUNDLED_MLENERGY_V3_REF: &str = "0cd52dab897c5d91a45f4d413038f3b8b4251b0f";
+const BUNDLED_MLENERGY_V3_RETRIEVED: &str = "2026-12-06T00:00:00Z";
+
+/// The largest file an import reads: v3's largest is 0.4 MB.
+const MAX_FILE_BYTES: u64 = 64 << 20;
+
+/// Where an import's files come from.
+#[derive(Debug, Clone)]
+pub enum PeerFiles {
+    /// The published folder (e.g. a checkout's `public/data`).
+    Folder(PathBuf),
+    /// The copy shipped with the service (the demo's).
+    Bundled,
+}
+
+#[derive(Debug, Clone)]
+pub struct PeerImportRequest {
+    pub source: PeerSource,
+    pub files: PeerFiles,
+    /// The commit or date the operator states for the files.
+    pub source_ref: String,
+    pub retrieved_at: DateTime<Utc>,
+    /// The licence's text; the publisher's stated licence when absent.
+    pub licence_text: Option<String>,
+    pub actor: String,
+}
+
+/// What an import read and did.
+#[derive(Debug, Clone)]
+pub struct PeerImportReport {
+    pub origin: &'static str,
+    pub label: String,
+    pub files: Vec<PeerFile>,
+    pub files_sha256: String,
+    pub configurations: usize,
+    pub skipped: Vec<String>,
+    pub outcome: PeerImportOutcome,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PeerImportError {
+    /// A file is missing, unreadable or breaks a rule: nothing was stored.
+    #[error("{0}; nothing was imported")]
+    Read(PeerError),
+    #[error("{0}")]
+    Usage(String),
+    #[error(transparent)]
+    Store(#[from] ServiceError),
+}
+crate::error::store_error_into!(PeerImportError);
+
+/// The licence text a source ships under, as the publisher states it.
+fn stated_licence(source: PeerSource) -> &'static str {
+    match source {
+        PeerSource::MlEnergyV3 => MLENERGY_V3_LICENCE,
+    }
+}
+
+fn read_folder(source: PeerSource, dir: &Path) -> Result<PeerRelease, PeerImportError> {
+    if !dir.is_dir() {
+        return Err(PeerImportError::Usage(format!(
+            "{} is not a folder (give the published folder, e.g. a checkout's {})",
+            dir.display(),
+            source.info().path
+        )));
+    }
+    source
+        .read(&mut |path: &str| {
+            let full = dir.join(path);
+            let len = std::fs::metadata(&full).map_err(|e| e.to_string())?.len();
+            if len > MAX_FILE_BYTES {
+                return Err(format!(
+                    "{len} bytes, above the {MAX_FILE_BYTES}-byte limit"
+                ));
+            }
+            std::fs::read(&full).map_err(|e| e.to_string())
+        })
+        .map_err(PeerImportError::Read)
+}
+
+fn read_bundled(source: PeerSource) -> Result<PeerRelease, PeerImportError> {
+    let files = match source {
+        PeerSource::MlEnergyV3 => &BUNDLED_MLENERGY_V3,
+    };
+    source
+        .read(&mut |path: &str| {
+            files
+                .iter()
+                .find(|(p, _)| *p == path)
+                .map(|(_, b)| b.to_vec())
+                .ok_or_else(|| "not in the shipped copy".to_string())
+        })
+        .map_err(PeerImportError::Read)
+}
+
+impl PeerImportRequest {
+    /// The demo's import: the shipped copy, with its README's provenance.
+    pub fn bundled(source: PeerSource, actor: &str) -> PeerImportRequest {
+        PeerImportRequest {
+            source,
+            files: PeerFiles::Bundled,
+            source_ref: BUNDLED_MLENERGY_V3_REF.into(),
+            retrieved_at: BUNDLED_MLENERGY_V3_RETRIEVED
+                .parse()
+                .expect("a valid RFC 3339 date"),
+            licence_text: None,
+            actor: actor.into(),
+        }
+    }
+}
+
+/// A peer origin as the data control offers it: its newest release.
+#[derive(Debug, Clone)]
+pub struct PeerOrigin {
+    pub info: &'static SourceInfo,
+    pub label: String,
+    pub configurations: u64,
+    /// The GPUs measured, as the publisher names them.
+    pub gpus: Vec<String>,
+}
+
+/// One release's table: one task at a time (tasks are different
+/// workloads), filtered by GPU and model, a page at a time.
+#[derive(Debug, Clone, Default)]
+pub struct PeerViewRequest {
+    pub release: Option<i64>,
+    pub task: Option<String>,
+    pub gpu: Option<String>,
+    pub model: Option<String>,
+    pub sort: Option<String>,
+    pub page: u64,
+    pub per_page: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct PeerView {
+    pub info: &'static SourceInfo,
+    pub release: PeerReleaseRecord,
+    /// Every stored release of this origin, newest first.
+    pub releases: Vec<PeerReleaseRecord>,
+    pub newest: bool,
+    pub task: Facet,
+    pub gpu: Option<String>,
+    pub model: Option<String>,
+    pub sort: PeerSort,
+    pub page: u64,
+    pub per_page: u32,
+    pub rows: Vec<PeerConfig>,
+    pub total: u64,
+}
+
+/// A model's configurations in one peer origin's newest release.
+#[derive(Debug, Clone)]
+pub struct PeerModelNote {
+    pub info: &'static SourceInfo,
+    pub release: PeerReleaseRecord,
+    pub rows: Vec<PeerConfig>,
+}
+
+impl Service {
+    /// Reads, checks and stores a peer release. A release whose files are
+    /// stored already changes nothing; any file or figure that breaks a
+    /// rule stores nothing.
+    pub async fn import_peer(
+        &self,
+        req: PeerImportRequest,
+    ) -> Result<PeerImportReport, PeerImportError> {
+        if req.source_ref.trim().is_empty() {
+            return Err(PeerImportError::Usage(
+                "state the files' commit or date (--source-ref): readers check the import against it".into(),
+            ));
+        }
+        let source = req.source;
+        let release = match &req.files {
+            PeerFiles::Folder(dir) => {
+                let dir = dir.clone();
+                tokio::task::spawn_blocking(move || read_folder(source, &dir))
+                    .await
+                    .map_err(|e| PeerImportError::Usage(format!("reader stopped: {e}")))??
+            }
+            PeerFiles::Bundled => read_bundled(source)?,
+        };
+        let provenance = PeerProvenance {
+            source_ref: req.source_ref.trim().to_string(),
+            retrieved_at: req.retrieved_at,
+            imported_at: Utc::now(),
+            licence_text: req
+                .licence_text
+                .unwrap_or_else(|| stated_licence(source).to_string()),
+            actor: req.actor,
+        };
+        let outcome = self
+            .store
+            .import_peer_release(&release, &provenance)
+            .await?;
+        if matches!(outcome, PeerImportOutcome::Stored { .. }) {
+            self.changed();
+        }
+        Ok(PeerImportReport {
+            origin: source.origin(),
+            label: release.label.clone(),
+            files_sha256: release.files_sha256(),
+            files: release.files,
+            configurations: release.configs.len(),
+            skipped: release.skipped,
+            outcome,
+        })
+    }
+
+    /// Every stored release, newest first within each origin.
+    pub async fn peer_releases(&self) -> Result<Vec<PeerReleaseRecord>, ServiceError> {
+        Ok(self.store.peer_releases().await?)
+    }
+
+    /// The files a release read, with their digests.
+    pub async fn peer_files(&self, release_id: i64) -> Result<Vec<PeerFile>, ServiceError> {
+        Ok(self.store.peer_files(release_id).await?)
+    }
+
+    /// Each imported origin's newest release, for the data control. Read
+    /// once per change of the data, not per page.
+    pub async fn peer_origins(&self) -> Result<Arc<Vec<PeerOrigin>>, ServiceError> {
+        let version = self.data_version();
+        if let Some((v, cached)) = &*self.peer_origins.read().await {
+            if *v == version {
+                return Ok(cached.clone());
+            }
+        }
+        let mut origins: Vec<PeerOrigin> = Vec::new();
+        for r in self.store.peer_releases().await? {
+            if origins.iter().any(|o| o.info.origin == r.source.origin()) {
+                continue;
+            }
+            origins.push(PeerOrigin {
+                info: r.source.info(),
+                gpus: r.facets.gpus.iter().map(|g| g.value.clone()).collect(),
+                label: r.label,
+                configurations: r.configurations,
+            });
+        }
+        let origins = Arc::new(origins);
+        *self.peer_origins.write().await = Some((version, origins.clone()));
+        Ok(origins)
+    }
+
+    /// One page of one release of a peer origin (`mlenergy-v3`).
+    pub async fn peer_view(
+        &self,
+        slug: &str,
+        req: &PeerViewRequest,
+    ) -> Result<PeerView, ViewError> {
+        let source = PeerSource::parse(slug).ok_or_else(|| {
+            ViewError::NotFound(format!(
+                "no peer dataset '{slug}'; known: {}",
+                PeerSource::ALL.map(|p| p.info().slug).join(", ")
+            ))
+        })?;
+        let info = source.info();
+        let releases: Vec<PeerReleaseRecord> = self
+            .peer_releases()
+            .await?
+            .into_iter()
+            .filter(|r| r.source == source)
+            .collect();
+        let release = match req.release {
+            None => releases.first().cloned().ok_or_else(|| {
+                ViewError::NotFound(format!(
+                    "{} is not imported here; an operator runs `wattcounts peer import {} <folder>`",
+                    info.name, info.slug
+                ))
+            })?,
+            Some(id) => releases.iter().find(|r| r.id == id).cloned().ok_or_else(|| {
+                ViewError::NotFound(format!(
+                    "{} has no release {id}; stored: {}",
+                    info.name,
+                    releases.iter().map(|r| r.id.to_string()).collect::<Vec<_>>().join(", ")
+                ))
+            })?,
+        };
+        let facets = &release.facets;
+        let pick = |name: &str,
+                    wanted: Option<&String>,
+                    list: &[Facet]|
+         -> Result<Option<Facet>, ViewError> {
+            match wanted.filter(|v| !v.trim().is_empty()) {
+                None => Ok(None),
+                Some(v) => list
+                    .iter()
+                    .find(|f| &f.value == v)
+                    .cloned()
+                    .map(Some)
+                    .ok_or_else(|| {
+                        ViewError::BadParameter(format!(
+                            "{name}='{v}' is not in {} release {}; expected one of {}",
+                            info.name,
+                            release.label,
+                            list.iter()
+                                .map(|f| f.value.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ))
+                    }),
+            }
+        };
+        // One task at a time; the one with the most configurations first.
+        let task = match pick("task", req.task.as_ref(), &facets.tasks)? {
+            Some(t) => t,
+            None => facets
+                .tasks
+                .iter()
+                .max_by(|a, b| a.n.cmp(&b.n).then(b.value.cmp(&a.value)))
+                .cloned()
+                .ok_or_else(|| {
+                    ViewError::NotFound(format!(
+                        "{} release {} holds no task",
+                        info.name, release.label
+                    ))
+                })?,
+        };
+        let gpu = pick("gpu", req.gpu.as_ref(), &facets.gpus)?.map(|f| f.value);
+        let model = pick("model", req.model.as_ref(), &facets.models)?.map(|f| f.value);
+        let sort = match req.sort.as_deref().filter(|s| !s.is_empty()) {
+            None => PeerSort::default(),
+            Some(s) => PeerSort::parse(s).ok_or_else(|| {
+                ViewError::BadParameter(format!(
+                    "sort='{s}' is not a column; expected one of {}",
+                    PeerSort::ALL.map(|k| k.as_str()).join(", ")
+                ))
+            })?,
+        };
+        let per_page = req.per_page.clamp(1, 1000);
+        let page = req.page.max(1);
+        let PeerPage { rows, total } = self
+            .store
+            .peer_configurations(&PeerQuery {
+                release_id: release.id,
+                task: Some(task.value.clone()),
+                gpu_model: gpu.clone(),
+                model_id: model.clone(),
+                sort,
+                limit: per_page,
+                offset: (page - 1) * u64::from(per_page),
+            })
+            .await
+            .map_err(ServiceError::from)?;
+        let newest = releases.first().map(|r| r.id) == Some(release.id);
+        Ok(PeerView {
+            info,
+            release,
+            releases,
+            newest,
+            task,
+            gpu,
+            model,
+            sort,
+            page,
+            per_page,
+            rows,
+            total,
+        })
+    }
+
+    /// A model's rows in each peer origin's newest release (the model
+    /// page's "also measured by"), at most `limit` in all.
+    pub async fn peers_of_model(
+        &self,
+        model_id: &str,
+        limit: u32,
+    ) -> Result<Vec<PeerModelNote>, ServiceError> {
+        let rows = self
+            .store
+            .peer_configurations_of_model(model_id, limit)
+            .await?;
+        if rows.is_empty() {
+            return Ok(Vec::new());
+        }
+        let releases = self.peer_releases().await?;
+        let mut notes: Vec<PeerModelNote> = Vec::new();
+        for (release_id, row) in rows {
+            match notes.iter_mut().find(|n| n.release.id == release_id) {
+                Some(n) => n.rows.push(row),
+                None => {
+                    let Some(release) = releases.iter().find(|r| r.id == release_id) else {
+                        continue;
+                    };
+                    notes.push(PeerModelNote {
+                        info: release.source.info(),
+                        release: release.clone(),
+                        rows: vec![row],
+                    });
+                }
+            }
+        }
+        Ok(notes)
+    }
+}

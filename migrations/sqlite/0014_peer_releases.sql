@@ -1,0 +1,75 @@
+-- Published measurements of other benchmarks (issue #39), imported from
+-- their own files by `wattcounts peer import`. A release is immutable: one
+-- row per (origin, files_sha256), where files_sha256 is the digest over the
+-- paths and SHA-256s of every file read (wattcounts_rules::peer), so the
+-- same files imported again change nothing and a newer release is a new
+-- row beside the old one. These rows never join the Watt Counts read model
+-- (groups, figures, snapshots, the estimator's Watt Counts fit): peers are
+-- another protocol. Each import is a leaf of the transparency log.
+CREATE TABLE peer_releases (
+    id                 INTEGER PRIMARY KEY AUTOINCREMENT,
+    origin             TEXT NOT NULL,
+    label              TEXT NOT NULL,
+    files_sha256       TEXT NOT NULL,
+    source_repository  TEXT NOT NULL,
+    source_path        TEXT NOT NULL,
+    source_ref         TEXT NOT NULL,
+    licence            TEXT NOT NULL,
+    licence_text       TEXT NOT NULL,
+    skipped            TEXT NOT NULL,
+    facets             TEXT NOT NULL,
+    retrieved_at       TEXT NOT NULL,
+    imported_at        TEXT NOT NULL,
+    actor              TEXT NOT NULL,
+    configurations     INTEGER NOT NULL,
+    log_index          INTEGER,
+    UNIQUE (origin, files_sha256)
+);
+
+CREATE TABLE peer_files (
+    release_id  INTEGER NOT NULL REFERENCES peer_releases(id),
+    path        TEXT NOT NULL,
+    sha256      TEXT NOT NULL,
+    bytes       INTEGER NOT NULL,
+    PRIMARY KEY (release_id, path)
+);
+
+-- One published configuration, its figures as published (units in the
+-- names). `position` is its order in the release; `file` and `pointer`
+-- say where it was read.
+CREATE TABLE peer_configurations (
+    release_id                        INTEGER NOT NULL REFERENCES peer_releases(id),
+    position                          INTEGER NOT NULL,
+    file                              TEXT NOT NULL,
+    pointer                           TEXT NOT NULL,
+    task                              TEXT NOT NULL,
+    task_name                         TEXT NOT NULL,
+    model_id                          TEXT NOT NULL,
+    nickname                          TEXT NOT NULL,
+    architecture                      TEXT NOT NULL,
+    total_params_billions             REAL NOT NULL,
+    activated_params_billions         REAL NOT NULL,
+    weight_precision                  TEXT NOT NULL,
+    gpu_model                         TEXT NOT NULL,
+    gpu_name                          TEXT NOT NULL,
+    num_gpus                          INTEGER NOT NULL,
+    max_num_seqs                      INTEGER NOT NULL,
+    tensor_parallel                   INTEGER NOT NULL,
+    expert_parallel                   INTEGER NOT NULL,
+    data_parallel                     INTEGER NOT NULL,
+    avg_batch_size                    REAL NOT NULL,
+    avg_power_watts                   REAL NOT NULL,
+    energy_per_token_joules           REAL NOT NULL,
+    energy_per_request_joules         REAL NOT NULL,
+    output_throughput_tokens_per_sec  REAL NOT NULL,
+    avg_output_len                    REAL NOT NULL,
+    median_itl_ms                     REAL NOT NULL,
+    p90_itl_ms                        REAL NOT NULL,
+    p95_itl_ms                        REAL NOT NULL,
+    p99_itl_ms                        REAL NOT NULL,
+    PRIMARY KEY (release_id, position)
+);
+-- A page reads one release's task, sorted by energy per token, a page at
+-- a time; the model page reads one model's rows.
+CREATE INDEX peer_configurations_task ON peer_configurations(release_id, task, energy_per_token_joules);
+CREATE INDEX peer_configurations_model ON peer_configurations(model_id);

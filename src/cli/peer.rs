@@ -1,0 +1,165 @@
+//! `peer import` and `peer list`: published measurements of other
+//! benchmarks (issue #39), read from their own files and stored as an
+//! origin of their own, never merged with Watt Counts groups.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+
+use wattcounts_rules::peer::{PeerImportOutcome, PeerSource};
+use wattcounts_service::peers::{PeerFiles, PeerImportError, PeerImportRequest};
+
+use super::db::StoreArgs;
+
+#[derive(Debug, Subcommand)]
+pub enum PeerCommand {
+    /// Import a published peer release from its folder, as published. Every
+    /// file and figure is checked first (units, ranges, the GPU catalogue);
+    /// any error names the file and the JSON pointer, and stores nothing.
+    /// The same files imported again change nothing; a newer release is
+    /// stored beside the older one, which stays readable. Each import is a
+    /// leaf of the transparency log.
+    ///
+    /// Example, ML.ENERGY Leaderboard v3 from a checkout of
+    /// github.com/ml-energy/leaderboard:
+    ///   wattcounts peer import mlenergy-v3 leaderboard/public/data --source-ref $(git -C leaderboard rev-parse HEAD)
+    Import(ImportArgs),
+    /// The stored peer releases, with their provenance and file digests.
+    List(StoreArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// Which dataset: mlenergy-v3 (github.com/ml-energy/leaderboard, public/data).
+    pub source: String,
+    /// The published folder (for mlenergy-v3: the one holding index.json and tasks/).
+    pub folder: PathBuf,
+    /// The commit (or release date) of the files, as you fetched them.
+    #[arg(long)]
+    pub source_ref: String,
+    /// When you fetched them (RFC 3339 or YYYY-MM-DD); today by default.
+    #[arg(long)]
+    pub retrieved: Option<String>,
+    /// The licence text to store with the release; by default the text of
+    /// the licence the publisher states (Apache-2.0 for mlenergy-v3).
+    #[arg(long)]
+    pub licence_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+pub async fn run(cmd: PeerCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        PeerCommand::Import(a) => import(a).await,
+        PeerCommand::List(a) => list(&a).await.map(|()| ExitCode::SUCCESS),
+    }
+}
+
+fn parse_date(s: &str) -> anyhow::Result<chrono::DateTime<chrono::Utc>> {
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
+        return Ok(t.with_timezone(&chrono::Utc));
+    }
+    let day = chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d")
+        .map_err(|_| anyhow::anyhow!("--retrieved '{s}' is neither RFC 3339 nor YYYY-MM-DD"))?;
+    Ok(day.and_hms_opt(0, 0, 0).expect("midnight").and_utc())
+}
+
+async fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
+    let Some(source) = PeerSource::parse(&a.source) else {
+        eprintln!(
+            "error: no peer dataset '{}'; known: {}",
+            a.source,
+            PeerSource::ALL.map(|p| p.info().slug).join(", ")
+        );
+        return Ok(ExitCode::from(super::EXIT_USAGE));
+    };
+    let retrieved_at = match &a.retrieved {
+        Some(s) => parse_date(s)?,
+        None => chrono::Utc::now(),
+    };
+    let licence_text = match &a.licence_file {
+        Some(p) => Some(
+            std::fs::read_to_string(p)
+                .map_err(|e| anyhow::anyhow!("--licence-file {}: {e}", p.display()))?,
+        ),
+        None => None,
+    };
+    let service = super::db::maintenance_service(&a.store).await?;
+    let start = std::time::Instant::now();
+    eprintln!(
+        "reading {} from {} ...",
+        source.info().name,
+        a.folder.display()
+    );
+    let report = match service
+        .import_peer(PeerImportRequest {
+            source,
+            files: PeerFiles::Folder(a.folder.clone()),
+            source_ref: a.source_ref.clone(),
+            retrieved_at,
+            licence_text,
+            actor: "cli".into(),
+        })
+        .await
+    {
+        Ok(r) => r,
+        Err(e @ (PeerImportError::Read(_) | PeerImportError::Usage(_))) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(super::EXIT_REJECTED));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    for f in &report.files {
+        println!("read {} ({} bytes, sha256 {})", f.path, f.bytes, f.sha256);
+    }
+    for s in &report.skipped {
+        println!("skipped: {s}");
+    }
+    match report.outcome {
+        PeerImportOutcome::Stored { release_id, log_index } => println!(
+            "imported {} release {} as {} (release {release_id}): {} configurations, files sha256 {}, log leaf {log_index}, in {:.1} s",
+            source.info().name,
+            report.label,
+            report.origin,
+            report.configurations,
+            report.files_sha256,
+            start.elapsed().as_secs_f64()
+        ),
+        PeerImportOutcome::Unchanged { release_id } => println!(
+            "unchanged: these files (sha256 {}) are stored already as release {release_id} of {}; nothing was written",
+            report.files_sha256, report.origin
+        ),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn list(a: &StoreArgs) -> anyhow::Result<()> {
+    let service = super::db::maintenance_service(a).await?;
+    let releases = service.peer_releases().await?;
+    if releases.is_empty() {
+        println!("no peer release is imported (wattcounts peer import --help)");
+    }
+    for r in releases {
+        println!(
+            "release {} · {} {} · {} configurations · {} {} @ {} · licence {} · retrieved {} · imported {} by {} · files sha256 {} · log leaf {}",
+            r.id,
+            r.source.origin(),
+            r.label,
+            r.configurations,
+            r.source_repository,
+            r.source_path,
+            r.source_ref,
+            r.licence,
+            r.retrieved_at.format("%Y-%m-%d"),
+            r.imported_at.format("%Y-%m-%dT%H:%M:%SZ"),
+            r.actor,
+            r.files_sha256,
+            r.log_index.map_or("none".to_string(), |i| i.to_string())
+        );
+        for f in service.peer_files(r.id).await? {
+            println!("  {} {} bytes sha256 {}", f.path, f.bytes, f.sha256);
+        }
+    }
+    Ok(())
+}
