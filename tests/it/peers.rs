@@ -324,11 +324,14 @@ fn with_edit(dir: &Path, edit: impl Fn(&mut serde_json::Map<String, Value>)) {
     std::fs::write(&path, serde_json::to_vec(&doc).unwrap()).unwrap();
 }
 
+/// What a case does to a copy of the shipped folder.
+type Damage = Box<dyn Fn(&Path)>;
+
 #[tokio::test]
 async fn a_bad_folder_is_refused_by_file_and_field_and_nothing_is_stored() {
     let app = TestApp::new().await;
     let before = app.stored().await;
-    let cases: Vec<(&str, Box<dyn Fn(&Path)>, &str)> = vec![
+    let cases: Vec<(&str, Damage, &str)> = vec![
         (
             "malformed",
             Box::new(|d: &Path| {

@@ -193,7 +193,9 @@ pub async fn peers_json(State(s): State<AppState>) -> Result<Response, ApiError>
 #[utoipa::path(get, path = "/api/v1/peers/{slug}", tag = "peers",
     summary = "One peer release's configurations, one task at a time, as published",
     params(("slug" = String, Path, description = "The peer dataset, e.g. mlenergy-v3"), PeerParams),
-    responses((status = 200, body = PeerTable), (status = 400, description = "A filter names what the release does not hold"), (status = 404, description = "Unknown or not imported")))]
+    responses((status = 200, body = PeerTable),
+        (status = 400, description = "A filter names what the release does not hold", body = crate::error::ErrorBody),
+        (status = 404, description = "Unknown, or not imported here", body = crate::error::ErrorBody)))]
 pub async fn peer_json(
     State(s): State<AppState>,
     Path(slug): Path<String>,
@@ -239,7 +241,8 @@ const CSV_COLUMNS: [&str; 29] = [
 #[utoipa::path(get, path = "/api/v1/peers/{slug}/configurations.csv", tag = "peers",
     summary = "The same page as CSV, each figure as published",
     params(("slug" = String, Path, description = "The peer dataset, e.g. mlenergy-v3"), PeerParams),
-    responses((status = 200, content_type = "text/csv", body = String)))]
+    responses((status = 200, content_type = "text/csv", body = String),
+        (status = 404, description = "Unknown, or not imported here", body = crate::error::ErrorBody)))]
 pub async fn peer_csv(
     State(s): State<AppState>,
     Path(slug): Path<String>,
@@ -428,9 +431,11 @@ pub async fn peer_page(
         let mut pairs: Vec<(&str, String)> = vec![
             (
                 "release",
-                (!v.newest)
-                    .then(|| v.release.id.to_string())
-                    .unwrap_or_default(),
+                if v.newest {
+                    String::new()
+                } else {
+                    v.release.id.to_string()
+                },
             ),
             ("task", v.task.value.clone()),
             ("gpu", v.gpu.clone().unwrap_or_default()),
