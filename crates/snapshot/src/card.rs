@@ -87,6 +87,7 @@ pub fn readme(input: &CardInput<'_>) -> String {
     out.push_str(
         "| `README.md` |  |  |  | This card. |\n\
          | `CITATION.cff` |  |  |  | How to cite the snapshot. |\n\
+         | `croissant.json` |  |  |  | The snapshot in Croissant 1.1 (MLCommons' JSON-LD for ML datasets): every file with its SHA-256, every table's columns and types; `mlcroissant` reads it. |\n\
          | `manifest.json` |  |  |  | Every other file with its bytes, SHA-256 and row count; its own SHA-256 identifies the snapshot. |\n",
     );
     out.push_str(

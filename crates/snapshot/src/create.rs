@@ -462,10 +462,22 @@ fn write_into(
         &tmp.join("CITATION.cff"),
         card::citation(&card_input).as_bytes(),
     )?;
+    let readme = entry("README.md", readme, &[]);
+    let citation = entry("CITATION.cff", citation, &[]);
+    let mut croissant_json = serde_json::to_vec_pretty(&super::croissant::document(
+        &card_input,
+        &[
+            (&readme.path, readme.bytes, &readme.sha256),
+            (&citation.path, citation.bytes, &citation.sha256),
+        ],
+    ))?;
+    croissant_json.push(b'\n');
+    let croissant = tables::write_bytes(&tmp.join(super::croissant::FILE_NAME), &croissant_json)?;
     drop(card_input);
     let mut entries: Vec<FileEntry> = files.into_iter().map(|(f, _, _)| f).collect();
-    entries.push(entry("README.md", readme, &[]));
-    entries.push(entry("CITATION.cff", citation, &[]));
+    entries.push(readme);
+    entries.push(citation);
+    entries.push(entry(super::croissant::FILE_NAME, croissant, &[]));
     let log = snapshot_log(options, previous, log_head)?;
 
     let manifest = Manifest {

@@ -1,6 +1,6 @@
 //! Dataset snapshots: versioned, immutable Parquet and CSV files of the
-//! accepted data, with a dataset card, a citation file and a manifest of
-//! digests that anyone can verify.
+//! accepted data, with a dataset card, a citation file, Croissant metadata
+//! and a manifest of digests that anyone can verify.
 //!
 //! `create` reads the store and writes files; `library` lists what is
 //! published; `verify` checks a copy. Nothing here knows HTTP.
@@ -8,6 +8,7 @@
 pub mod card;
 pub mod columns;
 pub mod create;
+pub mod croissant;
 pub mod library;
 pub mod log_check;
 /// The manifest format, defined with the rules: readers of a snapshot
