@@ -6,6 +6,7 @@
 //! newer release stored beside the old one, and no peer figure in any
 //! Watt Counts view.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -511,4 +512,142 @@ async fn postgres_stores_and_reads_a_peer_release_alike() {
         .map(|r| r["output_throughput_tokens_per_sec"].as_f64().unwrap())
         .collect();
     assert!(tput.windows(2).all(|w| w[0] >= w[1]), "most first");
+}
+
+/// Fewer, shallower trees: the same code, a test's time.
+fn quick_settings() -> wattcounts::estimator::Settings {
+    use wattcounts::estimator::{BoosterSettings, Settings};
+    let b = |trees| BoosterSettings {
+        max_depth: 4,
+        l2: 50.0,
+        trees,
+        learning_rate: 0.3,
+    };
+    Settings {
+        power: b(40),
+        itl: b(40),
+        ..Settings::default()
+    }
+}
+
+fn shipped_rows() -> Vec<wattcounts::estimator::peer::PeerRow> {
+    let dir = shipped();
+    let release = wattcounts::peer::PeerSource::MlEnergyV3
+        .read(&mut |p: &str| std::fs::read(dir.join(p)).map_err(|e| e.to_string()))
+        .unwrap();
+    wattcounts::estimator::peer::peer_rows(&release.configs)
+}
+
+/// The real-physics validation on the committed v3 files (quick trees):
+/// the folds are the task's LLMs and batch settings, the TDP baseline's
+/// power error is the one worked out here from the files alone, and the
+/// estimator beats both baselines on energy where the task has LLMs
+/// enough to learn from (lm-arena-chat, 18).
+#[test]
+fn the_estimator_is_scored_on_real_v3_measurements_against_its_baselines() {
+    use wattcounts::estimator::peer::{validate_task, PeerSplit};
+    let rows = shipped_rows();
+    assert_eq!(rows.len(), 565, "every shipped configuration is readable");
+    let fim = validate_task(
+        &rows,
+        "sourcegraph-fim",
+        PeerSplit::LeaveOneLlmOut,
+        &quick_settings(),
+    )
+    .unwrap();
+    let methods: Vec<&str> = fim.iter().map(|l| l.method.as_str()).collect();
+    assert_eq!(methods, ["estimator", "tdp", "load_scaled_tdp"]);
+    assert!(fim.iter().all(|l| l.folds == 3 && l.rows == 50), "{fim:?}");
+    // The oracle: |GPUs x TDP - P| / P over the file's 50 rows, median,
+    // with the boards' TDPs written here (H100 SXM 700 W, B200 1000 W).
+    let doc: Value = serde_json::from_slice(
+        &std::fs::read(shipped().join("tasks/sourcegraph-fim.json")).unwrap(),
+    )
+    .unwrap();
+    let mut errors: Vec<f64> = doc["configurations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let tdp = match c["gpu_model"].as_str().unwrap() {
+                "H100" => 700.0,
+                "B200" => 1000.0,
+                other => panic!("{other}"),
+            };
+            let p = c["avg_power_watts"].as_f64().unwrap();
+            (c["num_gpus"].as_f64().unwrap() * tdp - p).abs() / p * 100.0
+        })
+        .collect();
+    errors.sort_by(f64::total_cmp);
+    let median = (errors[24] + errors[25]) / 2.0;
+    let got = fim[1].power_mdape_pct.unwrap();
+    assert!(
+        (got - median).abs() < 1e-9,
+        "TDP baseline power MdAPE {got} vs {median} by hand"
+    );
+    assert!(fim[0].coverage.is_some_and(|c| (0.0..=1.0).contains(&c)));
+    assert!(fim[1].coverage.is_none(), "baselines have no interval");
+
+    let lobo = validate_task(
+        &rows,
+        "sourcegraph-fim",
+        PeerSplit::LeaveOneBatchSizeOut,
+        &quick_settings(),
+    )
+    .unwrap();
+    assert_eq!(lobo[0].folds, 14, "the task's 14 batch-size settings");
+
+    let chat = validate_task(
+        &rows,
+        "lm-arena-chat",
+        PeerSplit::LeaveOneLlmOut,
+        &quick_settings(),
+    )
+    .unwrap();
+    assert_eq!(chat[0].folds, 18);
+    let energy = |i: usize| chat[i].energy_mdape_pct.unwrap();
+    assert!(energy(0) < energy(1) && energy(0) < energy(2), "{chat:?}");
+}
+
+#[tokio::test]
+async fn the_estimator_api_and_insights_publish_the_real_hardware_table() {
+    let app = TestApp::new().await;
+    let (_, before) = app.get("/api/v1/estimator").await;
+    assert!(
+        before["real_hardware"].is_null(),
+        "nothing imported yet: {before}"
+    );
+    assert_eq!(import(&app, &shipped()).0, 0);
+    app.service
+        .refresh_real_hardware_validation(quick_settings())
+        .await
+        .unwrap();
+    let (status, body) = app.get("/api/v1/estimator").await;
+    assert_eq!(status, StatusCode::OK);
+    let rh = &body["real_hardware"];
+    assert!(
+        rh["statement"].as_str().unwrap().starts_with(
+            "Validated on real hardware (ML.ENERGY Leaderboard v3, release 2026-02-16)"
+        ),
+        "{rh}"
+    );
+    assert_eq!(rh["rows"], 565);
+    // 3 tasks x 2 splits x (estimator + 2 baselines).
+    assert_eq!(rh["lines"].as_array().unwrap().len(), 18);
+    let tasks: BTreeSet<&str> = rh["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["task"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        tasks,
+        BTreeSet::from(["gpqa", "lm-arena-chat", "sourcegraph-fim"])
+    );
+    let (_, html) = text(&app, "/insights").await;
+    assert!(
+        html.contains("The estimator on real hardware (ML.ENERGY v3)"),
+        "{html}"
+    );
+    assert!(html.contains("baseline: load-scaled TDP power, roofline ITL"));
 }

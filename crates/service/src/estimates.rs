@@ -394,6 +394,15 @@ impl crate::Service {
                     }
                     last = v;
                 }
+                // The table on real hardware first (its swap bumps the
+                // version before `before` is read): it changes only with a
+                // peer import, and a second call for a release reads one list.
+                if let Err(err) = self
+                    .refresh_real_hardware_validation(self.estimates.config.settings())
+                    .await
+                {
+                    tracing::warn!(error = %err, "estimator: the real-hardware table failed");
+                }
                 let before = self.data_version();
                 let own_bumps = match self.refresh_estimator().await {
                     Ok(Refreshed::Unchanged) => 0,

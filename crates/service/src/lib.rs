@@ -72,6 +72,8 @@ pub struct Service {
     /// The imported peer origins as of a data version (the data control
     /// shows them on every page; they change only with an import).
     peer_origins: tokio::sync::RwLock<Option<(u64, Arc<Vec<peers::PeerOrigin>>)>>,
+    /// The estimator judged on the newest ML.ENERGY v3 release.
+    peer_validation: tokio::sync::RwLock<Option<Arc<peers::RealHardwareValidation>>>,
 }
 
 /// One page of the leaderboard and the view it was read from.
@@ -121,6 +123,7 @@ impl Service {
             data_version: AtomicU64::new(0),
             shelf: None,
             peer_origins: Default::default(),
+            peer_validation: Default::default(),
         }
     }
 

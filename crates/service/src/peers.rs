@@ -435,3 +435,107 @@ impl Service {
         Ok(notes)
     }
 }
+
+/// The estimator judged on a peer's real measurements: the newest
+/// release's table, computed once per release.
+#[derive(Debug, Clone)]
+pub struct RealHardwareValidation {
+    pub info: &'static SourceInfo,
+    pub release_id: i64,
+    pub release_label: String,
+    pub rows: usize,
+    pub models: usize,
+    pub seconds: f64,
+    pub lines: Vec<wattcounts_analytics::estimator::peer::PeerLine>,
+}
+
+/// The peer whose rows the estimator is judged on.
+const VALIDATED_ON: PeerSource = PeerSource::MlEnergyV3;
+
+/// Every configuration of a release, task by task (bounded by the
+/// release's size: v3 holds 565).
+const RELEASE_ROWS_CAP: u32 = 100_000;
+
+impl Service {
+    /// The table for the newest v3 release, if it has been computed.
+    pub async fn real_hardware_validation(&self) -> Option<Arc<RealHardwareValidation>> {
+        self.peer_validation.read().await.clone()
+    }
+
+    /// Computes the table when the newest v3 release has none yet (after
+    /// an import, and at start). A second call for the same release does
+    /// nothing but read the release list.
+    pub async fn refresh_real_hardware_validation(
+        &self,
+        settings: wattcounts_analytics::estimator::Settings,
+    ) -> Result<(), ServiceError> {
+        let Some(release) = self
+            .peer_releases()
+            .await?
+            .into_iter()
+            .find(|r| r.source == VALIDATED_ON)
+        else {
+            return Ok(());
+        };
+        if self
+            .peer_validation
+            .read()
+            .await
+            .as_ref()
+            .is_some_and(|v| v.release_id == release.id)
+        {
+            return Ok(());
+        }
+        let mut configs = Vec::new();
+        for task in &release.facets.tasks {
+            let page = self
+                .store
+                .peer_configurations(&PeerQuery {
+                    release_id: release.id,
+                    task: Some(task.value.clone()),
+                    limit: RELEASE_ROWS_CAP,
+                    ..Default::default()
+                })
+                .await?;
+            configs.extend(page.rows);
+        }
+        let label = release.label.clone();
+        let id = release.id;
+        let computed = tokio::task::spawn_blocking(move || {
+            use wattcounts_analytics::estimator::peer::{peer_rows, validate};
+            let start = std::time::Instant::now();
+            let rows = peer_rows(&configs);
+            let mut models: Vec<&str> = rows.iter().map(|r| r.model.as_str()).collect();
+            models.sort_unstable();
+            models.dedup();
+            let models = models.len();
+            validate(&rows, &settings).map(|lines| RealHardwareValidation {
+                info: VALIDATED_ON.info(),
+                release_id: id,
+                release_label: label,
+                rows: rows.len(),
+                models,
+                seconds: start.elapsed().as_secs_f64(),
+                lines,
+            })
+        })
+        .await
+        .map_err(|e| ServiceError {
+            kind: crate::ErrorKind::Internal,
+            message: format!("real-hardware validation stopped: {e}"),
+        })?
+        .map_err(|e| ServiceError {
+            kind: crate::ErrorKind::Internal,
+            message: format!("real-hardware validation: {e}"),
+        })?;
+        tracing::info!(
+            release = %computed.release_label,
+            rows = computed.rows,
+            seconds = computed.seconds,
+            "estimator validated on ML.ENERGY v3"
+        );
+        *self.peer_validation.write().await = Some(Arc::new(computed));
+        self.changed();
+        Ok(())
+    }
+}

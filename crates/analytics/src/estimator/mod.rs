@@ -13,6 +13,7 @@ pub mod conformal;
 pub mod features;
 mod index;
 pub mod metrics;
+pub mod peer;
 pub mod trained;
 pub mod validation;
 

@@ -16,7 +16,7 @@ pub mod question;
 pub mod unmeasured;
 
 pub use crate::extract::query::EstimateParams;
-pub(crate) use estimator::{validation_block, ValidationBlock, DEMO_PHYSICS_NOTE};
+pub(crate) use estimator::{real_hardware, validation_block, ValidationBlock, DEMO_PHYSICS_NOTE};
 pub(crate) use unmeasured::{unmeasured_response, unmeasured_section, UnmeasuredSection};
 
 use std::sync::Arc;

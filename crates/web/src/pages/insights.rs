@@ -232,7 +232,53 @@ struct InsightsPage {
     demo: bool,
     validation: crate::pages::estimate::ValidationBlock,
     demo_physics_note: &'static str,
+    /// The estimator judged on ML.ENERGY v3's real measurements.
+    real_hardware: Option<RealHardwareBlock>,
     version: &'static str,
+}
+
+struct RealHardwareBlock {
+    statement: String,
+    link: String,
+    /// (task, split, method, folds, rows, energy, power, ITL, r, coverage).
+    rows: Vec<[String; 10]>,
+}
+
+fn real_hardware_block(v: &wattcounts_service::peers::RealHardwareValidation) -> RealHardwareBlock {
+    use wattcounts_analytics::estimator::peer::PeerSplit;
+    let pct = |x: Option<f64>| x.map_or("–".to_string(), |v| format!("{v:.1} %"));
+    let a = crate::pages::estimate::real_hardware(v);
+    RealHardwareBlock {
+        statement: a.statement,
+        link: format!("/peers/{}", v.info.slug),
+        rows: v
+            .lines
+            .iter()
+            .map(|l| {
+                [
+                    l.task.clone(),
+                    match l.split {
+                        PeerSplit::LeaveOneLlmOut => "leave one LLM out".into(),
+                        PeerSplit::LeaveOneBatchSizeOut => "leave one batch size out".into(),
+                    },
+                    match l.method.as_str() {
+                        "tdp" => "baseline: TDP power, roofline ITL".into(),
+                        "load_scaled_tdp" => "baseline: load-scaled TDP power, roofline ITL".into(),
+                        _ => "estimator".into(),
+                    },
+                    l.folds.to_string(),
+                    l.rows.to_string(),
+                    pct(l.energy_mdape_pct),
+                    pct(l.power_mdape_pct),
+                    pct(l.itl_mdape_pct),
+                    l.energy_pearson_r_log
+                        .map_or("–".into(), |r| format!("{r:.3}")),
+                    l.coverage
+                        .map_or("–".into(), |c| format!("{:.0} %", c * 100.0)),
+                ]
+            })
+            .collect(),
+    }
 }
 
 pub async fn insights_page(
@@ -268,6 +314,12 @@ pub async fn insights_page(
         view: c.view,
         validation: crate::pages::estimate::validation_block(&s.service.estimator()),
         demo_physics_note: crate::pages::estimate::DEMO_PHYSICS_NOTE,
+        real_hardware: s
+            .service
+            .real_hardware_validation()
+            .await
+            .as_deref()
+            .map(real_hardware_block),
         version: VERSION,
     };
     Ok(render(StatusCode::OK, &page))

@@ -39,6 +39,50 @@ pub struct EstimatorAnswer {
     pub fits_loaded: u64,
     pub synthetic: bool,
     pub note: Option<String>,
+    /// The same physics fitted on a peer's real measurements and scored
+    /// there (null until a v3 release is imported and scored).
+    pub real_hardware: Option<RealHardware>,
+}
+
+/// "Validated on real hardware (ML.ENERGY v3)": leave-one-LLM-out and
+/// leave-one-batch-size-out per task, against the named baselines.
+#[derive(Serialize, ToSchema)]
+pub struct RealHardware {
+    pub statement: String,
+    pub source: crate::pages::peers::PeerSourceJson,
+    pub release_id: i64,
+    pub release_label: String,
+    pub rows: usize,
+    pub models: usize,
+    pub seconds: f64,
+    /// How energy per token is made from the two models' outputs.
+    pub energy_formula: &'static str,
+    pub baselines: Vec<&'static str>,
+    pub features: Vec<&'static str>,
+    pub lines: Vec<wattcounts_analytics::estimator::peer::PeerLine>,
+}
+
+pub(crate) fn real_hardware(v: &wattcounts_service::peers::RealHardwareValidation) -> RealHardware {
+    RealHardware {
+        statement: format!(
+            "Validated on real hardware ({}, release {}): {} published configurations of {} LLMs on H100 and B200, scored per task on rows each fit did not see. Estimates stay labelled and never enter a measured table.",
+            v.info.name, v.release_label, v.rows, v.models
+        ),
+        source: v.info.into(),
+        release_id: v.release_id,
+        release_label: v.release_label.clone(),
+        rows: v.rows,
+        models: v.models,
+        seconds: v.seconds,
+        energy_formula: "J/token = predicted power (GPUs x TDP x predicted share) x predicted median ITL / (max_num_seqs x f), f = the training rows' median of P x ITL / (max_num_seqs x J/token)",
+        baselines: vec![
+            "tdp: power = GPUs x TDP; ITL = roofline (the longer of reading the active weights at full bandwidth and the batch's 2 x active-parameter FLOPs at the tensor peak)",
+            "load_scaled_tdp: power = GPUs x TDP x the training rows' median power share at that batch-size setting; ITL = roofline",
+            "roofline ITL: the itl_mdape_pct of either baseline",
+        ],
+        features: wattcounts_analytics::estimator::peer::FEATURES.to_vec(),
+        lines: v.lines.clone(),
+    }
 }
 
 #[derive(Serialize, ToSchema)]
@@ -97,6 +141,7 @@ pub(crate) fn estimator_answer(view: &EstimatorView) -> EstimatorAnswer {
         fits_loaded: view.fits_loaded,
         synthetic,
         note: synthetic.then(|| format!("{SYNTHETIC_NOTE} {DEMO_PHYSICS_NOTE}")),
+        real_hardware: None,
     }
 }
 
@@ -107,7 +152,14 @@ pub const DEMO_PHYSICS_NOTE: &str = "The demo's physics is a formula of the very
     summary = "The estimator: status, version, what it was fitted on, settings, features and its validation table",
     responses((status = 200, body = EstimatorAnswer)))]
 pub async fn estimator_json(State(s): State<AppState>) -> Result<Response, ApiError> {
-    Ok(Json(estimator_answer(&s.service.estimator())).into_response())
+    let mut answer = estimator_answer(&s.service.estimator());
+    answer.real_hardware = s
+        .service
+        .real_hardware_validation()
+        .await
+        .as_deref()
+        .map(real_hardware);
+    Ok(Json(answer).into_response())
 }
 
 // The validation table as pages show it.
