@@ -108,6 +108,14 @@ async fn every_page_in_headless_chromium() {
         matches!(fitted, wattcounts::service::estimates::Refreshed::Fitted(_)),
         "{fitted:?}"
     );
+    // ML.ENERGY v3's published files, as `serve --demo` imports them.
+    service
+        .import_peer(wattcounts::service::peers::PeerImportRequest::bundled(
+            wattcounts::peer::PeerSource::MlEnergyV3,
+            "test",
+        ))
+        .await
+        .unwrap();
     drop(state);
     drop(service);
     drop(store);
@@ -146,6 +154,11 @@ async fn every_page_in_headless_chromium() {
         {"path": "/submit", "expect": "form[action='/submit'] input[type=file]"},
         {"path": "/checks", "expect": "table tbody tr"},
         {"path": "/admin", "expect": "form[action='/admin/login']"},
+        {"path": "/peers", "expect": "section table tbody tr code", "name": "peers"},
+        {"path": "/peers/mlenergy-v3", "expect": "p.banner.peer", "name": "peer",
+         "text": "Published by others, under another protocol", "within": "main"},
+        {"path": format!("/models/{LLAMA}#also"), "expect": "section.peer-note tbody tr", "name": "model-llama-peer",
+         "text": "Also measured by ML.ENERGY Leaderboard v3", "within": "main"},
         {"path": "/snapshots", "expect": "table tbody tr code.digest"},
         {"path": format!("/snapshots/{snapshot_id}"), "expect": "pre.card", "name": "snapshot"},
         {"path": "/log", "expect": "table tbody tr code.wrap", "name": "log", "text": "verify log --server", "within": "main"},
