@@ -651,3 +651,90 @@ async fn the_estimator_api_and_insights_publish_the_real_hardware_table() {
     );
     assert!(html.contains("baseline: load-scaled TDP power, roofline ITL"));
 }
+
+/// The v3 insights against the files read here: Qwen3-8B on lm-arena-chat,
+/// B200 over H100 on every configuration both ran alike, median of the
+/// ratios, worked out from the JSON alone.
+#[tokio::test]
+async fn peer_insights_are_the_files_own_ratios() {
+    let app = TestApp::new().await;
+    assert_eq!(import(&app, &shipped()).0, 0);
+    let (status, body) = app.get("/api/v1/peers/mlenergy-v3/insights").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let model = "Qwen/Qwen3-8B";
+    let got = body["savings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["task"] == "lm-arena-chat" && s["model"] == model)
+        .expect("Qwen3-8B ran on both GPUs");
+    assert_eq!(got["reference"], "H100");
+    assert_eq!(got["other"], "B200");
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(shipped().join("tasks/lm-arena-chat.json")).unwrap())
+            .unwrap();
+    let rows: Vec<&Value> = doc["configurations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["model_id"] == model)
+        .collect();
+    let key = |c: &Value| {
+        format!(
+            "{} {} {} {} {} {}",
+            c["weight_precision"],
+            c["num_gpus"],
+            c["tensor_parallel"],
+            c["expert_parallel"],
+            c["data_parallel"],
+            c["max_num_seqs"]
+        )
+    };
+    let mut ratios = Vec::new();
+    for h in rows.iter().filter(|c| c["gpu_model"] == "H100") {
+        let twins: Vec<&&Value> = rows
+            .iter()
+            .filter(|b| b["gpu_model"] == "B200" && key(b) == key(h))
+            .collect();
+        assert!(twins.len() <= 1, "Qwen3-8B has no key published twice");
+        if let Some(b) = twins.first() {
+            ratios.push(
+                b["energy_per_token_joules"].as_f64().unwrap()
+                    / h["energy_per_token_joules"].as_f64().unwrap(),
+            );
+        }
+    }
+    ratios.sort_by(f64::total_cmp);
+    let n = ratios.len();
+    assert!(n >= 3, "{n} pairs");
+    let median = if n % 2 == 1 {
+        ratios[n / 2]
+    } else {
+        (ratios[n / 2 - 1] + ratios[n / 2]) / 2.0
+    };
+    assert_eq!(got["pairs"], n);
+    assert!(
+        (got["median_ratio"].as_f64().unwrap() - median).abs() < 1e-12,
+        "{got} vs {median}"
+    );
+    assert_eq!(
+        got["other_less"],
+        ratios.iter().filter(|r| **r < 1.0).count()
+    );
+    // A size exponent for the chat task on each GPU, from 3+ dense models.
+    let exps = body["exponents"].as_array().unwrap();
+    assert!(
+        exps.iter().any(|e| e["task"] == "lm-arena-chat"
+            && e["gpu"] == "H100"
+            && e["models"].as_u64().unwrap() >= 3),
+        "{exps:?}"
+    );
+    // /insights reads it per origin, on a page of its own.
+    let (status, html) = text(&app, "/insights?origin=peer:mlenergy-v3").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        html.contains("B200 against H100, per model")
+            && html.contains("Published by others, under another protocol"),
+        "{html}"
+    );
+}

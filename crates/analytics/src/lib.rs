@@ -15,5 +15,6 @@ pub mod deadline;
 pub mod estimator;
 pub mod insights;
 pub mod leaderboard;
+pub mod peer_insights;
 pub mod units;
 pub mod verdict;

@@ -456,7 +456,80 @@ const VALIDATED_ON: PeerSource = PeerSource::MlEnergyV3;
 /// release's size: v3 holds 565).
 const RELEASE_ROWS_CAP: u32 = 100_000;
 
+/// What a peer release says, within itself: the newer GPU against the
+/// older one per model, and the size exponent of its dense models.
+#[derive(Debug, Clone)]
+pub struct PeerInsightsView {
+    pub info: &'static SourceInfo,
+    pub release: PeerReleaseRecord,
+    pub insights: wattcounts_analytics::peer_insights::PeerInsights,
+}
+
 impl Service {
+    /// Every configuration of a release, task by task (a release is a few
+    /// hundred rows; the cap bounds a malformed one).
+    async fn release_configs(
+        &self,
+        release: &PeerReleaseRecord,
+    ) -> Result<Vec<PeerConfig>, ServiceError> {
+        let mut configs = Vec::new();
+        for task in &release.facets.tasks {
+            let page = self
+                .store
+                .peer_configurations(&PeerQuery {
+                    release_id: release.id,
+                    task: Some(task.value.clone()),
+                    limit: RELEASE_ROWS_CAP,
+                    ..Default::default()
+                })
+                .await?;
+            configs.extend(page.rows);
+        }
+        Ok(configs)
+    }
+
+    /// The insights of a peer origin's newest release.
+    pub async fn peer_insights(&self, slug: &str) -> Result<PeerInsightsView, ViewError> {
+        let view = self
+            .peer_view(
+                slug,
+                &PeerViewRequest {
+                    per_page: 1,
+                    ..Default::default()
+                },
+            )
+            .await?;
+        let configs = self.release_configs(&view.release).await?;
+        // The older board is the reference: GPUs by catalogue release date.
+        let mut gpus: Vec<(String, String)> = view
+            .release
+            .facets
+            .gpus
+            .iter()
+            .map(|g| {
+                let date = wattcounts_rules::catalog::gpu_by_nvml_name(&g.label)
+                    .map(|s| s.release_date.clone())
+                    .unwrap_or_default();
+                (date, g.value.clone())
+            })
+            .collect();
+        gpus.sort();
+        let insights = match (gpus.first(), gpus.last()) {
+            (Some(a), Some(b)) if a.1 != b.1 => {
+                wattcounts_analytics::peer_insights::peer_insights(&configs, &a.1, &b.1)
+            }
+            _ => wattcounts_analytics::peer_insights::PeerInsights {
+                savings: Vec::new(),
+                exponents: wattcounts_analytics::peer_insights::size_exponents(&configs),
+            },
+        };
+        Ok(PeerInsightsView {
+            info: view.info,
+            release: view.release,
+            insights,
+        })
+    }
+
     /// The table for the newest v3 release, if it has been computed.
     pub async fn real_hardware_validation(&self) -> Option<Arc<RealHardwareValidation>> {
         self.peer_validation.read().await.clone()
@@ -486,19 +559,7 @@ impl Service {
         {
             return Ok(());
         }
-        let mut configs = Vec::new();
-        for task in &release.facets.tasks {
-            let page = self
-                .store
-                .peer_configurations(&PeerQuery {
-                    release_id: release.id,
-                    task: Some(task.value.clone()),
-                    limit: RELEASE_ROWS_CAP,
-                    ..Default::default()
-                })
-                .await?;
-            configs.extend(page.rows);
-        }
+        let configs = self.release_configs(&release).await?;
         let label = release.label.clone();
         let id = release.id;
         let computed = tokio::task::spawn_blocking(move || {

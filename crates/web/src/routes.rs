@@ -172,6 +172,12 @@ fn route_table(state: &AppState) -> Table {
         .api_under_catch_all(routes!(pages::gpus::gpu_csv))
         .get("/peers", DataVersioned, pages::peers::peers_page)
         .get("/peers/{slug}", DataVersioned, pages::peers::peer_page)
+        .get(
+            "/peers/{slug}/insights",
+            DataVersioned,
+            pages::peers::peer_insights_page,
+        )
+        .api(DataVersioned, routes!(pages::peers::peer_insights_json))
         .api(DataVersioned, routes!(pages::peers::peers_json))
         .api(DataVersioned, routes!(pages::peers::peer_json))
         .api(DataVersioned, routes!(pages::peers::peer_csv))

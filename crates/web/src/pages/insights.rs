@@ -285,6 +285,14 @@ pub async fn insights_page(
     State(s): State<AppState>,
     PageParams(params): PageParams<ViewParams>,
 ) -> Result<Response, PageError> {
+    // A peer origin's insights are its own page: another protocol's
+    // figures, read within that dataset alone.
+    if let Some(p) = crate::extract::query::given(&params.origin)
+        .filter(|o| o.starts_with("peer:"))
+        .and_then(wattcounts_rules::peer::PeerSource::parse)
+    {
+        return crate::pages::peers::peer_insights_response(&s, p.info().slug).await;
+    }
     let c = computed(&s, &params).await?;
     let q = if c.view.query.is_empty() {
         String::new()
