@@ -15,6 +15,7 @@ use std::time::Instant;
 use wattcounts::estimator::peer::{markdown, peer_rows, validate};
 use wattcounts::estimator::Settings;
 use wattcounts::peer::PeerSource;
+use wattcounts::service::peers::FolderOnDisk;
 
 fn main() -> anyhow::Result<()> {
     let dir = std::env::args()
@@ -23,8 +24,7 @@ fn main() -> anyhow::Result<()> {
         .unwrap_or_else(|| {
             PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("crates/service/peers/mlenergy-v3")
         });
-    let release = PeerSource::MlEnergyV3
-        .read(&mut |p: &str| std::fs::read(dir.join(p)).map_err(|e| e.to_string()))?;
+    let release = PeerSource::MlEnergyV3.read(&mut FolderOnDisk(&dir))?;
     let rows = peer_rows(&release.configs);
     println!(
         "ML.ENERGY v3 release {} from {}: {} configurations, {} the estimator reads",

@@ -35,7 +35,8 @@ CREATE TABLE peer_files (
 );
 
 -- One published configuration, its figures as published (units in the
--- names). `position` is its order in the release; `file` and `pointer`
+-- names; empty where the publisher gives none: v2 has no power and no ITL
+-- percentiles, v3 no mean ITL). `position` is its order in the release; `file` and `pointer`
 -- say where it was read.
 CREATE TABLE peer_configurations (
     release_id                        BIGINT NOT NULL REFERENCES peer_releases(id),
@@ -47,26 +48,28 @@ CREATE TABLE peer_configurations (
     model_id                          TEXT NOT NULL,
     nickname                          TEXT NOT NULL,
     architecture                      TEXT NOT NULL,
-    total_params_billions             DOUBLE PRECISION NOT NULL,
-    activated_params_billions         DOUBLE PRECISION NOT NULL,
+    total_params_billions             DOUBLE PRECISION,
+    activated_params_billions         DOUBLE PRECISION,
     weight_precision                  TEXT NOT NULL,
     gpu_model                         TEXT NOT NULL,
     gpu_name                          TEXT NOT NULL,
     num_gpus                          BIGINT NOT NULL,
     max_num_seqs                      BIGINT NOT NULL,
     tensor_parallel                   BIGINT NOT NULL,
+    pipeline_parallel                 BIGINT NOT NULL,
     expert_parallel                   BIGINT NOT NULL,
     data_parallel                     BIGINT NOT NULL,
-    avg_batch_size                    DOUBLE PRECISION NOT NULL,
-    avg_power_watts                   DOUBLE PRECISION NOT NULL,
+    avg_batch_size                    DOUBLE PRECISION,
+    avg_power_watts                   DOUBLE PRECISION,
     energy_per_token_joules           DOUBLE PRECISION NOT NULL,
     energy_per_request_joules         DOUBLE PRECISION NOT NULL,
     output_throughput_tokens_per_sec  DOUBLE PRECISION NOT NULL,
     avg_output_len                    DOUBLE PRECISION NOT NULL,
-    median_itl_ms                     DOUBLE PRECISION NOT NULL,
-    p90_itl_ms                        DOUBLE PRECISION NOT NULL,
-    p95_itl_ms                        DOUBLE PRECISION NOT NULL,
-    p99_itl_ms                        DOUBLE PRECISION NOT NULL,
+    mean_itl_ms                       DOUBLE PRECISION,
+    median_itl_ms                     DOUBLE PRECISION,
+    p90_itl_ms                        DOUBLE PRECISION,
+    p95_itl_ms                        DOUBLE PRECISION,
+    p99_itl_ms                        DOUBLE PRECISION,
     PRIMARY KEY (release_id, position)
 );
 -- A page reads one release's task, sorted by energy per token, a page at

@@ -35,7 +35,8 @@ CREATE TABLE peer_files (
 );
 
 -- One published configuration, its figures as published (units in the
--- names). `position` is its order in the release; `file` and `pointer`
+-- names; empty where the publisher gives none: v2 has no power and no ITL
+-- percentiles, v3 no mean ITL). `position` is its order in the release; `file` and `pointer`
 -- say where it was read.
 CREATE TABLE peer_configurations (
     release_id                        INTEGER NOT NULL REFERENCES peer_releases(id),
@@ -47,26 +48,28 @@ CREATE TABLE peer_configurations (
     model_id                          TEXT NOT NULL,
     nickname                          TEXT NOT NULL,
     architecture                      TEXT NOT NULL,
-    total_params_billions             REAL NOT NULL,
-    activated_params_billions         REAL NOT NULL,
+    total_params_billions             REAL,
+    activated_params_billions         REAL,
     weight_precision                  TEXT NOT NULL,
     gpu_model                         TEXT NOT NULL,
     gpu_name                          TEXT NOT NULL,
     num_gpus                          INTEGER NOT NULL,
     max_num_seqs                      INTEGER NOT NULL,
     tensor_parallel                   INTEGER NOT NULL,
+    pipeline_parallel                 INTEGER NOT NULL,
     expert_parallel                   INTEGER NOT NULL,
     data_parallel                     INTEGER NOT NULL,
-    avg_batch_size                    REAL NOT NULL,
-    avg_power_watts                   REAL NOT NULL,
+    avg_batch_size                    REAL,
+    avg_power_watts                   REAL,
     energy_per_token_joules           REAL NOT NULL,
     energy_per_request_joules         REAL NOT NULL,
     output_throughput_tokens_per_sec  REAL NOT NULL,
     avg_output_len                    REAL NOT NULL,
-    median_itl_ms                     REAL NOT NULL,
-    p90_itl_ms                        REAL NOT NULL,
-    p95_itl_ms                        REAL NOT NULL,
-    p99_itl_ms                        REAL NOT NULL,
+    mean_itl_ms                       REAL,
+    median_itl_ms                     REAL,
+    p90_itl_ms                        REAL,
+    p95_itl_ms                        REAL,
+    p99_itl_ms                        REAL,
     PRIMARY KEY (release_id, position)
 );
 -- A page reads one release's task, sorted by energy per token, a page at

@@ -135,6 +135,7 @@ pub fn size_exponents(configs: &[PeerConfig]) -> Vec<SizeExponent> {
         .iter()
         .filter(|c| c.architecture.eq_ignore_ascii_case("Dense Transformer"))
         .filter(|c| c.num_gpus == 1 && c.weight_precision == "bfloat16")
+        .filter(|c| c.total_params_billions.is_some())
         .collect();
     // (task, GPU, batch setting) → model → (parameters, least J/token).
     type Cells = BTreeMap<(String, String, u32), BTreeMap<String, (f64, f64)>>;
@@ -145,7 +146,10 @@ pub fn size_exponents(configs: &[PeerConfig]) -> Vec<SizeExponent> {
             .entry((c.task.clone(), c.gpu_model.clone(), c.max_num_seqs))
             .or_default()
             .entry(c.model_id.clone())
-            .or_insert((c.total_params_billions, c.energy_per_token_joules));
+            .or_insert((
+                c.total_params_billions.unwrap_or(f64::NAN),
+                c.energy_per_token_joules,
+            ));
         e.1 = e.1.min(c.energy_per_token_joules);
     }
     let mut best: BTreeMap<(String, String), (u32, usize)> = BTreeMap::new();
@@ -201,26 +205,28 @@ mod tests {
             model_id: model.into(),
             nickname: model.into(),
             architecture: "Dense Transformer".into(),
-            total_params_billions: params,
-            activated_params_billions: params,
+            total_params_billions: Some(params),
+            activated_params_billions: Some(params),
             weight_precision: "bfloat16".into(),
             gpu_model: gpu.into(),
             gpu_name: String::new(),
             num_gpus: 1,
             max_num_seqs: batch,
             tensor_parallel: 1,
+            pipeline_parallel: 1,
             expert_parallel: 1,
             data_parallel: 1,
-            avg_batch_size: f64::from(batch),
-            avg_power_watts: 500.0,
+            avg_batch_size: Some(f64::from(batch)),
+            avg_power_watts: Some(500.0),
             energy_per_token_joules: ept,
             energy_per_request_joules: ept * 100.0,
             output_throughput_tokens_per_sec: 500.0 / ept,
             avg_output_len: 100.0,
-            median_itl_ms: 20.0,
-            p90_itl_ms: 25.0,
-            p95_itl_ms: 28.0,
-            p99_itl_ms: 30.0,
+            mean_itl_ms: None,
+            median_itl_ms: Some(20.0),
+            p90_itl_ms: Some(25.0),
+            p95_itl_ms: Some(28.0),
+            p99_itl_ms: Some(30.0),
         }
     }
 

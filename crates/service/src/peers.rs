@@ -10,8 +10,8 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 
 use wattcounts_rules::peer::{
-    Facet, PeerConfig, PeerError, PeerFile, PeerImportOutcome, PeerPage, PeerProvenance, PeerQuery,
-    PeerRelease, PeerReleaseRecord, PeerSort, PeerSource, SourceInfo,
+    Facet, FilesInMemory, PeerConfig, PeerError, PeerFile, PeerFolder, PeerImportOutcome, PeerPage,
+    PeerProvenance, PeerQuery, PeerRelease, PeerReleaseRecord, PeerSort, PeerSource, SourceInfo,
 };
 
 use crate::views::ViewError;
@@ -91,9 +91,59 @@ pub enum PeerImportError {
 crate::error::store_error_into!(PeerImportError);
 
 /// The licence text a source ships under, as the publisher states it.
-fn stated_licence(source: PeerSource) -> &'static str {
+fn stated_licence(source: PeerSource) -> String {
     match source {
-        PeerSource::MlEnergyV3 => MLENERGY_V3_LICENCE,
+        PeerSource::MlEnergyV3 => MLENERGY_V3_LICENCE.to_string(),
+        // The repository's LICENSE is the Apache-2.0 text (the same as
+        // v3's); its docs say otherwise, and both are kept.
+        PeerSource::MlEnergyV2 => format!(
+            "{}\n\n{MLENERGY_V3_LICENCE}",
+            PeerSource::MlEnergyV2.info().licence_statement
+        ),
+    }
+}
+
+/// The most files an import lists (v2 has 502).
+const MAX_FILES: usize = 100_000;
+
+/// A published folder on disk. Symbolic links are not followed: a release
+/// is the files in its folder.
+pub struct FolderOnDisk<'a>(pub &'a Path);
+
+impl PeerFolder for FolderOnDisk<'_> {
+    fn read(&mut self, path: &str) -> Result<Vec<u8>, String> {
+        let full = self.0.join(path);
+        let len = std::fs::metadata(&full).map_err(|e| e.to_string())?.len();
+        if len > MAX_FILE_BYTES {
+            return Err(format!(
+                "{len} bytes, above the {MAX_FILE_BYTES}-byte limit"
+            ));
+        }
+        std::fs::read(&full).map_err(|e| e.to_string())
+    }
+
+    fn list(&mut self) -> Result<Vec<String>, String> {
+        let mut out = Vec::new();
+        let mut stack = vec![self.0.to_path_buf()];
+        while let Some(dir) = stack.pop() {
+            for e in std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))? {
+                let e = e.map_err(|e| e.to_string())?;
+                let kind = e.file_type().map_err(|e| e.to_string())?;
+                if kind.is_dir() {
+                    stack.push(e.path());
+                } else if kind.is_file() {
+                    let rel = e.path();
+                    let rel = rel.strip_prefix(self.0).map_err(|e| e.to_string())?;
+                    let parts: Option<Vec<&str>> = rel.iter().map(|c| c.to_str()).collect();
+                    out.push(parts.ok_or("a file name that is not UTF-8")?.join("/"));
+                    if out.len() > MAX_FILES {
+                        return Err(format!("more than {MAX_FILES} files"));
+                    }
+                }
+            }
+        }
+        out.sort();
+        Ok(out)
     }
 }
 
@@ -106,31 +156,26 @@ fn read_folder(source: PeerSource, dir: &Path) -> Result<PeerRelease, PeerImport
         )));
     }
     source
-        .read(&mut |path: &str| {
-            let full = dir.join(path);
-            let len = std::fs::metadata(&full).map_err(|e| e.to_string())?.len();
-            if len > MAX_FILE_BYTES {
-                return Err(format!(
-                    "{len} bytes, above the {MAX_FILE_BYTES}-byte limit"
-                ));
-            }
-            std::fs::read(&full).map_err(|e| e.to_string())
-        })
+        .read(&mut FolderOnDisk(dir))
         .map_err(PeerImportError::Read)
 }
 
 fn read_bundled(source: PeerSource) -> Result<PeerRelease, PeerImportError> {
     let files = match source {
         PeerSource::MlEnergyV3 => &BUNDLED_MLENERGY_V3,
+        PeerSource::MlEnergyV2 => {
+            return Err(PeerImportError::Usage(format!(
+                "no copy of {} is shipped (its terms are disputed); import it from a checkout",
+                source.info().name
+            )))
+        }
     };
+    let files = files
+        .iter()
+        .map(|(p, b)| (p.to_string(), b.to_vec()))
+        .collect();
     source
-        .read(&mut |path: &str| {
-            files
-                .iter()
-                .find(|(p, _)| *p == path)
-                .map(|(_, b)| b.to_vec())
-                .ok_or_else(|| "not in the shipped copy".to_string())
-        })
+        .read(&mut FilesInMemory(files))
         .map_err(PeerImportError::Read)
 }
 
@@ -225,9 +270,7 @@ impl Service {
             source_ref: req.source_ref.trim().to_string(),
             retrieved_at: req.retrieved_at,
             imported_at: Utc::now(),
-            licence_text: req
-                .licence_text
-                .unwrap_or_else(|| stated_licence(source).to_string()),
+            licence_text: req.licence_text.unwrap_or_else(|| stated_licence(source)),
             actor: req.actor,
         };
         let outcome = self

@@ -42,17 +42,18 @@ pub(crate) fn order_by(sort: PeerSort) -> &'static str {
         PeerSort::EnergyPerToken => "energy_per_token_joules ASC",
         PeerSort::EnergyPerRequest => "energy_per_request_joules ASC",
         PeerSort::Throughput => "output_throughput_tokens_per_sec DESC",
-        PeerSort::MedianItl => "median_itl_ms ASC",
-        PeerSort::Power => "avg_power_watts ASC",
+        // Empty figures last on both backends (SQLite sorts NULL first).
+        PeerSort::MedianItl => "median_itl_ms IS NULL, median_itl_ms ASC",
+        PeerSort::Power => "avg_power_watts IS NULL, avg_power_watts ASC",
         PeerSort::BatchSize => "max_num_seqs ASC",
     }
 }
 
 pub(crate) const CONFIG_COLUMNS: &str = "file, pointer, task, task_name, model_id, nickname, architecture,
     total_params_billions, activated_params_billions, weight_precision, gpu_model, gpu_name, num_gpus,
-    max_num_seqs, tensor_parallel, expert_parallel, data_parallel, avg_batch_size, avg_power_watts,
-    energy_per_token_joules, energy_per_request_joules, output_throughput_tokens_per_sec, avg_output_len,
-    median_itl_ms, p90_itl_ms, p95_itl_ms, p99_itl_ms";
+    max_num_seqs, tensor_parallel, pipeline_parallel, expert_parallel, data_parallel, avg_batch_size,
+    avg_power_watts, energy_per_token_joules, energy_per_request_joules, output_throughput_tokens_per_sec,
+    avg_output_len, mean_itl_ms, median_itl_ms, p90_itl_ms, p95_itl_ms, p99_itl_ms";
 
 /// Implements [`Peers`] for a backend module (`sqlite`, `postgres`).
 macro_rules! peers_sql {
@@ -64,6 +65,7 @@ macro_rules! peers_sql {
                 u32::try_from(v).map_err(|_| StoreError::Other(anyhow::anyhow!("{c} {v} out of range")))
             };
             let f = |c: &str| -> Result<f64, StoreError> { r.try_get(c).map_err(db_err) };
+            let o = |c: &str| -> Result<Option<f64>, StoreError> { r.try_get(c).map_err(db_err) };
             let s = |c: &str| -> Result<String, StoreError> { r.try_get(c).map_err(db_err) };
             Ok(::wattcounts_rules::peer::PeerConfig {
                 file: s("file")?,
@@ -73,26 +75,28 @@ macro_rules! peers_sql {
                 model_id: s("model_id")?,
                 nickname: s("nickname")?,
                 architecture: s("architecture")?,
-                total_params_billions: f("total_params_billions")?,
-                activated_params_billions: f("activated_params_billions")?,
+                total_params_billions: o("total_params_billions")?,
+                activated_params_billions: o("activated_params_billions")?,
                 weight_precision: s("weight_precision")?,
                 gpu_model: s("gpu_model")?,
                 gpu_name: s("gpu_name")?,
                 num_gpus: n("num_gpus")?,
                 max_num_seqs: n("max_num_seqs")?,
                 tensor_parallel: n("tensor_parallel")?,
+                pipeline_parallel: n("pipeline_parallel")?,
                 expert_parallel: n("expert_parallel")?,
                 data_parallel: n("data_parallel")?,
-                avg_batch_size: f("avg_batch_size")?,
-                avg_power_watts: f("avg_power_watts")?,
+                avg_batch_size: o("avg_batch_size")?,
+                avg_power_watts: o("avg_power_watts")?,
                 energy_per_token_joules: f("energy_per_token_joules")?,
                 energy_per_request_joules: f("energy_per_request_joules")?,
                 output_throughput_tokens_per_sec: f("output_throughput_tokens_per_sec")?,
                 avg_output_len: f("avg_output_len")?,
-                median_itl_ms: f("median_itl_ms")?,
-                p90_itl_ms: f("p90_itl_ms")?,
-                p95_itl_ms: f("p95_itl_ms")?,
-                p99_itl_ms: f("p99_itl_ms")?,
+                mean_itl_ms: o("mean_itl_ms")?,
+                median_itl_ms: o("median_itl_ms")?,
+                p90_itl_ms: o("p90_itl_ms")?,
+                p95_itl_ms: o("p95_itl_ms")?,
+                p99_itl_ms: o("p99_itl_ms")?,
             })
         }
 
@@ -162,7 +166,7 @@ macro_rules! peers_sql {
                         "INSERT INTO peer_configurations (release_id, position, {})
                          VALUES ({})",
                         $crate::peers::CONFIG_COLUMNS,
-                        (1..=29).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ")
+                        (1..=31).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ")
                     );
                     for (i, c) in release.configs.iter().enumerate() {
                         sqlx::query(&insert)
@@ -183,6 +187,7 @@ macro_rules! peers_sql {
                             .bind(i64::from(c.num_gpus))
                             .bind(i64::from(c.max_num_seqs))
                             .bind(i64::from(c.tensor_parallel))
+                            .bind(i64::from(c.pipeline_parallel))
                             .bind(i64::from(c.expert_parallel))
                             .bind(i64::from(c.data_parallel))
                             .bind(c.avg_batch_size)
@@ -191,6 +196,7 @@ macro_rules! peers_sql {
                             .bind(c.energy_per_request_joules)
                             .bind(c.output_throughput_tokens_per_sec)
                             .bind(c.avg_output_len)
+                            .bind(c.mean_itl_ms)
                             .bind(c.median_itl_ms)
                             .bind(c.p90_itl_ms)
                             .bind(c.p95_itl_ms)

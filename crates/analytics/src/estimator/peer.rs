@@ -68,7 +68,8 @@ fn architecture(name: &str) -> f64 {
     }
 }
 
-/// The rows the estimator can read: a catalogue GPU and a known precision.
+/// The rows the estimator can read: a catalogue GPU, a known precision,
+/// parameters, power and median ITL (v3's; v2 publishes no power).
 pub fn peer_rows(configs: &[PeerConfig]) -> Vec<PeerRow> {
     configs
         .iter()
@@ -82,11 +83,11 @@ pub fn peer_rows(configs: &[PeerConfig]) -> Vec<PeerRow> {
                 expert_parallel: f64::from(c.expert_parallel),
                 batch: f64::from(c.max_num_seqs),
                 weight_bytes: weight_bytes(&c.weight_precision)?,
-                total_params_b: c.total_params_billions,
-                active_params_b: c.activated_params_billions,
+                total_params_b: c.total_params_billions?,
+                active_params_b: c.activated_params_billions?,
                 architecture: architecture(&c.architecture),
-                power_w: c.avg_power_watts,
-                itl_s: c.median_itl_ms / 1000.0,
+                power_w: c.avg_power_watts?,
+                itl_s: c.median_itl_ms? / 1000.0,
                 energy_per_token_j: c.energy_per_token_joules,
             })
         })

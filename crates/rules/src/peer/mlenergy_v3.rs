@@ -10,7 +10,8 @@
 use std::collections::BTreeSet;
 
 use super::{
-    check_config, load_file, Fields, PeerConfig, PeerError, PeerRelease, PeerSource, SourceInfo,
+    check_config, load_file, Fields, PeerConfig, PeerError, PeerFolder, PeerRelease, PeerSource,
+    SourceInfo,
 };
 use crate::catalog;
 
@@ -34,9 +35,7 @@ pub const INFO: SourceInfo = SourceInfo {
 /// catalogue has one B200.
 pub const GPUS: [(&str, &str); 2] = [("H100", "NVIDIA H100 80GB HBM3"), ("B200", "NVIDIA B200")];
 
-pub fn read(
-    load: &mut dyn FnMut(&str) -> Result<Vec<u8>, String>,
-) -> Result<PeerRelease, PeerError> {
+pub fn read(load: &mut dyn PeerFolder) -> Result<PeerRelease, PeerError> {
     let mut files = Vec::new();
     let index = load_file(load, "index.json", &mut files)?;
     let top = Fields {
@@ -175,23 +174,29 @@ fn config(at: &Fields<'_>, task: &str, task_name: &str) -> Result<PeerConfig, Pe
         model_id: at.str("model_id")?,
         nickname: at.str("nickname")?,
         architecture: at.str("architecture")?,
-        total_params_billions: at.num("total_params_billions", pos, 100_000.0, "B parameters")?,
-        activated_params_billions: at.num(
+        total_params_billions: Some(at.num(
+            "total_params_billions",
+            pos,
+            100_000.0,
+            "B parameters",
+        )?),
+        activated_params_billions: Some(at.num(
             "activated_params_billions",
             pos,
             100_000.0,
             "B parameters",
-        )?,
+        )?),
         weight_precision: at.str("weight_precision")?,
         gpu_model,
         gpu_name: gpu_name.into(),
         num_gpus: at.count("num_gpus", 1, 64)?,
         max_num_seqs: at.count("max_num_seqs", 1, 65_536)?,
         tensor_parallel: at.count("tensor_parallel", 1, 64)?,
+        pipeline_parallel: 1,
         expert_parallel: at.count("expert_parallel", 1, 64)?,
         data_parallel: at.count("data_parallel", 1, 64)?,
-        avg_batch_size: at.num("avg_batch_size", pos, 65_536.0, "requests")?,
-        avg_power_watts: at.num("avg_power_watts", pos, 100_000.0, "W")?,
+        avg_batch_size: Some(at.num("avg_batch_size", pos, 65_536.0, "requests")?),
+        avg_power_watts: Some(at.num("avg_power_watts", pos, 100_000.0, "W")?),
         // 0.1 mJ .. 100 J per token: a figure in mJ or kJ falls outside.
         energy_per_token_joules: at.num("energy_per_token_joules", 1e-4, 100.0, "J")?,
         energy_per_request_joules: at.num("energy_per_request_joules", pos, 1e7, "J")?,
@@ -202,11 +207,12 @@ fn config(at: &Fields<'_>, task: &str, task_name: &str) -> Result<PeerConfig, Pe
             "tokens/s",
         )?,
         avg_output_len: at.num("avg_output_len", 1.0, 1e6, "tokens")?,
+        mean_itl_ms: None,
         // 60 s between two tokens is a stalled run, or seconds read as ms.
-        median_itl_ms: at.num("median_itl_ms", pos, 60_000.0, "ms")?,
-        p90_itl_ms: at.num("p90_itl_ms", pos, 60_000.0, "ms")?,
-        p95_itl_ms: at.num("p95_itl_ms", pos, 60_000.0, "ms")?,
-        p99_itl_ms: at.num("p99_itl_ms", pos, 60_000.0, "ms")?,
+        median_itl_ms: Some(at.num("median_itl_ms", pos, 60_000.0, "ms")?),
+        p90_itl_ms: Some(at.num("p90_itl_ms", pos, 60_000.0, "ms")?),
+        p95_itl_ms: Some(at.num("p95_itl_ms", pos, 60_000.0, "ms")?),
+        p99_itl_ms: Some(at.num("p99_itl_ms", pos, 60_000.0, "ms")?),
     };
     check_config(&c, tdp_w, at)?;
     Ok(c)

@@ -3,9 +3,11 @@
 //! configuration, and the rules a figure must meet before it is stored.
 //! A peer's figures are its own protocol's: they are stored and shown as
 //! an origin of their own (`peer:<name>`) and never join a Watt Counts
-//! group. Reading takes a loader (path → bytes), so this module opens no
-//! file: the service reads a folder, the tests and the demo pass bytes.
+//! group. Reading goes through a [`PeerFolder`] (list, path → bytes), so
+//! this module opens no file: the service reads a folder, the tests and
+//! the demo pass bytes.
 
+pub mod mlenergy_v2;
 pub mod mlenergy_v3;
 
 use serde::{Deserialize, Serialize};
@@ -16,6 +18,30 @@ use crate::digest::sha256_hex;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum PeerSource {
     MlEnergyV3,
+    MlEnergyV2,
+}
+
+/// Where a release's files are read from.
+pub trait PeerFolder {
+    /// A file's bytes, by its path relative to the published folder.
+    fn read(&mut self, path: &str) -> Result<Vec<u8>, String>;
+    /// Every file's path ('/'-separated, relative), sorted.
+    fn list(&mut self) -> Result<Vec<String>, String>;
+}
+
+/// A published folder held in memory (the shipped copy, the tests').
+pub struct FilesInMemory(pub std::collections::BTreeMap<String, Vec<u8>>);
+
+impl PeerFolder for FilesInMemory {
+    fn read(&mut self, path: &str) -> Result<Vec<u8>, String> {
+        self.0
+            .get(path)
+            .cloned()
+            .ok_or_else(|| "no such file".to_string())
+    }
+    fn list(&mut self) -> Result<Vec<String>, String> {
+        Ok(self.0.keys().cloned().collect())
+    }
 }
 
 /// What readers are told about a peer source: where it is published, under
@@ -44,11 +70,12 @@ pub struct SourceInfo {
 }
 
 impl PeerSource {
-    pub const ALL: [PeerSource; 1] = [PeerSource::MlEnergyV3];
+    pub const ALL: [PeerSource; 2] = [PeerSource::MlEnergyV3, PeerSource::MlEnergyV2];
 
     pub fn info(self) -> &'static SourceInfo {
         match self {
             PeerSource::MlEnergyV3 => &mlenergy_v3::INFO,
+            PeerSource::MlEnergyV2 => &mlenergy_v2::INFO,
         }
     }
 
@@ -63,14 +90,11 @@ impl PeerSource {
             .find(|p| p.info().origin == s || p.info().slug == s)
     }
 
-    /// Reads a release through `load` (a path relative to the published
-    /// folder → its bytes).
-    pub fn read(
-        self,
-        load: &mut dyn FnMut(&str) -> Result<Vec<u8>, String>,
-    ) -> Result<PeerRelease, PeerError> {
+    /// Reads a release from its published folder.
+    pub fn read(self, folder: &mut dyn PeerFolder) -> Result<PeerRelease, PeerError> {
         match self {
-            PeerSource::MlEnergyV3 => mlenergy_v3::read(load),
+            PeerSource::MlEnergyV3 => mlenergy_v3::read(folder),
+            PeerSource::MlEnergyV2 => mlenergy_v2::read(folder),
         }
     }
 }
@@ -95,9 +119,11 @@ pub struct PeerConfig {
     pub task_name: String,
     pub model_id: String,
     pub nickname: String,
+    /// Empty where the publisher does not state it (v2).
     pub architecture: String,
-    pub total_params_billions: f64,
-    pub activated_params_billions: f64,
+    pub total_params_billions: Option<f64>,
+    pub activated_params_billions: Option<f64>,
+    /// Empty where the publisher does not state it (v2).
     pub weight_precision: String,
     /// The GPU as the publisher names it (`H100`).
     pub gpu_model: String,
@@ -107,19 +133,23 @@ pub struct PeerConfig {
     /// The batch-size setting (vLLM `max_num_seqs`): the load variable.
     pub max_num_seqs: u32,
     pub tensor_parallel: u32,
+    pub pipeline_parallel: u32,
     pub expert_parallel: u32,
     pub data_parallel: u32,
-    pub avg_batch_size: f64,
-    /// Over all `num_gpus` GPUs.
-    pub avg_power_watts: f64,
+    pub avg_batch_size: Option<f64>,
+    /// Over all `num_gpus` GPUs; v2 publishes none.
+    pub avg_power_watts: Option<f64>,
+    /// v2: its energy per request / its output tokens.
     pub energy_per_token_joules: f64,
     pub energy_per_request_joules: f64,
     pub output_throughput_tokens_per_sec: f64,
     pub avg_output_len: f64,
-    pub median_itl_ms: f64,
-    pub p90_itl_ms: f64,
-    pub p95_itl_ms: f64,
-    pub p99_itl_ms: f64,
+    /// v2's average time per output token; v3 publishes percentiles.
+    pub mean_itl_ms: Option<f64>,
+    pub median_itl_ms: Option<f64>,
+    pub p90_itl_ms: Option<f64>,
+    pub p95_itl_ms: Option<f64>,
+    pub p99_itl_ms: Option<f64>,
 }
 
 /// Everything one import read.
@@ -316,11 +346,11 @@ impl std::error::Error for PeerError {}
 
 /// Reads one file through the loader and records its digest.
 pub(crate) fn load_file(
-    load: &mut dyn FnMut(&str) -> Result<Vec<u8>, String>,
+    folder: &mut dyn PeerFolder,
     path: &str,
     files: &mut Vec<PeerFile>,
 ) -> Result<serde_json::Value, PeerError> {
-    let bytes = load(path).map_err(|e| PeerError {
+    let bytes = folder.read(path).map_err(|e| PeerError {
         file: path.into(),
         pointer: String::new(),
         rule: format!("cannot be read: {e}"),
@@ -409,7 +439,21 @@ impl<'a> Fields<'a> {
 /// its source: a unit slip (W for kW, ms for s, J per request for J per
 /// token) breaks one of them. `tdp_w` is the catalogue TDP of one GPU.
 pub(crate) fn check_config(c: &PeerConfig, tdp_w: f64, at: &Fields<'_>) -> Result<(), PeerError> {
-    let per_gpu = c.avg_power_watts / f64::from(c.num_gpus);
+    // v3's figures: v2 publishes neither power nor percentiles.
+    let (Some(power), Some(median), Some(p90), Some(p95), Some(p99), Some(avg_batch)) = (
+        c.avg_power_watts,
+        c.median_itl_ms,
+        c.p90_itl_ms,
+        c.p95_itl_ms,
+        c.p99_itl_ms,
+        c.avg_batch_size,
+    ) else {
+        return Err(at.err(
+            "",
+            "power, ITL percentiles and the running batch are wanted",
+        ));
+    };
+    let per_gpu = power / f64::from(c.num_gpus);
     // 1.2 x TDP: boards briefly exceed TDP, averages over a run do not.
     if per_gpu > 1.2 * tdp_w {
         return Err(at.err(
@@ -422,7 +466,7 @@ pub(crate) fn check_config(c: &PeerConfig, tdp_w: f64, at: &Fields<'_>) -> Resul
     }
     // Energy per token is power over throughput (J = W x s); published
     // figures agree to float rounding, 1 % allows for a rounded copy.
-    let implied = c.avg_power_watts / c.output_throughput_tokens_per_sec;
+    let implied = power / c.output_throughput_tokens_per_sec;
     if (c.energy_per_token_joules / implied - 1.0).abs() > 0.01 {
         return Err(at.err(
             "energy_per_token_joules",
@@ -442,36 +486,28 @@ pub(crate) fn check_config(c: &PeerConfig, tdp_w: f64, at: &Fields<'_>) -> Resul
             ),
         ));
     }
-    if !(c.median_itl_ms <= c.p90_itl_ms
-        && c.p90_itl_ms <= c.p95_itl_ms
-        && c.p95_itl_ms <= c.p99_itl_ms)
-    {
+    if !(median <= p90 && p90 <= p95 && p95 <= p99) {
         return Err(at.err(
             "p90_itl_ms",
             format!(
-                "percentiles out of order: median {} <= p90 {} <= p95 {} <= p99 {} ms is wanted",
-                c.median_itl_ms, c.p90_itl_ms, c.p95_itl_ms, c.p99_itl_ms
+                "percentiles out of order: median {median} <= p90 {p90} <= p95 {p95} <= p99 {p99} ms is wanted"
             ),
         ));
     }
     // A running batch never exceeds its cap (a little float slack).
-    if c.avg_batch_size > f64::from(c.max_num_seqs) * 1.0001 {
+    if avg_batch > f64::from(c.max_num_seqs) * 1.0001 {
         return Err(at.err(
             "avg_batch_size",
-            format!(
-                "{} is above max_num_seqs {}",
-                c.avg_batch_size, c.max_num_seqs
-            ),
+            format!("{avg_batch} is above max_num_seqs {}", c.max_num_seqs),
         ));
     }
-    if c.activated_params_billions > c.total_params_billions * 1.0001 {
-        return Err(at.err(
-            "activated_params_billions",
-            format!(
-                "{} B activated is more than the {} B total",
-                c.activated_params_billions, c.total_params_billions
-            ),
-        ));
+    if let (Some(active), Some(total)) = (c.activated_params_billions, c.total_params_billions) {
+        if active > total * 1.0001 {
+            return Err(at.err(
+                "activated_params_billions",
+                format!("{active} B activated is more than the {total} B total"),
+            ));
+        }
     }
     Ok(())
 }

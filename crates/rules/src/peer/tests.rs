@@ -43,12 +43,7 @@ fn folder(configs: Vec<Value>) -> BTreeMap<String, Vec<u8>> {
 }
 
 fn read(files: &BTreeMap<String, Vec<u8>>) -> Result<PeerRelease, PeerError> {
-    PeerSource::MlEnergyV3.read(&mut |p: &str| {
-        files
-            .get(p)
-            .cloned()
-            .ok_or_else(|| "no such file".to_string())
-    })
+    PeerSource::MlEnergyV3.read(&mut FilesInMemory(files.clone()))
 }
 
 fn with(key: &str, v: Value) -> Value {
@@ -75,7 +70,7 @@ fn a_release_reads_every_figure_as_published() {
     assert_eq!(c.task_name, "GPQA Diamond");
     assert_eq!(c.gpu_name, "NVIDIA B200");
     assert_eq!(c.energy_per_token_joules, 1.1709007963039468);
-    assert_eq!(c.p99_itl_ms, 61.82553002727218);
+    assert_eq!(c.p99_itl_ms, Some(61.82553002727218));
     assert_eq!((c.num_gpus, c.max_num_seqs), (1, 8));
     // Both files read, each with the digest of its own bytes.
     let paths: Vec<&str> = r.files.iter().map(|f| f.path.as_str()).collect();
@@ -205,7 +200,7 @@ fn unreadable_files_and_a_mislabelled_task_are_named() {
 
 #[test]
 fn every_publisher_gpu_is_in_the_catalogue() {
-    for (published, name) in mlenergy_v3::GPUS {
+    for (published, name) in mlenergy_v3::GPUS.iter().chain(&mlenergy_v2::GPUS) {
         assert!(
             crate::catalog::gpu_by_nvml_name(name).is_some(),
             "{published} -> {name}"
@@ -220,4 +215,67 @@ fn every_publisher_gpu_is_in_the_catalogue() {
         Some(PeerSource::MlEnergyV3)
     );
     assert_eq!(PeerSource::parse("real"), None);
+}
+
+/// A v2 folder: one task, one configuration file, as v2 writes them.
+fn v2_folder(config: Value) -> FilesInMemory {
+    let models =
+        json!({"meta-llama/Meta-Llama-3.1-8B-Instruct": {"nickname": "Llama 3.1 8B", "params": 8}});
+    FilesInMemory(BTreeMap::from([
+        (
+            "chat/models.json".to_string(),
+            serde_json::to_vec(&models).unwrap(),
+        ),
+        (
+            "chat/H100 80GB HBM3/meta-llama/Meta-Llama-3.1-8B-Instruct/bs64+tp1+pp1.json"
+                .to_string(),
+            serde_json::to_vec(&config).unwrap(),
+        ),
+    ]))
+}
+
+fn v2_config() -> Value {
+    json!({"Model": "meta-llama/Meta-Llama-3.1-8B-Instruct", "GPU": "NVIDIA H100 80GB HBM3", "TP": 1, "PP": 1,
+        "Energy/req (J)": 120.0, "Avg TPOT (s)": 0.025, "Token tput (tok/s)": 2400.0,
+        "Avg Output Tokens": 300.0, "Avg BS (reqs)": 63.5, "Max BS (reqs)": 64})
+}
+
+#[test]
+fn v2_reads_its_figures_and_derives_energy_per_token() {
+    let r = PeerSource::MlEnergyV2
+        .read(&mut v2_folder(v2_config()))
+        .unwrap();
+    assert_eq!(r.configs.len(), 1);
+    let c = &r.configs[0];
+    // 120 J per request over 300 tokens: 0.4 J per token; TPOT 25 ms.
+    assert_eq!(c.energy_per_token_joules, 0.4);
+    assert_eq!(c.mean_itl_ms, Some(25.0));
+    assert_eq!((c.avg_power_watts, c.median_itl_ms), (None, None));
+    assert_eq!(
+        (c.num_gpus, c.max_num_seqs, c.total_params_billions),
+        (1, 64, Some(8.0))
+    );
+    assert!(r.label.starts_with("files "), "{}", r.label);
+}
+
+#[test]
+fn v2_errors_name_the_file_and_field() {
+    let file = "chat/H100 80GB HBM3/meta-llama/Meta-Llama-3.1-8B-Instruct/bs64+tp1+pp1.json";
+    let mut c = v2_config();
+    c["GPU"] = json!("NVIDIA L4");
+    let e = PeerSource::MlEnergyV2.read(&mut v2_folder(c)).unwrap_err();
+    assert_eq!((e.file.as_str(), e.pointer.as_str()), (file, "/GPU"));
+    let mut c = v2_config();
+    c["Max BS (reqs)"] = json!(128);
+    let e = PeerSource::MlEnergyV2.read(&mut v2_folder(c)).unwrap_err();
+    assert!(e.rule.contains("128 where the file name says bs64"), "{e}");
+    let mut c = v2_config();
+    c.as_object_mut().unwrap().remove("Avg TPOT (s)");
+    let e = PeerSource::MlEnergyV2.read(&mut v2_folder(c)).unwrap_err();
+    assert_eq!(e.to_string(), format!("{file} /Avg TPOT (s): missing"));
+    // Energy per request in kJ: 0.12 J/request is 0.0004 mJ per token.
+    let mut c = v2_config();
+    c["Energy/req (J)"] = json!(0.012);
+    let e = PeerSource::MlEnergyV2.read(&mut v2_folder(c)).unwrap_err();
+    assert!(e.rule.starts_with("out of range"), "{e}");
 }

@@ -206,7 +206,7 @@ pub async fn peer_json(
 }
 
 /// The CSV's columns, in order: what each row of the JSON holds.
-const CSV_COLUMNS: [&str; 29] = [
+const CSV_COLUMNS: [&str; 31] = [
     "origin",
     "release",
     "task",
@@ -221,6 +221,7 @@ const CSV_COLUMNS: [&str; 29] = [
     "num_gpus",
     "max_num_seqs",
     "tensor_parallel",
+    "pipeline_parallel",
     "expert_parallel",
     "data_parallel",
     "avg_batch_size",
@@ -229,6 +230,7 @@ const CSV_COLUMNS: [&str; 29] = [
     "energy_per_request_joules",
     "output_throughput_tokens_per_sec",
     "avg_output_len",
+    "mean_itl_ms",
     "median_itl_ms",
     "p90_itl_ms",
     "p95_itl_ms",
@@ -256,6 +258,8 @@ pub async fn peer_csv(
     };
     w.write_record(CSV_COLUMNS).map_err(fail)?;
     let release = v.release.id.to_string();
+    // Empty where the publisher gives no figure.
+    let opt = |x: Option<f64>| x.map_or(String::new(), |x| x.to_string());
     for c in &v.rows {
         // f64's Display is the shortest text that reads back as the same
         // number: each figure is the file's own.
@@ -266,26 +270,28 @@ pub async fn peer_csv(
             &c.model_id,
             &c.nickname,
             &c.architecture,
-            &c.total_params_billions.to_string(),
-            &c.activated_params_billions.to_string(),
+            &opt(c.total_params_billions),
+            &opt(c.activated_params_billions),
             &c.weight_precision,
             &c.gpu_model,
             &c.gpu_name,
             &c.num_gpus.to_string(),
             &c.max_num_seqs.to_string(),
             &c.tensor_parallel.to_string(),
+            &c.pipeline_parallel.to_string(),
             &c.expert_parallel.to_string(),
             &c.data_parallel.to_string(),
-            &c.avg_batch_size.to_string(),
-            &c.avg_power_watts.to_string(),
+            &opt(c.avg_batch_size),
+            &opt(c.avg_power_watts),
             &c.energy_per_token_joules.to_string(),
             &c.energy_per_request_joules.to_string(),
             &c.output_throughput_tokens_per_sec.to_string(),
             &c.avg_output_len.to_string(),
-            &c.median_itl_ms.to_string(),
-            &c.p90_itl_ms.to_string(),
-            &c.p95_itl_ms.to_string(),
-            &c.p99_itl_ms.to_string(),
+            &opt(c.mean_itl_ms),
+            &opt(c.median_itl_ms),
+            &opt(c.p90_itl_ms),
+            &opt(c.p95_itl_ms),
+            &opt(c.p99_itl_ms),
             &c.file,
             &c.pointer,
             &v.release.files_sha256,
@@ -418,6 +424,28 @@ fn fmt(v: f64, digits: usize) -> String {
     format!("{v:.digits$}")
 }
 
+/// The median ITL, or the mean where only that is published (v2).
+fn itl_text(c: &PeerConfig) -> String {
+    match (c.median_itl_ms, c.mean_itl_ms) {
+        (Some(m), _) => fmt(m, 1),
+        (None, Some(mean)) => format!("mean {}", fmt(mean, 1)),
+        (None, None) => "–".into(),
+    }
+}
+
+fn unstated(s: &str) -> String {
+    if s.is_empty() {
+        "unstated".into()
+    } else {
+        s.to_string()
+    }
+}
+
+/// A figure the publisher may not give: "–" then.
+fn fmt_opt(v: Option<f64>, digits: usize) -> String {
+    v.map_or("–".into(), |v| fmt(v, digits))
+}
+
 pub async fn peer_page(
     State(s): State<AppState>,
     Path(slug): Path<String>,
@@ -517,35 +545,38 @@ pub async fn peer_page(
             model_link: wattcounts_rules::catalog::model_by_id(&c.model_id)
                 .map(|_| model_path(&c.model_id)),
             nickname: c.nickname.clone(),
-            architecture: c.architecture.clone(),
-            params: if c.activated_params_billions < c.total_params_billions {
-                format!(
-                    "{} B ({} B active)",
-                    c.total_params_billions, c.activated_params_billions
-                )
+            architecture: if c.architecture.is_empty() {
+                "architecture unstated".into()
             } else {
-                format!("{} B", c.total_params_billions)
+                c.architecture.clone()
             },
-            precision: c.weight_precision.clone(),
+            params: match (c.total_params_billions, c.activated_params_billions) {
+                (Some(t), Some(a)) if a < t => format!("{t} B ({a} B active)"),
+                (Some(t), _) => format!("{t} B"),
+                (None, _) => "–".into(),
+            },
+            precision: unstated(&c.weight_precision),
             gpu: c.gpu_model.clone(),
             gpus: c.num_gpus,
-            parallel: format!(
-                "TP {} · EP {} · DP {}",
-                c.tensor_parallel, c.expert_parallel, c.data_parallel
-            ),
+            parallel: if c.pipeline_parallel > 1 {
+                format!("TP {} · PP {}", c.tensor_parallel, c.pipeline_parallel)
+            } else {
+                format!(
+                    "TP {} · EP {} · DP {}",
+                    c.tensor_parallel, c.expert_parallel, c.data_parallel
+                )
+            },
             batch_cap: c.max_num_seqs,
-            avg_batch: fmt(c.avg_batch_size, 1),
+            avg_batch: fmt_opt(c.avg_batch_size, 1),
             ept: fmt(c.energy_per_token_joules, 4),
             epr: fmt(c.energy_per_request_joules, 1),
-            power: fmt(c.avg_power_watts, 0),
+            power: fmt_opt(c.avg_power_watts, 0),
             throughput: fmt(c.output_throughput_tokens_per_sec, 0),
-            itl: fmt(c.median_itl_ms, 1),
-            itl_tail: format!(
-                "{} / {} / {}",
-                fmt(c.p90_itl_ms, 1),
-                fmt(c.p95_itl_ms, 1),
-                fmt(c.p99_itl_ms, 1)
-            ),
+            itl: itl_text(c),
+            itl_tail: match (c.p90_itl_ms, c.p95_itl_ms, c.p99_itl_ms) {
+                (None, None, None) => "–".into(),
+                (a, b, d) => format!("{} / {} / {}", fmt_opt(a, 1), fmt_opt(b, 1), fmt_opt(d, 1)),
+            },
             source: format!("{}#{}", c.file, c.pointer),
         })
         .collect();
@@ -646,11 +677,19 @@ pub(crate) async fn model_notes(
                     gpu: c.gpu_model.clone(),
                     gpus: c.num_gpus,
                     batch_cap: c.max_num_seqs,
-                    precision: c.weight_precision.clone(),
+                    precision: if c.weight_precision.is_empty() {
+                        "unstated".into()
+                    } else {
+                        c.weight_precision.clone()
+                    },
                     ept: fmt(c.energy_per_token_joules, 4),
                     epr: fmt(c.energy_per_request_joules, 1),
                     throughput: fmt(c.output_throughput_tokens_per_sec, 0),
-                    itl: fmt(c.median_itl_ms, 1),
+                    itl: match (c.median_itl_ms, c.mean_itl_ms) {
+                        (Some(m), _) => fmt(m, 1),
+                        (None, Some(mean)) => format!("mean {}", fmt(mean, 1)),
+                        (None, None) => "–".into(),
+                    },
                 })
                 .collect(),
         });
