@@ -332,6 +332,25 @@ async fn html_review_with_sign_in_and_csrf() {
     let (_, r) = app.get(&format!("/api/v1/submissions/{id}")).await;
     assert_eq!(r["status"], "needs_review");
     assert_eq!(r["moderation"], json!([]));
+    // A decision that is neither approve nor reject (bad_decision): a 400
+    // that says what is taken, and nothing decided.
+    let (status, _, page) = raw(
+        &app,
+        form(
+            &action,
+            Some(&cookie),
+            &[("csrf", &csrf), ("decision", "maybe"), ("reason", "unsure")],
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(
+        page.contains("decision must be approve or reject"),
+        "{page}"
+    );
+    let (_, r) = app.get(&format!("/api/v1/submissions/{id}")).await;
+    assert_eq!(r["status"], "needs_review");
+    assert_eq!(r["moderation"], json!([]));
 
     let (status, headers, _) = raw(
         &app,

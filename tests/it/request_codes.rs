@@ -322,3 +322,54 @@ async fn a_manifest_naming_another_handle_than_the_keys_owner() {
     assert_eq!(d["file"], "wattcounts.json", "{body}");
     assert_eq!(d["pointer"], "/submitter/handle", "{body}");
 }
+
+/// A sampling parameter that is not a number (`max_tokens=abc`): the
+/// protocol cannot be read, and the detail names the row and the column.
+#[tokio::test]
+async fn a_sampling_parameter_that_is_not_a_number() {
+    let d = refused_csv(
+        |t| t.replacen("max_tokens=256", "max_tokens=abc", 1),
+        "protocol_unreadable",
+    )
+    .await;
+    assert_eq!(d["column"], "sampling_params", "{d}");
+    assert!(d["row"].as_u64().is_some(), "{d}");
+}
+
+/// A results cell whose bytes are not UTF-8 (0xFF inside the first data
+/// row's model id): refused by file, row and column.
+#[tokio::test]
+async fn a_results_cell_that_is_not_utf8() {
+    let app = TestApp::new().await;
+    let key = app.register("alice").await;
+    let mut files = BundleBuilder::fixture().bundle_files();
+    let (_, bytes) = files
+        .iter_mut()
+        .find(|(p, _)| p.ends_with("llm_batch_optimized_results.csv"))
+        .unwrap();
+    // Inside the first data row's model id (a text cell).
+    let header_end = bytes.iter().position(|b| *b == b'\n').unwrap();
+    let model = b"Qwen/Qwen2.5";
+    let at = header_end
+        + bytes[header_end..]
+            .windows(model.len())
+            .position(|w| w == model)
+            .unwrap();
+    bytes.insert(at + 4, 0xFF);
+    let gz = BundleBuilder::fixture()
+        .files(files)
+        .by("alice", &key)
+        .build();
+    let req = multipart(&[("bundle", &gz), ("signature", &sign(&key, &gz))]);
+    let body = refused(&app, req, StatusCode::UNPROCESSABLE_ENTITY, "csv_bad_text").await;
+    let d = first_detail(&body);
+    assert!(
+        d["file"]
+            .as_str()
+            .unwrap()
+            .ends_with("llm_batch_optimized_results.csv"),
+        "{body}"
+    );
+    assert_eq!(d["row"], 2, "{body}");
+    assert_eq!(d["column"], "model", "{body}");
+}
