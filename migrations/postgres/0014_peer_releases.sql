@@ -73,6 +73,8 @@ CREATE TABLE peer_configurations (
     PRIMARY KEY (release_id, position)
 );
 -- A page reads one release's task, sorted by energy per token, a page at
--- a time; the model page reads one model's rows.
+-- a time (or one model's rows of it); the model page reads one model's
+-- rows in every release.
 CREATE INDEX peer_configurations_task ON peer_configurations(release_id, task, energy_per_token_joules);
+CREATE INDEX peer_configurations_task_model ON peer_configurations(release_id, task, model_id);
 CREATE INDEX peer_configurations_model ON peer_configurations(model_id);

@@ -74,6 +74,10 @@ pub struct Service {
     peer_origins: tokio::sync::RwLock<Option<(u64, Arc<Vec<peers::PeerOrigin>>)>>,
     /// The estimator judged on the newest ML.ENERGY v3 release.
     peer_validation: tokio::sync::RwLock<Option<Arc<peers::RealHardwareValidation>>>,
+    /// Each peer release's insights, computed once (a release never changes).
+    peer_insights: tokio::sync::RwLock<
+        std::collections::HashMap<i64, Arc<wattcounts_analytics::peer_insights::PeerInsights>>,
+    >,
 }
 
 /// One page of the leaderboard and the view it was read from.
@@ -124,6 +128,7 @@ impl Service {
             shelf: None,
             peer_origins: Default::default(),
             peer_validation: Default::default(),
+            peer_insights: Default::default(),
         }
     }
 

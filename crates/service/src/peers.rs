@@ -490,7 +490,14 @@ pub struct RealHardwareValidation {
     pub models: usize,
     pub seconds: f64,
     pub lines: Vec<wattcounts_analytics::estimator::peer::PeerLine>,
+    /// Why the table is empty: a release too large for the background job.
+    pub why_not: Option<String>,
 }
+
+/// The most rows the background job scores: leave-one-LLM-out fits once
+/// per LLM on all the others, so its cost grows with rows × LLMs (v3: 565
+/// rows, 27 LLMs, 1.9 s). A larger release is named, not scored.
+pub const VALIDATION_MAX_ROWS: usize = 10_000;
 
 /// The peer whose rows the estimator is judged on.
 const VALIDATED_ON: PeerSource = PeerSource::MlEnergyV3;
@@ -505,7 +512,7 @@ const RELEASE_ROWS_CAP: u32 = 100_000;
 pub struct PeerInsightsView {
     pub info: &'static SourceInfo,
     pub release: PeerReleaseRecord,
-    pub insights: wattcounts_analytics::peer_insights::PeerInsights,
+    pub insights: Arc<wattcounts_analytics::peer_insights::PeerInsights>,
 }
 
 impl Service {
@@ -542,6 +549,15 @@ impl Service {
                 },
             )
             .await?;
+        // A release never changes: its insights are read and computed once
+        // (56,500 rows took 0.77 s a request before this cache).
+        if let Some(done) = self.peer_insights.read().await.get(&view.release.id) {
+            return Ok(PeerInsightsView {
+                info: view.info,
+                insights: done.clone(),
+                release: view.release,
+            });
+        }
         let configs = self.release_configs(&view.release).await?;
         // The older board is the reference: GPUs by catalogue release date.
         let mut gpus: Vec<(String, String)> = view
@@ -566,6 +582,11 @@ impl Service {
                 exponents: wattcounts_analytics::peer_insights::size_exponents(&configs),
             },
         };
+        let insights = Arc::new(insights);
+        self.peer_insights
+            .write()
+            .await
+            .insert(view.release.id, insights.clone());
         Ok(PeerInsightsView {
             info: view.info,
             release: view.release,
@@ -602,9 +623,25 @@ impl Service {
         {
             return Ok(());
         }
-        let configs = self.release_configs(&release).await?;
         let label = release.label.clone();
         let id = release.id;
+        if release.configurations as usize > VALIDATION_MAX_ROWS {
+            *self.peer_validation.write().await = Some(Arc::new(RealHardwareValidation {
+                info: VALIDATED_ON.info(),
+                release_id: id,
+                rows: release.configurations as usize,
+                models: release.facets.models.len(),
+                why_not: Some(format!(
+                    "release {label} holds {} configurations, above the {VALIDATION_MAX_ROWS} the background job scores (examples/peer_estimator_bench scores any folder)",
+                    release.configurations
+                )),
+                release_label: label,
+                seconds: 0.0,
+                lines: Vec::new(),
+            }));
+            return Ok(());
+        }
+        let configs = self.release_configs(&release).await?;
         let computed = tokio::task::spawn_blocking(move || {
             use wattcounts_analytics::estimator::peer::{peer_rows, validate};
             let start = std::time::Instant::now();
@@ -621,6 +658,7 @@ impl Service {
                 models,
                 seconds: start.elapsed().as_secs_f64(),
                 lines,
+                why_not: None,
             })
         })
         .await

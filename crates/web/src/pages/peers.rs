@@ -730,8 +730,8 @@ pub async fn peer_insights_json(
         source: v.info.into(),
         release: (&v.release).into(),
         note: INSIGHTS_NOTE,
-        savings: v.insights.savings,
-        exponents: v.insights.exponents,
+        savings: v.insights.savings.clone(),
+        exponents: v.insights.exponents.clone(),
     })
     .into_response())
 }

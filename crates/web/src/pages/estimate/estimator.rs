@@ -60,14 +60,19 @@ pub struct RealHardware {
     pub baselines: Vec<&'static str>,
     pub features: Vec<&'static str>,
     pub lines: Vec<wattcounts_analytics::estimator::peer::PeerLine>,
+    /// Why `lines` is empty, when it is.
+    pub why_not: Option<String>,
 }
 
 pub(crate) fn real_hardware(v: &wattcounts_service::peers::RealHardwareValidation) -> RealHardware {
     RealHardware {
-        statement: format!(
-            "Validated on real hardware ({}, release {}): {} published configurations of {} LLMs on H100 and B200, scored per task on rows each fit did not see. Estimates stay labelled and never enter a measured table.",
-            v.info.name, v.release_label, v.rows, v.models
-        ),
+        statement: match &v.why_not {
+            None => format!(
+                "Validated on real hardware ({}, release {}): {} published configurations of {} LLMs on H100 and B200, scored per task on rows each fit did not see. Estimates stay labelled and never enter a measured table.",
+                v.info.name, v.release_label, v.rows, v.models
+            ),
+            Some(why) => format!("Not validated on {}: {why}.", v.info.name),
+        },
         source: v.info.into(),
         release_id: v.release_id,
         release_label: v.release_label.clone(),
@@ -82,6 +87,7 @@ pub(crate) fn real_hardware(v: &wattcounts_service::peers::RealHardwareValidatio
         ],
         features: wattcounts_analytics::estimator::peer::FEATURES.to_vec(),
         lines: v.lines.clone(),
+        why_not: v.why_not.clone(),
     }
 }
 
