@@ -512,6 +512,17 @@ async fn postgres_stores_and_reads_a_peer_release_alike() {
         .map(|r| r["output_throughput_tokens_per_sec"].as_f64().unwrap())
         .collect();
     assert!(tput.windows(2).all(|w| w[0] >= w[1]), "most first");
+    // One model's rows (the `+column` order) answer alike on PostgreSQL.
+    let (status, one) = app
+        .get("/api/v1/peers/mlenergy-v3?task=lm-arena-chat&model=Qwen/Qwen3-8B&sort=throughput")
+        .await;
+    assert_eq!(status, StatusCode::OK, "{one}");
+    let want = files
+        .iter()
+        .filter(|(f, _, c)| f == "tasks/lm-arena-chat.json" && c["model_id"] == "Qwen/Qwen3-8B")
+        .count();
+    assert_eq!(one["total"], want);
+    assert_eq!(one["configurations"].as_array().unwrap().len(), want);
 }
 
 /// Fewer, shallower trees: the same code, a test's time.

@@ -36,17 +36,28 @@ pub trait Peers: Send + Sync {
     ) -> Result<Vec<(i64, PeerConfig)>, StoreError>;
 }
 
-/// The column a sort reads, and its direction.
-pub(crate) fn order_by(sort: PeerSort) -> &'static str {
-    match sort {
-        PeerSort::EnergyPerToken => "energy_per_token_joules ASC",
-        PeerSort::EnergyPerRequest => "energy_per_request_joules ASC",
-        PeerSort::Throughput => "output_throughput_tokens_per_sec DESC",
-        // Empty figures last on both backends (SQLite sorts NULL first).
-        PeerSort::MedianItl => "median_itl_ms IS NULL, median_itl_ms ASC",
-        PeerSort::Power => "avg_power_watts IS NULL, avg_power_watts ASC",
-        PeerSort::BatchSize => "max_num_seqs ASC",
-    }
+/// The ORDER BY of a sort. With one model's rows asked for, the sort
+/// column is written `+column`: SQLite then reads the (release, task,
+/// model) index and sorts that model's few rows, instead of walking the
+/// whole task in sort order through the (release, task, J/token) index
+/// (18 ms against under 1 ms at 56,500 rows). PostgreSQL reads `+x` as x.
+pub(crate) fn order_by(sort: PeerSort, one_model: bool) -> String {
+    let (column, direction, may_be_empty) = match sort {
+        PeerSort::EnergyPerToken => ("energy_per_token_joules", "ASC", false),
+        PeerSort::EnergyPerRequest => ("energy_per_request_joules", "ASC", false),
+        PeerSort::Throughput => ("output_throughput_tokens_per_sec", "DESC", false),
+        PeerSort::MedianItl => ("median_itl_ms", "ASC", true),
+        PeerSort::Power => ("avg_power_watts", "ASC", true),
+        PeerSort::BatchSize => ("max_num_seqs", "ASC", false),
+    };
+    let plus = if one_model { "+" } else { "" };
+    // Empty figures last on both backends (SQLite sorts NULL first).
+    let nulls = if may_be_empty {
+        format!("{column} IS NULL, ")
+    } else {
+        String::new()
+    };
+    format!("{nulls}{plus}{column} {direction}")
 }
 
 pub(crate) const CONFIG_COLUMNS: &str = "file, pointer, task, task_name, model_id, nickname, architecture,
@@ -303,7 +314,7 @@ macro_rules! peers_sql {
                     let sql = format!(
                         "SELECT {} FROM peer_configurations WHERE {filter} ORDER BY {}, position LIMIT {} OFFSET {}",
                         $crate::peers::CONFIG_COLUMNS,
-                        $crate::peers::order_by(q.sort),
+                        $crate::peers::order_by(q.sort, q.model_id.is_some()),
                         q.limit,
                         q.offset
                     );
