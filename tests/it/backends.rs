@@ -400,13 +400,18 @@ async fn key_revocation_from_a_time(app: TestApp) {
         .by("alice", &key)
         .build();
     let (_, before) = app.submit(&gz, &sign(&key, &gz)).await;
-    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    let cut = wattcounts::timestamp::ts(&chrono::Utc::now());
-    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     let gz = BundleBuilder::faulty(Fault::None, 2)
         .by("alice", &key)
         .build();
     let (_, after) = app.submit(&gz, &sign(&key, &gz)).await;
+    // The key is void from the moment the second bundle was received (the
+    // rule is received_at >= effective_at): the stored times order the
+    // events, not a sleep in the test.
+    let cut = after["received_at"].as_str().unwrap().to_string();
+    assert!(
+        before["received_at"].as_str().unwrap() < cut.as_str(),
+        "the two bundles were received in the same millisecond: {before} {after}"
+    );
     let fp = wattcounts::signing::fingerprint(key.public_key());
     let (status, body) = app
         .admin_post(

@@ -189,7 +189,7 @@ async fn revoking_a_key_from_a_time_rejects_only_later_bundles() {
     let app = TestApp::new().await;
     let key = app.register("alice").await;
     let mut ids = Vec::new();
-    let mut cut = String::new();
+    let mut received = Vec::new();
     for seed in [1, 2] {
         let gz = BundleBuilder::faulty(Fault::None, seed)
             .by("alice", &key)
@@ -197,13 +197,16 @@ async fn revoking_a_key_from_a_time_rejects_only_later_bundles() {
         let (_, r) = app.submit(&gz, &sign(&key, &gz)).await;
         assert_eq!(r["status"], "accepted");
         ids.push(r["submission_id"].as_str().unwrap().to_string());
-        if seed == 1 {
-            // The key is void from just after the first bundle arrived.
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-            cut = wattcounts::timestamp::ts(&chrono::Utc::now());
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
+        received.push(r["received_at"].as_str().unwrap().to_string());
     }
+    // The key is void from the moment the second bundle was received (the
+    // rule is received_at >= effective_at): the stored times order the
+    // events, not a sleep in the test.
+    assert!(
+        received[0] < received[1],
+        "received in the same millisecond: {received:?}"
+    );
+    let cut = received[1].clone();
     let fp = wattcounts::signing::fingerprint(key.public_key());
     let (status, body) = app
         .admin_post(
