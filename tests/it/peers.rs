@@ -38,12 +38,23 @@ fn published(dir: &Path) -> Vec<(String, String, Value)> {
 }
 
 fn import(app: &TestApp, folder: &Path) -> (i32, String, String) {
+    import_as(app, "mlenergy-v3", folder, COMMIT)
+}
+
+/// `wattcounts peer import SOURCE FOLDER` into the app's database, as an
+/// operator runs it: (exit status, stdout, stderr).
+fn import_as(
+    app: &TestApp,
+    source: &str,
+    folder: &Path,
+    source_ref: &str,
+) -> (i32, String, String) {
     let out = Command::new(BIN)
-        .args(["peer", "import", "mlenergy-v3"])
+        .args(["peer", "import", source])
         .arg(folder)
         .args([
             "--source-ref",
-            COMMIT,
+            source_ref,
             "--retrieved",
             "2026-12-06",
             "--data-dir",
@@ -761,28 +772,13 @@ fn v2_excerpt() -> PathBuf {
 #[tokio::test]
 async fn the_v2_excerpt_imports_as_its_own_origin_with_both_licence_statements() {
     let app = TestApp::new().await;
-    let out = Command::new(BIN)
-        .args(["peer", "import", "mlenergy-v2"])
-        .arg(v2_excerpt())
-        .args([
-            "--source-ref",
-            "c3af7f31e231a2a7021c5f8e2a54dd712d02e6e2",
-            "--data-dir",
-        ])
-        .arg(app.dir.path())
-        .arg("--database-url")
-        .arg(format!(
-            "sqlite:{}",
-            app.dir.path().join("test.db").display()
-        ))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
+    let (code, stdout, stderr) = import_as(
+        &app,
+        "mlenergy-v2",
+        &v2_excerpt(),
+        "c3af7f31e231a2a7021c5f8e2a54dd712d02e6e2",
     );
+    assert_eq!(code, 0, "{stdout}{stderr}");
     assert!(
         stdout.contains("as peer:mlenergy-v2") && stdout.contains("5 configurations"),
         "{stdout}"

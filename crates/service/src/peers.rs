@@ -327,12 +327,20 @@ impl Service {
         Ok(origins)
     }
 
-    /// One page of one release of a peer origin (`mlenergy-v3`).
-    pub async fn peer_view(
+    /// A peer origin's release (the newest when `release` is None), with
+    /// every stored release of that origin, newest first.
+    async fn peer_release(
         &self,
         slug: &str,
-        req: &PeerViewRequest,
-    ) -> Result<PeerView, ViewError> {
+        release: Option<i64>,
+    ) -> Result<
+        (
+            &'static SourceInfo,
+            PeerReleaseRecord,
+            Vec<PeerReleaseRecord>,
+        ),
+        ViewError,
+    > {
         let source = PeerSource::parse(slug).ok_or_else(|| {
             ViewError::NotFound(format!(
                 "no peer dataset '{slug}'; known: {}",
@@ -346,7 +354,7 @@ impl Service {
             .into_iter()
             .filter(|r| r.source == source)
             .collect();
-        let release = match req.release {
+        let release = match release {
             None => releases.first().cloned().ok_or_else(|| {
                 ViewError::NotFound(format!(
                     "{} is not imported here; an operator runs `wattcounts peer import {} <folder>`",
@@ -361,6 +369,16 @@ impl Service {
                 ))
             })?,
         };
+        Ok((info, release, releases))
+    }
+
+    /// One page of one release of a peer origin (`mlenergy-v3`).
+    pub async fn peer_view(
+        &self,
+        slug: &str,
+        req: &PeerViewRequest,
+    ) -> Result<PeerView, ViewError> {
+        let (info, release, releases) = self.peer_release(slug, req.release).await?;
         let facets = &release.facets;
         let pick = |name: &str,
                     wanted: Option<&String>,
@@ -540,28 +558,19 @@ impl Service {
 
     /// The insights of a peer origin's newest release.
     pub async fn peer_insights(&self, slug: &str) -> Result<PeerInsightsView, ViewError> {
-        let view = self
-            .peer_view(
-                slug,
-                &PeerViewRequest {
-                    per_page: 1,
-                    ..Default::default()
-                },
-            )
-            .await?;
+        let (info, release, _) = self.peer_release(slug, None).await?;
         // A release never changes: its insights are read and computed once
         // (56,500 rows took 0.77 s a request before this cache).
-        if let Some(done) = self.peer_insights.read().await.get(&view.release.id) {
+        if let Some(done) = self.peer_insights.read().await.get(&release.id) {
             return Ok(PeerInsightsView {
-                info: view.info,
+                info,
                 insights: done.clone(),
-                release: view.release,
+                release,
             });
         }
-        let configs = self.release_configs(&view.release).await?;
+        let configs = self.release_configs(&release).await?;
         // The older board is the reference: GPUs by catalogue release date.
-        let mut gpus: Vec<(String, String)> = view
-            .release
+        let mut gpus: Vec<(String, String)> = release
             .facets
             .gpus
             .iter()
@@ -586,10 +595,10 @@ impl Service {
         self.peer_insights
             .write()
             .await
-            .insert(view.release.id, insights.clone());
+            .insert(release.id, insights.clone());
         Ok(PeerInsightsView {
-            info: view.info,
-            release: view.release,
+            info,
+            release,
             insights,
         })
     }

@@ -175,9 +175,12 @@ fn route_table(state: &AppState) -> Table {
         .get(
             "/peers/{slug}/insights",
             DataVersioned,
-            pages::peers::peer_insights_page,
+            pages::peers::insights::peer_insights_page,
         )
-        .api(DataVersioned, routes!(pages::peers::peer_insights_json))
+        .api(
+            DataVersioned,
+            routes!(pages::peers::insights::peer_insights_json),
+        )
         .api(DataVersioned, routes!(pages::peers::peers_json))
         .api(DataVersioned, routes!(pages::peers::peer_json))
         .api(DataVersioned, routes!(pages::peers::peer_csv))

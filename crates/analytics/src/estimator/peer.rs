@@ -394,35 +394,44 @@ pub fn validate(rows: &[PeerRow], settings: &Settings) -> Result<Vec<PeerLine>, 
     Ok(lines)
 }
 
+impl PeerLine {
+    /// The line as a table shows it: task, split, method, folds, rows,
+    /// energy, power and ITL MdAPE, r and coverage.
+    pub fn cells(&self) -> [String; 10] {
+        let pct = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{v:.1} %"));
+        [
+            self.task.clone(),
+            match self.split {
+                PeerSplit::LeaveOneLlmOut => "leave one LLM out",
+                PeerSplit::LeaveOneBatchSizeOut => "leave one batch size out",
+            }
+            .into(),
+            match self.method.as_str() {
+                "tdp" => "TDP power, roofline ITL",
+                "load_scaled_tdp" => "load-scaled TDP power, roofline ITL",
+                other => other,
+            }
+            .into(),
+            self.folds.to_string(),
+            self.rows.to_string(),
+            pct(self.energy_mdape_pct),
+            pct(self.power_mdape_pct),
+            pct(self.itl_mdape_pct),
+            self.energy_pearson_r_log
+                .map_or("–".into(), |r| format!("{r:.3}")),
+            self.coverage
+                .map_or("–".into(), |c| format!("{:.0} %", c * 100.0)),
+        ]
+    }
+}
+
 /// The table as Markdown (the bench and the note print it).
 pub fn markdown(lines: &[PeerLine]) -> String {
-    let pct = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{v:.1} %"));
     let mut out = String::from(
         "| task | split | method | folds | rows | energy MdAPE | power MdAPE | ITL MdAPE | r (ln energy) | coverage (80 %) |\n|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for l in lines {
-        out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
-            l.task,
-            match l.split {
-                PeerSplit::LeaveOneLlmOut => "leave one LLM out",
-                PeerSplit::LeaveOneBatchSizeOut => "leave one batch size out",
-            },
-            match l.method.as_str() {
-                "tdp" => "TDP power, roofline ITL",
-                "load_scaled_tdp" => "load-scaled TDP power, roofline ITL",
-                other => other,
-            },
-            l.folds,
-            l.rows,
-            pct(l.energy_mdape_pct),
-            pct(l.power_mdape_pct),
-            pct(l.itl_mdape_pct),
-            l.energy_pearson_r_log
-                .map_or("–".into(), |r| format!("{r:.3}")),
-            l.coverage
-                .map_or("–".into(), |c| format!("{:.0} %", c * 100.0)),
-        ));
+        out.push_str(&format!("| {} |\n", l.cells().join(" | ")));
     }
     out
 }

@@ -245,8 +245,6 @@ struct RealHardwareBlock {
 }
 
 fn real_hardware_block(v: &wattcounts_service::peers::RealHardwareValidation) -> RealHardwareBlock {
-    use wattcounts_analytics::estimator::peer::PeerSplit;
-    let pct = |x: Option<f64>| x.map_or("–".to_string(), |v| format!("{v:.1} %"));
     let a = crate::pages::estimate::real_hardware(v);
     RealHardwareBlock {
         statement: a.statement,
@@ -255,27 +253,11 @@ fn real_hardware_block(v: &wattcounts_service::peers::RealHardwareValidation) ->
             .lines
             .iter()
             .map(|l| {
-                [
-                    l.task.clone(),
-                    match l.split {
-                        PeerSplit::LeaveOneLlmOut => "leave one LLM out".into(),
-                        PeerSplit::LeaveOneBatchSizeOut => "leave one batch size out".into(),
-                    },
-                    match l.method.as_str() {
-                        "tdp" => "baseline: TDP power, roofline ITL".into(),
-                        "load_scaled_tdp" => "baseline: load-scaled TDP power, roofline ITL".into(),
-                        _ => "estimator".into(),
-                    },
-                    l.folds.to_string(),
-                    l.rows.to_string(),
-                    pct(l.energy_mdape_pct),
-                    pct(l.power_mdape_pct),
-                    pct(l.itl_mdape_pct),
-                    l.energy_pearson_r_log
-                        .map_or("–".into(), |r| format!("{r:.3}")),
-                    l.coverage
-                        .map_or("–".into(), |c| format!("{:.0} %", c * 100.0)),
-                ]
+                let mut cells = l.cells();
+                if l.method != "estimator" {
+                    cells[2] = format!("baseline: {}", cells[2]);
+                }
+                cells
             })
             .collect(),
     }
@@ -291,7 +273,7 @@ pub async fn insights_page(
         .filter(|o| o.starts_with("peer:"))
         .and_then(wattcounts_rules::peer::PeerSource::parse)
     {
-        return crate::pages::peers::peer_insights_response(&s, p.info().slug).await;
+        return crate::pages::peers::insights::peer_insights_response(&s, p.info().slug).await;
     }
     let c = computed(&s, &params).await?;
     let q = if c.view.query.is_empty() {

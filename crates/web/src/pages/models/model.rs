@@ -88,7 +88,7 @@ pub async fn model_page(
         });
     let field = |v: &Option<String>| v.clone().unwrap_or_default();
     let estimates = crate::pages::estimate::unmeasured_section(&s, &id);
-    let (also_measured, _) = crate::pages::peers::model_notes(&s, &id).await?;
+    let (also_measured, _) = crate::pages::peers::model_notes::model_notes(&s, &id).await?;
     Ok(render(
         StatusCode::OK,
         &ModelPage {
@@ -132,7 +132,7 @@ pub struct ModelAnswer {
     pub per_1000_requests: Vec<Vec<PerThousand>>,
     /// The same model in published peer datasets: another protocol, never
     /// comparable figure by figure with `scenarios`.
-    pub also_measured_by: Vec<crate::pages::peers::PeerModelJson>,
+    pub also_measured_by: Vec<crate::pages::peers::model_notes::PeerModelJson>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -231,7 +231,7 @@ pub async fn model_json(
                 .collect()
         })
         .collect();
-    let (_, also_measured_by) = crate::pages::peers::model_notes(&s, &id).await?;
+    let (_, also_measured_by) = crate::pages::peers::model_notes::model_notes(&s, &id).await?;
     Ok(Json(ModelAnswer {
         model: id,
         view: view.note,

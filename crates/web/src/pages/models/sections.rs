@@ -79,7 +79,7 @@ pub(crate) struct ModelPage {
     /// measured tables, never among them.
     pub(crate) estimates: crate::pages::estimate::UnmeasuredSection,
     /// The model in each imported peer origin: its own section.
-    pub(crate) also_measured: Vec<crate::pages::peers::PeerNote>,
+    pub(crate) also_measured: Vec<crate::pages::peers::model_notes::PeerNote>,
     pub(crate) view: View,
     pub(crate) demo: bool,
     pub(crate) version: &'static str,
