@@ -70,7 +70,54 @@ on_both_backends!(
     one_bundle_sent_concurrently_is_stored_once,
     rebuild_yields_what_the_writes_kept,
     runs_of_an_older_energy_rule_are_derived_again,
+    server_runs_stored_before_request_sums_get_them_from_their_bundles,
 );
+
+/// A deployment upgraded from before the per-request sums (migration
+/// 0015): its server runs, configurations and groups lack them until `db
+/// rebuild` (run by `serve` at start) derives them from the stored
+/// bundles, and then they equal what ingest derives today.
+async fn server_runs_stored_before_request_sums_get_them_from_their_bundles(app: TestApp) {
+    let alice = app.register("alice").await;
+    let gz = BundleBuilder::fixture().by("alice", &alice).build();
+    let (status, receipt) = app.submit(&gz, &sign(&alice, &gz)).await;
+    assert_eq!(status, StatusCode::CREATED, "{receipt}");
+    let raw = app.raw.as_ref().unwrap();
+    let sums_sql = "SELECT COALESCE(e2e_sum_s, -1.0) FROM runs WHERE scenario = 'server'
+        ORDER BY model, lambda_qps, iteration";
+    let today = raw.floats(sums_sql).await;
+    assert!(
+        !today.is_empty() && today.iter().all(|s| *s > 0.0),
+        "{today:?}"
+    );
+    let batch_sums = "SELECT COALESCE(e2e_sum_s, -1.0) FROM runs WHERE scenario = 'batch'";
+    assert!(raw.floats(batch_sums).await.iter().all(|s| *s == -1.0));
+    let kept = read_model(&app).await;
+    let server_rows = || kept.0.iter().filter(|r| r.scenario.as_str() == "server");
+    assert!(server_rows().count() > 0);
+    assert!(
+        server_rows().all(|r| r.mean_concurrency.is_some_and(|c| c > 0.0)
+            && r.prefill_energy_share.is_some_and(|s| s > 0.0 && s < 1.0)),
+        "{:?}",
+        kept.0
+    );
+    assert!(!app.service.needs_rebuild().await.unwrap());
+
+    for sql in [
+        "UPDATE runs SET timed_requests = NULL, ttft_sum_s = NULL, e2e_sum_s = NULL,
+            mean_concurrency = NULL, prefill_energy_j = NULL",
+        "UPDATE configurations SET concurrency_median = NULL, prefill_share_median = NULL",
+        "UPDATE leaderboard_groups SET concurrency_median = NULL, prefill_share_median = NULL",
+    ] {
+        raw.exec(sql).await;
+    }
+    assert!(app.service.needs_rebuild().await.unwrap());
+    let report = app.service.rebuild(|_| {}).await.unwrap();
+    assert_eq!((report.submissions, report.derived), (1, 1));
+    assert!(!app.service.needs_rebuild().await.unwrap());
+    assert_eq!(raw.floats(sums_sql).await, today);
+    assert_eq!(read_model(&app).await, kept);
+}
 
 /// A deployment upgraded from energy rule 1 (mean power × duration): its
 /// stored runs and configuration figures are derived again from the

@@ -143,6 +143,9 @@ struct Group {
     power: f64,
     ttft_p50: Option<f64>,
     itl: Option<f64>,
+    /// Server: mean concurrency and the prefill share of energy.
+    concurrency: Option<f64>,
+    prefill_share: Option<f64>,
 }
 
 fn groups() -> [Group; 2] {
@@ -169,6 +172,8 @@ fn groups() -> [Group; 2] {
             // Batch's ITL is the time per output token, 0.5 s / 100 (the
             // page shows it in its own column, not as ITL).
             itl: Some(0.005),
+            concurrency: None,
+            prefill_share: None,
         },
         // Member k's server iterations, samples (20, 20, 40 ×6, 20, 20) +
         // 2k W (one 40 or 20 is 30 in iterations 1 and 2): 0.1 s × (300,
@@ -189,6 +194,12 @@ fn groups() -> [Group; 2] {
             power: 34.0,
             ttft_p50: Some(0.15),
             itl: Some(0.13 / 3.0),
+            // Every server iteration of every member: Σ E2E 0.6 + 0.8 +
+            // 0.5 = 1.9 request-seconds in a 1 s window → 1.9 requests in
+            // the system (Little's law); Σ TTFT 0.1 + 0.2 + 0.15 = 0.45 s,
+            // so prefill's share by time is 0.45 / 1.9 = 9/38.
+            concurrency: Some(1.9),
+            prefill_share: Some(9.0 / 38.0),
         },
     ]
 }
@@ -222,7 +233,12 @@ fn check_group(source: &str, g: &Group, get: impl Fn(&str) -> Option<f64>) {
         g.throughput,
     );
     close(&at("power_mean_w"), must("power_mean_w"), g.power);
-    for (f, want) in [("ttft_p50_s", g.ttft_p50), ("itl_s", g.itl)] {
+    for (f, want) in [
+        ("ttft_p50_s", g.ttft_p50),
+        ("itl_s", g.itl),
+        ("mean_concurrency", g.concurrency),
+        ("prefill_energy_share", g.prefill_share),
+    ] {
         match want {
             Some(w) => close(&at(f), must(f), w),
             None => assert_eq!(get(f), None, "{}", at(f)),
@@ -450,6 +466,24 @@ async fn every_published_figure_matches_the_hand_worked_oracle() {
         );
     }
 
+    // The model page prints them (server): 1.9 requests; 9/38 = 23.68 %
+    // to prefill, 76.32 % to decode, at three significant digits.
+    let (status, doc) = html_page(
+        &app,
+        &format!("/models/Qwen/Qwen2.5-0.5B-Instruct?origin=real&protocol={SERVER_PROTOCOL}"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let cells = texts(&doc, "table.points tbody tr td");
+    assert!(
+        cells.iter().any(|c| c == "1.901.90–1.90"),
+        "no concurrency cell: {cells:?}"
+    );
+    assert!(
+        cells.iter().any(|c| c == "23.7 / 76.323.7–23.7"),
+        "no prefill / decode cell: {cells:?}"
+    );
+
     parquet_agrees(&app).await;
 }
 
@@ -535,6 +569,15 @@ async fn parquet_agrees(app: &TestApp) {
     ] {
         close(&format!("Parquet runs batch {f}"), num(&b[f], f), want);
     }
+    for f in [
+        "timed_requests",
+        "ttft_sum_s",
+        "e2e_sum_s",
+        "mean_concurrency",
+        "prefill_energy_j",
+    ] {
+        assert_eq!(b[f], Value::Null, "Parquet runs batch {f}: server only");
+    }
     let s = run("server");
     // TTFT p90 at rank 0.9·2 = 1.8: 0.15 + 0.8 × (0.2 − 0.15) = 0.19;
     // E2E p90: 0.6 + 0.8 × (0.8 − 0.6) = 0.76.
@@ -549,6 +592,13 @@ async fn parquet_agrees(app: &TestApp) {
         ("itl_s", 0.13 / 3.0),
         ("power_samples", 10.0),
         ("requests_ok", 3.0),
+        // Σ over the 3 timed requests: TTFT 0.45 s, E2E 1.9 s; 1.9 / 1 s;
+        // prefill 30 J × 0.45 / 1.9 = 13.5 / 1.9 J.
+        ("timed_requests", 3.0),
+        ("ttft_sum_s", 0.45),
+        ("e2e_sum_s", 1.9),
+        ("mean_concurrency", 1.9),
+        ("prefill_energy_j", 13.5 / 1.9),
     ] {
         close(&format!("Parquet runs server {f}"), num(&s[f], f), want);
     }

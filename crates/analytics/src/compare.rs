@@ -298,6 +298,13 @@ pub struct Point {
     /// Server: inter-token latency.
     pub itl: Option<Estimate>,
     pub throughput: Estimate,
+    /// Server: requests in the system on average (Little's law).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mean_concurrency: Option<Estimate>,
+    /// Server: the share of energy attributed to prefill by time (Σ TTFT
+    /// ÷ Σ end-to-end latency); decode is the rest.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefill_energy_share: Option<Estimate>,
     pub iterations: u64,
     pub submissions: u64,
     /// Not beaten on both energy and latency by another GPU.
@@ -358,6 +365,14 @@ pub fn model_summary_within(
                         Scenario::Batch => None,
                     },
                     throughput: Estimate::new(e.throughput_tok_s, e.intervals.throughput_tok_s),
+                    mean_concurrency: Estimate::of(
+                        e.mean_concurrency,
+                        e.intervals.mean_concurrency,
+                    ),
+                    prefill_energy_share: Estimate::of(
+                        e.prefill_energy_share,
+                        e.intervals.prefill_energy_share,
+                    ),
                     iterations: e.iterations,
                     submissions: e.submissions,
                     pareto: false,
@@ -527,6 +542,8 @@ mod tests {
             power_mean_w: 100.0,
             ttft_p50_s: Some(lat),
             itl_s: Some(lat),
+            mean_concurrency: None,
+            prefill_energy_share: None,
             intervals: crate::leaderboard::FigureIntervals {
                 ttft_p50_s: Some(around(lat, 0.1)),
                 ..Default::default()

@@ -29,6 +29,9 @@ pub struct Member {
     pub power_median: f64,
     pub ttft_median: Option<f64>,
     pub itl_median: Option<f64>,
+    /// Server: the submission's median mean concurrency and prefill share.
+    pub concurrency_median: Option<f64>,
+    pub prefill_share_median: Option<f64>,
     /// The submission's own intervals of its other figures.
     pub intervals: FigureIntervals,
 }
@@ -45,6 +48,10 @@ pub struct FigureIntervals {
     pub throughput_tok_s: Option<Interval>,
     pub ttft_p50_s: Option<Interval>,
     pub itl_s: Option<Interval>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_concurrency: Option<Interval>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefill_energy_share: Option<Interval>,
 }
 
 impl FigureIntervals {
@@ -72,6 +79,8 @@ pub struct Figures {
     pub power_median: f64,
     pub ttft_median: Option<f64>,
     pub itl_median: Option<f64>,
+    pub concurrency_median: Option<f64>,
+    pub prefill_share_median: Option<f64>,
     pub iterations: u64,
     pub submissions: u64,
     pub submitters: u64,
@@ -124,6 +133,18 @@ pub fn aggregate(members: &[Member]) -> Option<Figures> {
         power_median: stats::median(members.iter().map(|m| m.power_median).collect())?,
         ttft_median: stats::median(members.iter().filter_map(|m| m.ttft_median).collect()),
         itl_median: stats::median(members.iter().filter_map(|m| m.itl_median).collect()),
+        concurrency_median: stats::median(
+            members
+                .iter()
+                .filter_map(|m| m.concurrency_median)
+                .collect(),
+        ),
+        prefill_share_median: stats::median(
+            members
+                .iter()
+                .filter_map(|m| m.prefill_share_median)
+                .collect(),
+        ),
         iterations: members.iter().map(|m| u64::from(m.iterations)).sum(),
         submissions: members.len() as u64,
         submitters: submitters.len() as u64,
@@ -149,6 +170,16 @@ pub fn aggregate(members: &[Member]) -> Option<Figures> {
             ),
             ttft_p50_s: group_interval(members, |m| m.ttft_median, |i| i.ttft_p50_s),
             itl_s: group_interval(members, |m| m.itl_median, |i| i.itl_s),
+            mean_concurrency: group_interval(
+                members,
+                |m| m.concurrency_median,
+                |i| i.mean_concurrency,
+            ),
+            prefill_energy_share: group_interval(
+                members,
+                |m| m.prefill_share_median,
+                |i| i.prefill_energy_share,
+            ),
         },
     })
 }
@@ -198,6 +229,8 @@ pub struct MemberFigures {
     pub epr_median: Option<f64>,
     pub ttft_median: Option<f64>,
     pub itl_median: Option<f64>,
+    pub concurrency_median: Option<f64>,
+    pub prefill_share_median: Option<f64>,
     pub intervals: FigureIntervals,
 }
 
@@ -208,11 +241,15 @@ pub fn member_figures(c: &ConfigurationMetrics) -> MemberFigures {
         epr_median: c.energy_per_request_j.map(|s| s.median),
         ttft_median: c.ttft_p50_s.map(|s| s.median),
         itl_median: c.itl_s.map(|s| s.median),
+        concurrency_median: c.mean_concurrency.map(|s| s.median),
+        prefill_share_median: c.prefill_energy_share.map(|s| s.median),
         intervals: FigureIntervals {
             energy_per_request_j: c.energy_per_request_j.map(|s| s.median_interval(n)),
             throughput_tok_s: Some(c.throughput_tok_s.median_interval(n)),
             ttft_p50_s: c.ttft_p50_s.map(|s| s.median_interval(n)),
             itl_s: c.itl_s.map(|s| s.median_interval(n)),
+            mean_concurrency: c.mean_concurrency.map(|s| s.median_interval(n)),
+            prefill_energy_share: c.prefill_energy_share.map(|s| s.median_interval(n)),
         },
     }
 }
@@ -242,6 +279,15 @@ pub struct LeaderboardRow {
     /// Batch: the run's duration over the tokens it generated (time per
     /// output token); server: the median inter-token latency. Seconds.
     pub itl_s: Option<f64>,
+    /// Server: requests in the system on average (Little's law: Σ
+    /// end-to-end latency ÷ measurement window), median as above.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mean_concurrency: Option<f64>,
+    /// Server: the share of energy attributed to prefill by time (Σ TTFT ÷
+    /// Σ end-to-end latency; the rest is decode), median as above. An
+    /// attribution, not a measurement.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefill_energy_share: Option<f64>,
     /// Intervals of the figures above, like `energy_per_token_interval`.
     pub intervals: FigureIntervals,
     pub iterations: u64,

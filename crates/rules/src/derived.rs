@@ -65,12 +65,39 @@ pub struct IterationMetrics {
     pub ttft_p90_s: Option<f64>,
     pub e2e_p50_s: Option<f64>,
     pub e2e_p90_s: Option<f64>,
+    /// Server: how many requests the per-request latency lists hold (the
+    /// successful ones); absent on batch runs.
+    #[serde(default)]
+    pub timed_requests: Option<u64>,
+    /// Server: Σ time to first token over those requests, seconds.
+    #[serde(default)]
+    pub ttft_sum_s: Option<f64>,
+    /// Server: Σ end-to-end latency over those requests, seconds.
+    #[serde(default)]
+    pub e2e_sum_s: Option<f64>,
+    /// Server: requests in the system on average over the measurement
+    /// window, by Little's law: Σ end-to-end latency ÷ measurement duration.
+    #[serde(default)]
+    pub mean_concurrency: Option<f64>,
+    /// Server: the part of `gpu_energy_j` attributed to prefill by time,
+    /// `gpu_energy_j` × Σ TTFT ÷ Σ end-to-end latency (an attribution, not
+    /// a measurement: the GPU serves prefill and decode of different
+    /// requests at once, and TTFT includes queueing).
+    #[serde(default)]
+    pub prefill_energy_j: Option<f64>,
 }
 
 impl IterationMetrics {
     /// The paper drops iterations that generated no tokens.
     pub fn counts(&self) -> bool {
         self.generation_tokens > 0
+    }
+
+    /// Σ TTFT ÷ Σ end-to-end latency: the share of request time, and so of
+    /// energy by [`IterationMetrics::prefill_energy_j`]'s attribution, that
+    /// is prefill.
+    pub fn prefill_share(&self) -> Option<f64> {
+        ratio(self.ttft_sum_s?, self.e2e_sum_s?)
     }
 }
 
@@ -143,6 +170,13 @@ pub struct ConfigurationMetrics {
     pub itl_s: Option<Spread>,
     pub ttft_p50_s: Option<Spread>,
     pub e2e_p50_s: Option<Spread>,
+    /// Server: mean requests in the system (Little's law) over iterations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_concurrency: Option<Spread>,
+    /// Server: Σ TTFT ÷ Σ end-to-end latency over iterations, the share of
+    /// energy attributed to prefill (the rest to decode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefill_energy_share: Option<Spread>,
 }
 
 impl ConfigurationMetrics {
@@ -158,6 +192,14 @@ fn ratio(num: f64, den: f64) -> Option<f64> {
 
 pub fn derive(row: &IterationRow) -> IterationMetrics {
     let energy = trace_energy_j(row);
+    let sums = match row.scenario {
+        Scenario::Batch => None,
+        Scenario::Server => Some(RequestSums {
+            timed: row.e2e_s.len() as u64,
+            ttft_s: row.ttft_s.iter().sum(),
+            e2e_s: row.e2e_s.iter().sum(),
+        }),
+    };
     let (itl, ttft_p50, ttft_p90, e2e_p50, e2e_p90) = match row.scenario {
         Scenario::Batch => (
             ratio(row.duration_s, row.generation_tokens_total as f64),
@@ -216,7 +258,22 @@ pub fn derive(row: &IterationRow) -> IterationMetrics {
         ttft_p90_s: ttft_p90,
         e2e_p50_s: e2e_p50,
         e2e_p90_s: e2e_p90,
+        timed_requests: sums.map(|s| s.timed),
+        ttft_sum_s: sums.map(|s| s.ttft_s),
+        e2e_sum_s: sums.map(|s| s.e2e_s),
+        mean_concurrency: sums.and_then(|s| ratio(s.e2e_s, row.duration_s)),
+        prefill_energy_j: sums
+            .and_then(|s| ratio(s.ttft_s, s.e2e_s))
+            .map(|share| energy * share),
     }
+}
+
+/// A server iteration's per-request sums, from the results CSV's lists.
+#[derive(Clone, Copy)]
+struct RequestSums {
+    timed: u64,
+    ttft_s: f64,
+    e2e_s: f64,
 }
 
 /// The first derived figure of an iteration that is NaN or infinite.
@@ -240,6 +297,10 @@ pub fn first_non_finite(m: &IterationMetrics) -> Option<&'static str> {
         ("ttft_p90_s", m.ttft_p90_s),
         ("e2e_p50_s", m.e2e_p50_s),
         ("e2e_p90_s", m.e2e_p90_s),
+        ("ttft_sum_s", m.ttft_sum_s),
+        ("e2e_sum_s", m.e2e_sum_s),
+        ("mean_concurrency", m.mean_concurrency),
+        ("prefill_energy_j", m.prefill_energy_j),
     ];
     figures
         .into_iter()
@@ -263,6 +324,8 @@ pub fn first_non_finite_spread(c: &ConfigurationMetrics) -> Option<&'static str>
         ("itl_s", c.itl_s.as_ref()),
         ("ttft_p50_s", c.ttft_p50_s.as_ref()),
         ("e2e_p50_s", c.e2e_p50_s.as_ref()),
+        ("mean_concurrency", c.mean_concurrency.as_ref()),
+        ("prefill_energy_share", c.prefill_energy_share.as_ref()),
     ]
     .into_iter()
     .find(|(_, s)| s.is_some_and(|s| !finite(s)))
@@ -308,6 +371,8 @@ pub fn aggregate(iterations: &[IterationMetrics]) -> Vec<ConfigurationMetrics> {
                 itl_s: Spread::of(&collect(|i| i.itl_s)),
                 ttft_p50_s: Spread::of(&collect(|i| i.ttft_p50_s)),
                 e2e_p50_s: Spread::of(&collect(|i| i.e2e_p50_s)),
+                mean_concurrency: Spread::of(&collect(|i| i.mean_concurrency)),
+                prefill_energy_share: Spread::of(&collect(IterationMetrics::prefill_share)),
             })
         })
         .collect()
@@ -491,6 +556,58 @@ mod tests {
         // E2E sorted 0.9, 1.1, 2.2, 2.3, 3.5: p50 = 2.2; p90 = 2.3 + 0.6 × 1.2 = 3.02.
         close(m.e2e_p50_s.unwrap(), 2.2);
         close(m.e2e_p90_s.unwrap(), 3.02);
+        // Per-request sums over the 5 timed requests: Σ TTFT = 0.1 + 0.2 +
+        // 0.3 + 0.4 + 0.5 = 1.5 s; Σ E2E = 1.1 + 2.2 + 2.3 + 0.9 + 3.5 = 10 s.
+        assert_eq!(m.timed_requests, Some(5));
+        close(m.ttft_sum_s.unwrap(), 1.5);
+        close(m.e2e_sum_s.unwrap(), 10.0);
+        // Little's law: 10 request-seconds over a 10 s window = 1 request
+        // in the system on average.
+        close(m.mean_concurrency.unwrap(), 1.0);
+        // Prefill's share by time 1.5 / 10 = 0.15, of 96 J = 14.4 J.
+        close(m.prefill_share().unwrap(), 0.15);
+        close(m.prefill_energy_j.unwrap(), 14.4);
+    }
+
+    #[test]
+    fn request_sums_are_server_only_and_spread_over_iterations() {
+        let b = derive(&batch_row());
+        assert_eq!(
+            (b.timed_requests, b.ttft_sum_s, b.e2e_sum_s),
+            (None, None, None)
+        );
+        assert_eq!((b.mean_concurrency, b.prefill_energy_j), (None, None));
+        let c = aggregate(&[b]).remove(0);
+        assert_eq!((c.mean_concurrency, c.prefill_energy_share), (None, None));
+
+        // Three server iterations whose concurrency is 1, 3 and 2 and
+        // whose prefill share is 0.15, 0.05 and 0.25: medians 2 and 0.15.
+        let base = derive(&server_row());
+        let its: Vec<IterationMetrics> = [(1, 1.0, 1.5), (2, 3.0, 0.5), (3, 2.0, 2.5)]
+            .into_iter()
+            .map(|(i, conc, ttft_sum)| {
+                let mut m = base.clone();
+                m.iteration = i;
+                m.mean_concurrency = Some(conc);
+                m.ttft_sum_s = Some(ttft_sum);
+                m
+            })
+            .collect();
+        let c = aggregate(&its).remove(0);
+        let conc = c.mean_concurrency.unwrap();
+        assert_eq!((conc.median, conc.min, conc.max), (2.0, 1.0, 3.0));
+        let share = c.prefill_energy_share.unwrap();
+        close(share.median, 0.15);
+        close(share.min, 0.05);
+        close(share.max, 0.25);
+        // A stored configuration written before the sums existed reads
+        // back without them.
+        let mut old = serde_json::to_value(&c).unwrap();
+        let obj = old.as_object_mut().unwrap();
+        obj.remove("mean_concurrency");
+        obj.remove("prefill_energy_share");
+        let back: ConfigurationMetrics = serde_json::from_value(old).unwrap();
+        assert_eq!(back.mean_concurrency, None);
     }
 
     #[test]

@@ -39,7 +39,8 @@ impl Kind {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
     Text(String),
-    Int(i64),
+    /// Empty where the figure is absent (e.g. server-only counts on a batch row).
+    Int(Option<i64>),
     Float(Option<f64>),
     Bool(bool),
     /// Milliseconds since the Unix epoch, UTC.
@@ -95,7 +96,7 @@ fn text(s: &str) -> Value {
 }
 
 fn int(v: u64) -> Value {
-    Value::Int(i64::try_from(v).unwrap_or(i64::MAX))
+    Value::Int(Some(i64::try_from(v).unwrap_or(i64::MAX)))
 }
 
 fn protocol_id(s: &SubmissionRecord, scenario: Scenario) -> String {
@@ -123,7 +124,7 @@ pub fn runs<'a>() -> Vec<Field<RunRow<'a>>> {
         field!("model", Text, "", "Hugging Face model id served by vLLM.", |r| text(&r.run.model)),
         field!("scenario", Text, "", "batch (all prompts at once) or server (Poisson arrivals).", |r| text(r.run.scenario.as_str())),
         field!("lambda_qps", Float, "req/s", "Mean arrival rate of the server scenario; empty for batch.", |r| Value::Float(r.run.lambda_qps)),
-        field!("iteration", Int, "", "Iteration number within the configuration, as the harness wrote it.", |r| Value::Int(i64::from(r.run.iteration))),
+        field!("iteration", Int, "", "Iteration number within the configuration, as the harness wrote it.", |r| Value::Int(Some(i64::from(r.run.iteration)))),
         field!("started_at", Text, "", "Start of the measurement window, as the harness wrote it (measurement_datetime).", |r| text(&r.run.started_at)),
         field!("duration_s", Float, "s", "Length of the measurement window.", |r| Value::Float(Some(r.run.duration_s))),
         field!("requests_ok", Int, "requests", "Requests that completed.", |r| int(r.run.requests_ok)),
@@ -148,6 +149,11 @@ pub fn runs<'a>() -> Vec<Field<RunRow<'a>>> {
         field!("e2e_p50_s", Float, "s", "Median end-to-end request latency (server only).", |r| Value::Float(r.run.e2e_p50_s)),
         field!("e2e_p90_s", Float, "s", "90th percentile end-to-end request latency (server only).", |r| Value::Float(r.run.e2e_p90_s)),
         field!("itl_s", Float, "s/token", "Inter-token latency. Server: mean over requests with at least 2 tokens of (e2e − ttft) / (tokens − 1); batch: duration_s / generation_tokens.", |r| Value::Float(r.run.itl_s)),
+        field!("timed_requests", Int, "requests", "Server: requests in the per-request latency lists (the successful ones); empty for batch.", |r| Value::Int(r.run.timed_requests.map(|n| n as i64))),
+        field!("ttft_sum_s", Float, "s", "Server: sum of time to first token over those requests.", |r| Value::Float(r.run.ttft_sum_s)),
+        field!("e2e_sum_s", Float, "s", "Server: sum of end-to-end latency over those requests.", |r| Value::Float(r.run.e2e_sum_s)),
+        field!("mean_concurrency", Float, "requests", "Server: requests in the system on average by Little's law, e2e_sum_s / duration_s.", |r| Value::Float(r.run.mean_concurrency)),
+        field!("prefill_energy_j", Float, "J", "Server: gpu_energy_j × ttft_sum_s / e2e_sum_s, the energy attributed to prefill by time (an attribution, not a measurement; decode is the rest).", |r| Value::Float(r.run.prefill_energy_j)),
     ]
 }
 
@@ -262,6 +268,20 @@ pub fn configurations() -> Vec<Field<LeaderboardRow>> {
             "s/token",
             "Median over iterations of the inter-token latency (see runs.itl_s).",
             |e| Value::Float(e.itl_s)
+        ),
+        field!(
+            "mean_concurrency",
+            Float,
+            "requests",
+            "Server: median of the iterations' mean concurrency (see runs.mean_concurrency).",
+            |e| Value::Float(e.mean_concurrency)
+        ),
+        field!(
+            "prefill_energy_share",
+            Float,
+            "ratio",
+            "Server: median of the iterations' ttft_sum_s / e2e_sum_s, the share of energy attributed to prefill by time (decode is 1 minus it).",
+            |e| Value::Float(e.prefill_energy_share)
         ),
         field!(
             "iterations",

@@ -98,6 +98,11 @@ const TABLES: &[(&str, &[(&str, Kind)])] = &[
             ("ttft_p90_s", Real),
             ("e2e_p50_s", Real),
             ("e2e_p90_s", Real),
+            ("timed_requests", Int),
+            ("ttft_sum_s", Real),
+            ("e2e_sum_s", Real),
+            ("mean_concurrency", Real),
+            ("prefill_energy_j", Real),
         ],
     ),
     (
@@ -123,6 +128,8 @@ const TABLES: &[(&str, &[(&str, Kind)])] = &[
             ("ttft_median", Real),
             ("itl_median", Real),
             ("intervals", Text),
+            ("concurrency_median", Real),
+            ("prefill_share_median", Real),
         ],
     ),
     (
@@ -304,6 +311,8 @@ const TABLES: &[(&str, &[(&str, Kind)])] = &[
             ("in_review", Int),
             ("evidence", Text),
             ("intervals", Text),
+            ("concurrency_median", Real),
+            ("prefill_share_median", Real),
         ],
     ),
     (

@@ -170,8 +170,9 @@ macro_rules! intake_sql {
                             requests_ok, requests_failed, prompt_tokens, generation_tokens, gpu_energy_j, reported_gpu_energy_j,
                             cpu_energy_j, dram_energy_j, power_mean_w, power_max_w, power_min_w, power_samples, temp_first_c,
                             temp_max_c, energy_per_token_j, energy_per_request_j, throughput_tok_s, itl_s, ttft_p50_s, ttft_p90_s,
-                            e2e_p50_s, e2e_p90_s)
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29)",
+                            e2e_p50_s, e2e_p90_s, timed_requests, ttft_sum_s, e2e_sum_s, mean_concurrency, prefill_energy_j)
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29,
+                            $30, $31, $32, $33, $34)",
                     )
                     .bind(id)
                     .bind(&r.model)
@@ -202,6 +203,11 @@ macro_rules! intake_sql {
                     .bind(r.ttft_p90_s)
                     .bind(r.e2e_p50_s)
                     .bind(r.e2e_p90_s)
+                    .bind(r.timed_requests.map(|n| n as i64))
+                    .bind(r.ttft_sum_s)
+                    .bind(r.e2e_sum_s)
+                    .bind(r.mean_concurrency)
+                    .bind(r.prefill_energy_j)
                     .execute(&mut *tx)
                     .await
                     .map_err(db_err)?;
@@ -370,8 +376,9 @@ macro_rules! intake_sql {
                         sqlx::query(
                             "INSERT INTO configurations (submission_id, position, model, scenario, lambda_qps, iterations,
                                 ept_median_j, ept_cv, throughput_median, power_mean_median_w, metrics, group_key, ept_lo,
-                                ept_hi, ept_conf, epr_median, ttft_median, itl_median, intervals)
-                             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)",
+                                ept_hi, ept_conf, epr_median, ttft_median, itl_median, intervals, concurrency_median,
+                                prefill_share_median)
+                             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)",
                         )
                         .bind(&id)
                         .bind(i as i64)
@@ -392,6 +399,8 @@ macro_rules! intake_sql {
                         .bind(f.ttft_median)
                         .bind(f.itl_median)
                         .bind(f.intervals.to_json())
+                        .bind(f.concurrency_median)
+                        .bind(f.prefill_share_median)
                         .execute(&mut *tx)
                         .await
                         .map_err(db_err)?;

@@ -64,7 +64,7 @@ pub trait ReadModel: Send + Sync {
 /// The members of one group: `configurations` joined to their submission.
 pub(crate) const MEMBER_SELECT: &str = "SELECT s.id, s.submitter_id, s.status, c.iterations, c.ept_median_j, c.ept_lo, c.ept_hi,
         c.ept_conf, c.ept_cv, c.epr_median, c.throughput_median, c.power_mean_median_w, c.ttft_median, c.itl_median,
-        c.intervals
+        c.intervals, c.concurrency_median, c.prefill_share_median
      FROM configurations c JOIN submissions s ON s.id = c.submission_id
      WHERE c.group_key = $1 AND s.status <> 'rejected' AND s.duplicate_of IS NULL
      ORDER BY s.received_at, s.id";
@@ -73,9 +73,9 @@ pub(crate) const MEMBER_SELECT: &str = "SELECT s.id, s.submitter_id, s.status, c
 pub(crate) const GROUP_INSERT: &str = "INSERT INTO leaderboard_groups (group_key, visibility, gpu_id, gpu_name, model, scenario,
         lambda_qps, protocol_id, protocol_label, is_reference, origin, size_class, ept_median, ept_lo, ept_hi, ept_confidence,
         ept_cv, epr_median, throughput_median, power_median, ttft_median, itl_median, iterations, submissions, submitters,
-        in_review, evidence, ept_mad, intervals)
+        in_review, evidence, ept_mad, intervals, concurrency_median, prefill_share_median)
      SELECT group_key, $2, gpu_id, gpu_name, model, scenario, lambda_qps, protocol_id, protocol_label, is_reference, origin,
-        size_class, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19
+        size_class, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21
      FROM group_keys WHERE group_key = $1";
 
 pub(crate) const GROUP_KEY_INSERT: &str =
@@ -86,7 +86,8 @@ pub(crate) const GROUP_KEY_INSERT: &str =
 /// The columns of a leaderboard row, in [`group_entry`] order.
 pub(crate) const GROUP_COLUMNS: &str = "gpu_id, gpu_name, model, scenario, lambda_qps, protocol_id, protocol_label, is_reference,
         origin, ept_median, ept_lo, ept_hi, ept_confidence, ept_cv, epr_median, throughput_median, power_median, ttft_median,
-        itl_median, iterations, submissions, submitters, in_review, evidence, intervals";
+        itl_median, iterations, submissions, submitters, in_review, evidence, intervals, concurrency_median,
+        prefill_share_median";
 
 /// Adds to one (origin, status) counter row.
 pub(crate) const COUNTER_ADD: &str = "INSERT INTO dataset_counters (origin, status, submissions, iterations, power_samples)
@@ -219,6 +220,8 @@ macro_rules! read_model_sql {
                 ttft_median: r.get(12),
                 itl_median: r.get(13),
                 intervals: intervals_of(r.get(14))?,
+                concurrency_median: r.get(15),
+                prefill_share_median: r.get(16),
             })
         }
 
@@ -258,6 +261,8 @@ macro_rules! read_model_sql {
                 power_mean_w: r.get(16),
                 ttft_p50_s: r.get(17),
                 itl_s: r.get(18),
+                mean_concurrency: r.get(25),
+                prefill_energy_share: r.get(26),
                 intervals: intervals_of(r.get(24))?,
                 rank_in_model: r.try_get::<i64, _>("model_rank").ok().map(|n| n as u64),
                 iterations: r.get::<i64, _>(19) as u64,
@@ -324,6 +329,8 @@ macro_rules! read_model_sql {
                     .bind(f.evidence.first().map(|u| u.to_string()))
                     .bind(f.ept_mad)
                     .bind(f.intervals.to_json())
+                    .bind(f.concurrency_median)
+                    .bind(f.prefill_share_median)
                     .execute(&mut *tx)
                     .await
                     .map_err(db_err)?;
@@ -610,7 +617,10 @@ macro_rules! read_model_sql {
             async fn submissions_to_derive(&self) -> Result<Vec<SubmissionRecord>, StoreError> {
                 self.calls.run($crate::calls::CallKind::Maintenance, "submissions_to_derive", async move {
                     let rows = sqlx::query(&format!(
-                        "{SUBMISSION_SELECT} WHERE s.protocol IS NULL OR s.energy_rule < $1 ORDER BY s.received_at, s.id"
+                        "{SUBMISSION_SELECT} WHERE s.protocol IS NULL OR s.energy_rule < $1
+                            OR EXISTS (SELECT 1 FROM runs r WHERE r.submission_id = s.id AND r.scenario = 'server'
+                                AND r.e2e_sum_s IS NULL)
+                         ORDER BY s.received_at, s.id"
                     ))
                     .bind(::wattcounts_rules::derived::ENERGY_RULE_VERSION)
                     .fetch_all(&self.pool)
@@ -752,7 +762,8 @@ macro_rules! read_model_sql {
                             sqlx::query(
                                 "UPDATE configurations SET group_key = $1, ept_lo = $2, ept_hi = $3, ept_conf = $4, epr_median = $5,
                                     ttft_median = $6, itl_median = $7, intervals = $8, ept_median_j = $10, ept_cv = $11,
-                                    throughput_median = $12, power_mean_median_w = $13, metrics = $14, iterations = $15 WHERE id = $9",
+                                    throughput_median = $12, power_mean_median_w = $13, metrics = $14, iterations = $15,
+                                    concurrency_median = $16, prefill_share_median = $17 WHERE id = $9",
                             )
                             .bind(&key)
                             .bind(f.ept_interval.lo)
@@ -769,6 +780,8 @@ macro_rules! read_model_sql {
                             .bind(c.power_mean_w.median)
                             .bind(serde_json::to_string(&c).map_err(json_err)?)
                             .bind(c.iterations as i64)
+                            .bind(f.concurrency_median)
+                            .bind(f.prefill_share_median)
                             .execute(&mut *tx)
                             .await
                             .map_err(db_err)?;

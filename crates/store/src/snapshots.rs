@@ -86,7 +86,7 @@ pub(crate) const RUN_COLUMNS: &str = "r.model, r.scenario, r.lambda_qps, r.itera
     r.requests_ok, r.requests_failed, r.prompt_tokens, r.generation_tokens, r.gpu_energy_j, r.reported_gpu_energy_j,
     r.cpu_energy_j, r.dram_energy_j, r.power_mean_w, r.power_max_w, r.power_min_w, r.power_samples, r.temp_first_c,
     r.temp_max_c, r.energy_per_token_j, r.energy_per_request_j, r.throughput_tok_s, r.itl_s, r.ttft_p50_s, r.ttft_p90_s,
-    r.e2e_p50_s, r.e2e_p90_s";
+    r.e2e_p50_s, r.e2e_p90_s, r.timed_requests, r.ttft_sum_s, r.e2e_sum_s, r.mean_concurrency, r.prefill_energy_j";
 
 pub(crate) fn snapshot_row(
     (id, created_at, manifest, manifest_sha256): (String, String, String, String),
@@ -142,6 +142,11 @@ macro_rules! snapshots_sql {
                     ttft_p90_s: r.get(26),
                     e2e_p50_s: r.get(27),
                     e2e_p90_s: r.get(28),
+                    timed_requests: r.get::<Option<i64>, _>(29).map(|n| n as u64),
+                    ttft_sum_s: r.get(30),
+                    e2e_sum_s: r.get(31),
+                    mean_concurrency: r.get(32),
+                    prefill_energy_j: r.get(33),
                 },
             ))
         }

@@ -31,6 +31,8 @@ fn row(gpu: &str, model: &str, k: ScenarioKey, ept: f64, lo: f64, hi: f64) -> Le
         power_mean_w: 100.0 * ept,
         ttft_p50_s: None,
         itl_s: None,
+        mean_concurrency: None,
+        prefill_energy_share: None,
         intervals: FigureIntervals::default(),
         iterations: 15,
         submissions: 3,

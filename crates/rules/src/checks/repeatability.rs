@@ -191,6 +191,11 @@ mod tests {
             ttft_p90_s: None,
             e2e_p50_s: None,
             e2e_p90_s: None,
+            timed_requests: None,
+            ttft_sum_s: None,
+            e2e_sum_s: None,
+            mean_concurrency: None,
+            prefill_energy_j: None,
         }
     }
 

@@ -27,6 +27,12 @@ pub(crate) struct PointRow {
     pub(crate) itl_range: String,
     pub(crate) throughput: String,
     pub(crate) throughput_range: String,
+    /// Server: mean concurrency (Little's law) and its interval.
+    pub(crate) concurrency: String,
+    pub(crate) concurrency_range: String,
+    /// Server: "14 / 86": the energy attributed to prefill / decode, %.
+    pub(crate) split: String,
+    pub(crate) split_range: String,
     pub(crate) iterations: String,
     pub(crate) pareto: bool,
     pub(crate) evidence: String,
@@ -226,6 +232,16 @@ pub(crate) fn section(
                 latency_range: format::range(p.latency, 1e3),
                 itl: format::value(p.itl, 1e3),
                 throughput: format::thousands(p.throughput.median.round() as u64),
+                concurrency: format::value(p.mean_concurrency, 1.0),
+                concurrency_range: format::under(p.mean_concurrency, 1.0),
+                split: p.prefill_energy_share.map_or("–".into(), |s| {
+                    format!(
+                        "{} / {}",
+                        sig(s.median * 100.0),
+                        sig((1.0 - s.median) * 100.0)
+                    )
+                }),
+                split_range: format::under(p.prefill_energy_share, 100.0),
                 iterations: format::thousands(p.iterations),
                 pareto: p.pareto,
                 evidence: p.evidence.to_string(),
