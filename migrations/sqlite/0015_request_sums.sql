@@ -19,3 +19,9 @@ ALTER TABLE configurations ADD COLUMN concurrency_median REAL;
 ALTER TABLE configurations ADD COLUMN prefill_share_median REAL;
 ALTER TABLE leaderboard_groups ADD COLUMN concurrency_median REAL;
 ALTER TABLE leaderboard_groups ADD COLUMN prefill_share_median REAL;
+
+-- What `serve` asks at every start (submissions_to_derive): which server
+-- runs still lack the sums. Empty once derived, so the question costs an
+-- index probe per submission, not a read of every run.
+CREATE INDEX runs_missing_request_sums ON runs(submission_id)
+    WHERE scenario = 'server' AND e2e_sum_s IS NULL;

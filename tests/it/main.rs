@@ -19,6 +19,7 @@ mod explore;
 mod exports;
 mod groups;
 mod hardening;
+mod harness_fixtures;
 mod insights;
 mod instances;
 mod intake;
