@@ -1,6 +1,7 @@
 //! `db copy` (a SQLite deployment's data into PostgreSQL), `db rebuild`
-//! (every derived table from the stored submissions) and `db audit-bundles`
-//! (stored bundles the unpacker refuses today).
+//! (every derived table from the stored submissions), `db audit-bundles`
+//! (stored bundles the unpacker refuses today), and `db backup` / `db
+//! restore` (the whole deployment into a folder and back).
 
 use clap::{Args, Subcommand};
 
@@ -27,6 +28,54 @@ pub enum DbCommand {
     /// the byte offset and what is there. Changes nothing. Exit 1 when
     /// any is found.
     AuditBundles(StoreArgs),
+    /// Back up the whole deployment, while `serve` runs, into a new folder:
+    /// the database as one SQLite file consistent as of one moment (from
+    /// SQLite or PostgreSQL), every bundle it names and every published
+    /// snapshot's files, each checked against its SHA-256, and backup.json
+    /// (written last) listing them with their digests and the log's public
+    /// key. The log's signing key only with --with-log-key.
+    Backup(BackupArgs),
+    /// Restore a `db backup` folder into an empty deployment: checks every
+    /// digest first (a damaged backup writes nothing), then fills a new
+    /// SQLite file or an empty PostgreSQL database (migrating a backup of
+    /// an older version), the bundles and the snapshots, and the log key
+    /// when the backup holds it. Start `serve` on the same flags after.
+    Restore(RestoreArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BackupArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// A new (or empty) folder to write the backup into.
+    #[arg(long)]
+    pub to: std::path::PathBuf,
+    /// Also copy the transparency log's signing key (a secret: keep the
+    /// folder as safe as the key). Without it, keep <data-dir>/log.key (or
+    /// --log-key-file) apart: a restored deployment must sign with it.
+    #[arg(long)]
+    pub with_log_key: bool,
+    /// The log key's file when it is not <data-dir>/log.key.
+    #[arg(long, env = "WATTCOUNTS_LOG_KEY_FILE")]
+    pub log_key_file: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct RestoreArgs {
+    /// A folder `db backup` wrote.
+    #[arg(long)]
+    pub from: std::path::PathBuf,
+    /// The new deployment's data dir (bundles and snapshots go under it;
+    /// the database too unless --database-url names an empty PostgreSQL one).
+    #[arg(long, env = "WATTCOUNTS_DATA_DIR", default_value = "data")]
+    pub data_dir: std::path::PathBuf,
+    /// postgres://… of an empty database; defaults to a new
+    /// sqlite:<data-dir>/wattcounts.db.
+    #[arg(long, env = "WATTCOUNTS_DATABASE_URL")]
+    pub database_url: Option<String>,
+    /// s3://BUCKET[/PREFIX] when the new deployment keeps its files there.
+    #[arg(long, env = "WATTCOUNTS_BLOB_URL")]
+    pub blob_url: Option<String>,
 }
 
 /// Where a deployment keeps its data (as `serve` is given it).
@@ -57,6 +106,8 @@ pub async fn run(cmd: DbCommand) -> anyhow::Result<std::process::ExitCode> {
     match cmd {
         DbCommand::Rebuild(a) => rebuild(&a).await.map(|()| std::process::ExitCode::SUCCESS),
         DbCommand::AuditBundles(a) => audit_bundles(&a).await,
+        DbCommand::Backup(a) => backup(&a).await.map(|()| std::process::ExitCode::SUCCESS),
+        DbCommand::Restore(a) => restore(&a).await.map(|()| std::process::ExitCode::SUCCESS),
         DbCommand::Copy(a) => {
             if !a.from.starts_with("sqlite:") {
                 anyhow::bail!("--from must be a sqlite: URL");
@@ -148,6 +199,119 @@ async fn rebuild(a: &StoreArgs) -> anyhow::Result<()> {
         report.configurations,
         report.groups,
         report.duplicates.len()
+    );
+    Ok(())
+}
+
+async fn backup(a: &BackupArgs) -> anyhow::Result<()> {
+    use wattcounts_service::backup::{self, Database};
+    let url =
+        crate::config::existing_database_url(&a.store.data_dir, a.store.database_url.as_deref())?;
+    let (blobs, library) =
+        crate::config::file_stores(&a.store.data_dir, a.store.blob_url.as_deref())?;
+    let key = a
+        .log_key_file
+        .clone()
+        .unwrap_or_else(|| a.store.data_dir.join("log.key"));
+    let key = a.with_log_key.then_some(key.as_path());
+    let start = std::time::Instant::now();
+    let progress = |line: &str| eprintln!("[{:>6.1} s] {line}", start.elapsed().as_secs_f64());
+    let report = if url.starts_with("sqlite:") {
+        let store = SqliteStore::open(&url).await?;
+        backup::backup(
+            Database::Sqlite(&store),
+            &blobs,
+            &library,
+            &a.to,
+            key,
+            progress,
+        )
+        .await?
+    } else {
+        let store = PgStore::open(&url, None).await?;
+        backup::backup(
+            Database::Postgres(&store),
+            &blobs,
+            &library,
+            &a.to,
+            key,
+            progress,
+        )
+        .await?
+    };
+    println!(
+        "backed up {} submissions ({} bundles, {} snapshot files, {:.1} MB) and a log of {} leaves into {} in {:.1} s{}",
+        report.submissions,
+        report.bundles,
+        report.snapshot_files,
+        report.bytes as f64 / 1e6,
+        report.log_size,
+        a.to.display(),
+        start.elapsed().as_secs_f64(),
+        if key.is_some() {
+            "; the log's signing key is in it: keep the folder secret"
+        } else {
+            "; the log's signing key is not in it: keep it apart (--with-log-key to include it)"
+        }
+    );
+    Ok(())
+}
+
+async fn restore(a: &RestoreArgs) -> anyhow::Result<()> {
+    use wattcounts_service::backup::{self, RestoreDb, Target};
+    let (blobs, library) = crate::config::file_stores(&a.data_dir, a.blob_url.as_deref())?;
+    let sqlite_file = crate::config::sqlite_path(&a.data_dir);
+    let pg = match a.database_url.as_deref() {
+        Some(u) if u.starts_with("postgres:") || u.starts_with("postgresql:") => {
+            Some(PgStore::open(u, None).await?)
+        }
+        Some(u) if u.starts_with("sqlite:") => anyhow::bail!(
+            "--database-url {u}: a restore writes SQLite to <data-dir>/wattcounts.db; leave --database-url out"
+        ),
+        Some(u) => anyhow::bail!("--database-url {u}: expected postgres://…"),
+        None => None,
+    };
+    let target = Target {
+        database: match &pg {
+            Some(pg) => RestoreDb::Postgres(pg),
+            None => RestoreDb::SqliteFile(&sqlite_file),
+        },
+        blobs: blobs.objects(),
+        snapshots: library.objects(),
+        log_key: a.data_dir.join("log.key"),
+        scratch: a.data_dir.join("scratch"),
+    };
+    let start = std::time::Instant::now();
+    let report = backup::restore(&a.from, &target, |line| {
+        eprintln!("[{:>6.1} s] {line}", start.elapsed().as_secs_f64())
+    })
+    .await?;
+    let m = &report.manifest;
+    println!(
+        "restored {} submissions, {} files and a log of {} leaves (backup of {}) in {:.1} s",
+        m.submissions,
+        report.files,
+        m.log_size,
+        m.created_at,
+        start.elapsed().as_secs_f64()
+    );
+    if report.log_key_restored {
+        println!("the log key is at {}", a.data_dir.join("log.key").display());
+    } else if !a.data_dir.join("log.key").exists() {
+        println!(
+            "the backup holds no log key: put the deployment's key at {} (or give serve --log-key-file); \
+             serve refuses any other key, since the log's verifier key is {}",
+            a.data_dir.join("log.key").display(),
+            m.log_verifier_key.as_deref().unwrap_or("not set yet")
+        );
+    }
+    println!(
+        "start it with: wattcounts serve --data-dir {}{}",
+        a.data_dir.display(),
+        a.database_url
+            .as_deref()
+            .map(|u| format!(" --database-url {u}"))
+            .unwrap_or_default()
     );
     Ok(())
 }

@@ -5,6 +5,7 @@ mod common;
 
 mod admission;
 mod backends;
+mod backup;
 mod browser;
 mod bytes;
 mod cache;

@@ -6,6 +6,7 @@
 pub mod admin_sessions;
 pub mod admission;
 pub mod analysis;
+pub mod backup;
 pub mod bundle_audit;
 pub mod catalogue;
 pub mod error;

@@ -6,6 +6,7 @@
 //! Beside them: the blob store for raw bundles (`blobs`, `objects`) and the
 //! database copy (`copy`). Nothing here knows HTTP.
 
+pub mod backup;
 pub mod blobs;
 pub mod calls;
 pub mod copy;
