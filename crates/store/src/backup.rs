@@ -27,8 +27,20 @@ pub async fn postgres_into_file(from: &PgStore, path: &Path) -> anyhow::Result<(
     let url = format!("sqlite:{}", path.display());
     let copy = SqliteStore::open(&url).await?;
     crate::copy::postgres_to_sqlite(from.pool(), copy.pool(), |_, _| {}).await?;
-    // Closing the last connection folds the write-ahead log into the file.
+    // Fold the write-ahead log into the file before it is renamed: the
+    // copy must be whole in that one file. (busy, log pages, checkpointed)
+    let (busy, log, done): (i64, i64, i64) = sqlx::query_as("PRAGMA wal_checkpoint(TRUNCATE)")
+        .fetch_one(copy.pool())
+        .await?;
+    anyhow::ensure!(
+        busy == 0 && log == done,
+        "folding the copy's write-ahead log into {}: {done} of {log} pages (busy {busy})",
+        path.display()
+    );
     copy.pool().close().await;
+    for side in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{side}", path.display()));
+    }
     Ok(())
 }
 
