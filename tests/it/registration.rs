@@ -268,3 +268,40 @@ mod forged_keys {
         assert!(alice.submitter_suspended_at.is_none());
     }
 }
+
+/// Eight registrations of one new handle at once, each with its own key:
+/// one is stored; each other is refused 409, with `handle_taken` when the
+/// check before the insert saw the winner, or `conflict` when both passed
+/// it and the database's unique rule decided (on PostgreSQL too).
+async fn concurrent_registrations_of_one_handle(app: TestApp) {
+    let answers = futures_util::future::join_all((0..8).map(|_| app.try_register("carol"))).await;
+    let created = answers
+        .iter()
+        .filter(|(s, _)| *s == StatusCode::CREATED)
+        .count();
+    assert_eq!(created, 1, "{answers:#?}");
+    for (status, body) in answers.iter().filter(|(s, _)| *s != StatusCode::CREATED) {
+        assert_eq!(*status, StatusCode::CONFLICT, "{body}");
+        let code = body["error"]["code"].as_str().unwrap();
+        assert!(code == "handle_taken" || code == "conflict", "{body}");
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("handle"),
+            "{body}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_registrations_of_one_handle_on_sqlite() {
+    concurrent_registrations_of_one_handle(TestApp::new().await).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_registrations_of_one_handle_on_postgres() {
+    if let Some(app) = TestApp::postgres().await {
+        concurrent_registrations_of_one_handle(app).await
+    }
+}

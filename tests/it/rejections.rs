@@ -511,3 +511,174 @@ async fn compression_bomb() {
     )
     .await;
 }
+
+/// Gzip holding bytes that are no tar: the archive cannot be read.
+#[tokio::test]
+async fn corrupt_archive() {
+    let (app, key) = setup().await;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, &[b'x'; 1024]).unwrap();
+    let gz = gz.finish().unwrap();
+    let body = refuse(&app, &key, &gz, StatusCode::BAD_REQUEST, "corrupt_archive").await;
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("tar"),
+        "{body}"
+    );
+}
+
+/// A FIFO among the entries, and an entry type the unpacker does not take.
+#[tokio::test]
+async fn device_and_unknown_entries() {
+    let (app, key) = setup().await;
+    for (kind, code) in [
+        (tar::EntryType::Fifo, "special_entry"),
+        (tar::EntryType::new(b'V'), "unsupported_entry"),
+    ] {
+        let gz = one_entry(b"system_info.txt", kind, b"", None);
+        let body = refuse_invalid(&app, &key, &gz, code).await;
+        assert_eq!(first_detail(&body)["file"], "system_info.txt", "{code}");
+    }
+}
+
+/// The unpacker's count and size limits, as configured.
+#[tokio::test]
+async fn too_many_entries_and_too_large_unpacked() {
+    let app = TestApp::configured(|c| c.max_entries = 3).await;
+    let key = app.register("alice").await;
+    let gz = BundleBuilder::fixture().by("alice", &key).build();
+    let body = refuse(
+        &app,
+        &key,
+        &gz,
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "too_many_entries",
+    )
+    .await;
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains('3'),
+        "{body}"
+    );
+
+    let app = TestApp::configured(|c| c.max_unpacked_bytes = 64 << 10).await;
+    let key = app.register("alice").await;
+    let gz = BundleBuilder::fixture().by("alice", &key).build();
+    let body = refuse(
+        &app,
+        &key,
+        &gz,
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "too_large_unpacked",
+    )
+    .await;
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("65536"),
+        "{body}"
+    );
+}
+
+/// The manifest lists one file twice (the archive holds it once).
+#[tokio::test]
+async fn manifest_duplicate_path() {
+    let (app, key) = setup().await;
+    let mut m = BundleBuilder::fixture().by("alice", &key).manifest_json();
+    let files = m["files"].as_array_mut().unwrap();
+    let first = files[0].clone();
+    files.push(first.clone());
+    let n = files.len() - 1;
+    let gz = manifest_bundle(&m);
+    let body = refuse_invalid(&app, &key, &gz, "manifest_duplicate_path").await;
+    let d = first_detail(&body);
+    assert_eq!(d["file"], "wattcounts.json");
+    assert_eq!(d["pointer"], format!("/files/{n}/path"));
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains(first["path"].as_str().unwrap()),
+        "{body}"
+    );
+}
+
+/// Every iteration of every configuration generated no token (the
+/// counters and the per-request lists agree): nothing to measure.
+#[tokio::test]
+async fn no_iteration_generated_a_token() {
+    let (app, key) = setup().await;
+    let zero = |t: &str| {
+        let mut rdr = csv::Reader::from_reader(t.as_bytes());
+        let header = rdr.headers().unwrap().clone();
+        let total = header
+            .iter()
+            .position(|h| h == "generation_tokens_total")
+            .unwrap();
+        let list = header
+            .iter()
+            .position(|h| h == "request_generation_tokens")
+            .unwrap();
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.write_record(&header).unwrap();
+        for r in rdr.records() {
+            let mut cells: Vec<String> = r.unwrap().iter().map(str::to_string).collect();
+            cells[total] = "0".into();
+            cells[list] = "[]".into();
+            w.write_record(&cells).unwrap();
+        }
+        String::from_utf8(w.into_inner().unwrap()).unwrap()
+    };
+    let files: Vec<(String, Vec<u8>)> = fixture()
+        .files
+        .iter()
+        .map(|(p, data)| {
+            let data = if p.ends_with("_results.csv") {
+                zero(std::str::from_utf8(data).unwrap()).into_bytes()
+            } else {
+                data.clone()
+            };
+            (p.clone(), data)
+        })
+        .collect();
+    let gz = BundleBuilder::fixture()
+        .files(files)
+        .by("alice", &key)
+        .build();
+    let body = refuse_invalid(&app, &key, &gz, "no_tokens").await;
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("tokens"),
+        "{body}"
+    );
+}
+
+/// A registration with an RSA key: only Ed25519 and ECDSA keys sign here.
+#[tokio::test]
+async fn a_registration_with_an_rsa_key() {
+    let app = TestApp::new().await;
+    let before = app.stored().await;
+    let (status, body) = app
+        .send(
+            axum::http::Request::post("/api/v1/submitters")
+                .header("content-type", "application/json")
+                .body(axum::body::Body::from(
+                    json!({
+                        "handle": "bob",
+                        "public_key": "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAAAgQC7oLQN3li5wE7fmA7zi1My5Ek5HSh6JaTOphiizYHGtnjfkPraA2jUhpIy84svLKie+28YpUTZkcgdpFijFmKgYscywZU8ulRVMQf9R67CjoZRqWRNkN8iQeG7HpcCDPzFEtXdeeAIGzMDG2oIEIVLoZMDKJ9yI5vQFdc6r2D84Q== test",
+                        "proof": "-----BEGIN SSH SIGNATURE-----\n-----END SSH SIGNATURE-----",
+                    })
+                    .to_string(),
+                ))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_error(&body, "unsupported_key_type");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("ssh-rsa"),
+        "{body}"
+    );
+    app.assert_nothing_stored_since(&before).await;
+}

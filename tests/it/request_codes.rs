@@ -373,3 +373,145 @@ async fn a_results_cell_that_is_not_utf8() {
     assert_eq!(d["row"], 2, "{body}");
     assert_eq!(d["column"], "model", "{body}");
 }
+
+/// A path holding a control byte names no page: 400 `bad_path`, before
+/// any handler runs.
+#[tokio::test]
+async fn a_path_with_a_control_byte() {
+    let app = TestApp::new().await;
+    let req = Request::get("/models/qwen%00evil")
+        .body(Body::empty())
+        .unwrap();
+    let body = refused(&app, req, StatusCode::BAD_REQUEST, "bad_path").await;
+    assert!(message(&body).contains("no page has such a name"), "{body}");
+}
+
+/// The codes the service can answer with, read from its sources (test
+/// modules and the peer importer's CLI errors left out): the literal each
+/// way of making a refusal is given.
+fn refusal_codes_in_sources() -> std::collections::BTreeMap<String, String> {
+    const MAKERS: &[&str] = &[
+        "Rejection::new(",
+        "Rejection::retry_later(",
+        "Rejection::invalid(",
+        "Rejection::malformed(",
+        "Rejection::forbidden(",
+        "ApiError::new(",
+        "ApiError::timeout(",
+        "ApiError::bad_request(",
+        "Self::new(",
+        ".err(",
+        "code: ",
+    ];
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = walk_files(&root.join("crates"));
+    files.extend(walk_files(&root.join("src")));
+    let mut codes = std::collections::BTreeMap::new();
+    for f in files {
+        let rel = f.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+        if !rel.ends_with(".rs") || rel.contains("/peer/") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&f).unwrap();
+        let text = text.split("#[cfg(test)]").next().unwrap();
+        for maker in MAKERS {
+            for (at, _) in text.match_indices(maker) {
+                let mut rest = text[at + maker.len()..].trim_start();
+                // A kind or status first: `RejectKind::Invalid, "code"`.
+                if let Some(kind) = rest
+                    .strip_prefix("RejectKind::")
+                    .or_else(|| rest.strip_prefix("StatusCode::"))
+                {
+                    let Some(comma) = kind.find(',') else {
+                        continue;
+                    };
+                    rest = kind[comma + 1..].trim_start();
+                }
+                let Some(lit) = rest.strip_prefix('"') else {
+                    continue;
+                };
+                let Some(end) = lit.find('"') else { continue };
+                let code = &lit[..end];
+                if !code.is_empty()
+                    && code
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+                {
+                    codes.entry(code.to_string()).or_insert_with(|| rel.clone());
+                }
+            }
+        }
+    }
+    codes
+}
+
+/// docs/testing.md lists every refusal code with the test that meets it:
+/// a new code without a row fails here, as does a row whose code is gone
+/// or whose named test does not exist or never names the code.
+#[test]
+fn every_refusal_code_has_a_row_here() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/testing.md")).unwrap();
+    let table = doc
+        .split("<!-- refusal-codes -->")
+        .nth(1)
+        .and_then(|t| t.split("<!-- /refusal-codes -->").next())
+        .expect("docs/testing.md has the refusal-codes table");
+    let mut rows = std::collections::BTreeMap::new();
+    for line in table.lines().filter(|l| l.starts_with("| `")) {
+        let cells: Vec<&str> = line.split(" | ").collect();
+        let code = cells[0].trim_start_matches("| ").trim_matches('`');
+        let test = cells
+            .last()
+            .unwrap()
+            .trim_end_matches(" |")
+            .trim_end_matches('|');
+        assert!(
+            rows.insert(code.to_string(), test.to_string()).is_none(),
+            "{code} has two rows"
+        );
+    }
+    let codes = refusal_codes_in_sources();
+    assert!(codes.len() > 80, "the source scan found only {codes:?}");
+    let mut problems = Vec::new();
+    for (code, file) in &codes {
+        if !rows.contains_key(code) {
+            problems.push(format!("{code} (raised in {file}) has no row"));
+        }
+    }
+    for (code, test) in &rows {
+        if !codes.contains_key(code) {
+            problems.push(format!("{code} has a row but no source raises it"));
+        }
+        if test.starts_with("not reachable") {
+            continue;
+        }
+        let named: Vec<&str> = test
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .filter(|t| t.contains("::"))
+            .collect();
+        if named.is_empty() {
+            problems.push(format!("{code}: the row names no test"));
+        }
+        for t in named {
+            let (module, name) = t.split_once("::").unwrap();
+            let path = root.join(format!("tests/it/{module}.rs"));
+            let Ok(src) = std::fs::read_to_string(&path) else {
+                problems.push(format!("{code}: {t}: no tests/it/{module}.rs"));
+                continue;
+            };
+            let Some(at) = src.find(&format!("fn {name}(")) else {
+                problems.push(format!("{code}: {t}: no such test"));
+                continue;
+            };
+            // The code is named in the test, or in the function it calls
+            // (the row names the case; a shared helper may check it).
+            if !src.contains(code.as_str()) {
+                problems.push(format!("{code}: {t} (from byte {at}) never names it"));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "docs/testing.md: {problems:#?}");
+}
