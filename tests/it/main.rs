@@ -41,3 +41,4 @@ mod request_codes;
 mod slow_clients;
 mod snapshots;
 mod store_calls;
+mod upgrades;
