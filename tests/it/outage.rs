@@ -304,3 +304,59 @@ async fn a_silent_cut_is_a_503_within_3_s_and_heals() {
     assert_eq!(again["submission_id"], receipt["submission_id"]);
     assert_eq!(app.counts().await.submissions, 2);
 }
+
+/// The object store going away (issue #40, item 6): an upload whose bundle
+/// the bucket does not take answers 503 `storage_unavailable` within the
+/// calls' bounds, with Retry-After and the store named, and stores nothing;
+/// once the store is back, the same bytes are accepted. The outage is
+/// real: the service reaches the S3 server through a relay the test cuts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_dead_object_store_is_a_503_that_names_it_and_heals() {
+    let s3 = s3::shared();
+    let down = Arc::new(AtomicBool::new(false));
+    let (cut_tx, cut_rx) = watch::channel(0u64);
+    let relay_addr = relay(s3.addr.to_string(), down.clone(), cut_rx).await;
+    let url = s3.fresh_url();
+    let app =
+        TestApp::sqlite_with_bucket(s3.objects_via(&format!("http://{relay_addr}"), &url)).await;
+    let key = app.register("alice").await;
+    let first = BundleBuilder::fixture().by("alice", &key).build();
+    assert_eq!(
+        app.submit(&first, &sign(&key, &first)).await.0,
+        StatusCode::CREATED
+    );
+
+    down.store(true, Ordering::SeqCst);
+    cut_tx.send_modify(|n| *n += 1);
+    let second = BundleBuilder::fixture().marked(1).by("alice", &key).build();
+    let sig = sign(&key, &second);
+    let t = Instant::now();
+    let (status, headers, body) = app
+        .raw(multipart(&[("bundle", &second), ("signature", &sig)]))
+        .await;
+    let waited = t.elapsed();
+    let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_error(&body, "storage_unavailable");
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains(&url),
+        "{body}"
+    );
+    assert_eq!(headers["retry-after"], "30");
+    assert!(
+        waited < Duration::from_secs(20),
+        "answered after {waited:?}"
+    );
+    let raw = app.raw.as_ref().unwrap();
+    assert_eq!(
+        raw.floats("SELECT CAST(COUNT(*) AS REAL) FROM submissions")
+            .await,
+        vec![1.0],
+        "nothing of the refused upload is stored"
+    );
+
+    // The store is back: the same bytes are accepted.
+    down.store(false, Ordering::SeqCst);
+    let (status, body) = app.submit(&second, &sig).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+}

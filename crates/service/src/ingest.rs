@@ -53,6 +53,30 @@ pub(crate) fn disk_error(doing: &str, e: std::io::Error) -> IngestError {
     }
 }
 
+/// How long a client is asked to wait after the object store failed.
+pub const STORE_RETRY_SECS: u64 = 30;
+
+/// A bucket that did not take a bundle: away, refusing, silent past its
+/// bounds (`objects::bounded_s3`). Nothing was stored (the row is written
+/// only after the blob), so the client may send the same bytes again.
+pub(crate) fn store_error(store: &str, doing: &str, e: std::io::Error) -> IngestError {
+    if matches!(
+        e.kind(),
+        std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+    ) {
+        return disk_error(doing, e);
+    }
+    tracing::error!(error = %e, store, "{doing}: the object store failed");
+    IngestError::Rejected(Rejection::retry_later(
+        RejectKind::Busy,
+        "storage_unavailable",
+        format!(
+            "the object store {store} did not take the bundle ({e}); nothing was stored, send it again later"
+        ),
+        STORE_RETRY_SECS,
+    ))
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum IngestError {
     #[error("{0}")]
@@ -410,9 +434,17 @@ impl Ingestor {
         let start = Instant::now();
         let blob_path = {
             let blobs = self.blobs.clone();
+            let remote = self
+                .blobs
+                .objects()
+                .is_remote()
+                .then(|| self.blobs.objects().describe());
             blocking(move || blobs.commit(bundle))
                 .await?
-                .map_err(|e| disk_error("writing the bundle blob", e))?
+                .map_err(|e| match remote {
+                    Some(store) => store_error(&store, "writing the bundle blob", e),
+                    None => disk_error("writing the bundle blob", e),
+                })?
         };
         let new = NewSubmission {
             id: m.submission_id,

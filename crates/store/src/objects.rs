@@ -78,13 +78,32 @@ fn io(e: object_store::Error) -> std::io::Error {
 /// What an `s3://bucket/prefix` URL names, with the `AWS_*` environment
 /// (credentials, region, `AWS_ENDPOINT_URL`, `AWS_ALLOW_HTTP`) read by
 /// object_store itself.
+/// Every object-store call is bounded, as the database's are: a store
+/// that refuses connections, resets them or goes silent answers an error
+/// within seconds (the upload then gets a 503 it can send again), not
+/// after the client's default of ten retries over minutes.
+pub fn bounded_s3(b: object_store::aws::AmazonS3Builder) -> object_store::aws::AmazonS3Builder {
+    use std::time::Duration;
+    b.with_retry(object_store::RetryConfig {
+        backoff: object_store::BackoffConfig::default(),
+        max_retries: 2,
+        retry_timeout: Duration::from_secs(10),
+    })
+    .with_client_options(
+        object_store::ClientOptions::new()
+            .with_connect_timeout(Duration::from_secs(3))
+            // One request: a part of at most 8 MB, or a small object.
+            .with_timeout(Duration::from_secs(30)),
+    )
+}
+
 pub fn open_url(url: &str) -> anyhow::Result<Objects> {
     let rest = url.strip_prefix("s3://").ok_or_else(|| {
         anyhow::anyhow!("--blob-url '{url}': only s3://BUCKET[/PREFIX] is supported; leave it unset for the data dir")
     })?;
     let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
     anyhow::ensure!(!bucket.is_empty(), "--blob-url '{url}' names no bucket");
-    let store = object_store::aws::AmazonS3Builder::from_env()
+    let store = bounded_s3(object_store::aws::AmazonS3Builder::from_env())
         .with_bucket_name(bucket)
         .build()
         .map_err(|e| anyhow::anyhow!("--blob-url {url}: {e}"))?;
@@ -134,6 +153,12 @@ impl Objects {
 
     /// The file's path when the folder is local (served with the file
     /// server, which does Range itself).
+    /// Whether the objects live in a bucket (a call can fail because the
+    /// store is away, not only because a disk is full).
+    pub fn is_remote(&self) -> bool {
+        matches!(&*self.at, Place::Remote { .. })
+    }
+
     pub fn local_path(&self, name: &str) -> Option<PathBuf> {
         match &*self.at {
             Place::Local(root) => Some(root.join(name)),

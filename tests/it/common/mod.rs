@@ -340,6 +340,12 @@ impl TestApp {
     /// One instance on SQLite whose bundles and snapshots live in a fresh
     /// prefix of the test S3 server: the bucket's paths without PostgreSQL.
     pub async fn sqlite_s3() -> Self {
+        let s3 = s3::shared();
+        Self::sqlite_with_bucket(s3.objects(&s3.fresh_url())).await
+    }
+
+    /// One instance on SQLite whose bundles and snapshots are in `bucket`.
+    pub async fn sqlite_with_bucket(bucket: wattcounts::store::objects::Objects) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("sqlite:{}", dir.path().join("test.db").display());
         let sqlite = wattcounts::store::sqlite::SqliteStore::open(&url)
@@ -347,8 +353,6 @@ impl TestApp {
             .unwrap();
         let raw = RawDb::Sqlite(sqlite.pool().clone());
         let store: Arc<dyn Store> = Arc::new(sqlite);
-        let s3 = s3::shared();
-        let bucket = s3.objects(&s3.fresh_url());
         let cfg = test_config(dir.path(), |_| {});
         let (blobs, library) = in_bucket(&bucket, dir.path());
         let state =

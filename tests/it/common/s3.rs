@@ -86,17 +86,24 @@ impl S3Server {
     /// The bucket prefix `url` names, opened in this process the way
     /// `--blob-url` opens it in a server.
     pub fn objects(&self, url: &str) -> wattcounts::store::objects::Objects {
+        self.objects_via(&self.endpoint(), url)
+    }
+
+    /// As [`S3Server::objects`], reached through `endpoint` (a relay the
+    /// test can cut), with the service's bounds on every call.
+    pub fn objects_via(&self, endpoint: &str, url: &str) -> wattcounts::store::objects::Objects {
         let rest = url.strip_prefix("s3://").unwrap();
         let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
-        let store = object_store::aws::AmazonS3Builder::new()
-            .with_bucket_name(bucket)
-            .with_access_key_id(ACCESS_KEY)
-            .with_secret_access_key(SECRET_KEY)
-            .with_region("us-east-1")
-            .with_endpoint(self.endpoint())
-            .with_allow_http(true)
-            .build()
-            .unwrap();
+        let store =
+            wattcounts::store::objects::bounded_s3(object_store::aws::AmazonS3Builder::new())
+                .with_bucket_name(bucket)
+                .with_access_key_id(ACCESS_KEY)
+                .with_secret_access_key(SECRET_KEY)
+                .with_region("us-east-1")
+                .with_endpoint(endpoint)
+                .with_allow_http(true)
+                .build()
+                .unwrap();
         wattcounts::store::objects::Objects::remote(std::sync::Arc::new(store), prefix, url)
     }
 }
