@@ -89,11 +89,16 @@ pub fn bounded_s3(b: object_store::aws::AmazonS3Builder) -> object_store::aws::A
         max_retries: 2,
         retry_timeout: Duration::from_secs(10),
     })
-    .with_client_options(
-        object_store::ClientOptions::new()
-            .with_connect_timeout(Duration::from_secs(3))
-            // One request: a part of at most 8 MB, or a small object.
-            .with_timeout(Duration::from_secs(30)),
+    // As config keys, not a new ClientOptions: that would drop what the
+    // environment set (AWS_ALLOW_HTTP, a proxy).
+    .with_config(
+        object_store::aws::AmazonS3ConfigKey::Client(object_store::ClientConfigKey::ConnectTimeout),
+        "3s",
+    )
+    // One request: a part of at most 8 MB, or a small object.
+    .with_config(
+        object_store::aws::AmazonS3ConfigKey::Client(object_store::ClientConfigKey::Timeout),
+        "30s",
     )
 }
 
