@@ -35,6 +35,7 @@ mod peers;
 mod properties;
 mod rate_limits;
 mod readers;
+mod recompute;
 mod registration;
 mod rejections;
 mod request_codes;
