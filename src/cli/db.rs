@@ -216,29 +216,16 @@ async fn backup(a: &BackupArgs) -> anyhow::Result<()> {
     let key = a.with_log_key.then_some(key.as_path());
     let start = std::time::Instant::now();
     let progress = |line: &str| eprintln!("[{:>6.1} s] {line}", start.elapsed().as_secs_f64());
-    let report = if url.starts_with("sqlite:") {
-        let store = SqliteStore::open(&url).await?;
-        backup::backup(
-            Database::Sqlite(&store),
-            &blobs,
-            &library,
-            &a.to,
-            key,
-            progress,
-        )
-        .await?
+    // Either store, opened as `serve` opens it, for as long as the backup.
+    let (sqlite, pg);
+    let db = if url.starts_with("sqlite:") {
+        sqlite = SqliteStore::open(&url).await?;
+        Database::Sqlite(&sqlite)
     } else {
-        let store = PgStore::open(&url, None).await?;
-        backup::backup(
-            Database::Postgres(&store),
-            &blobs,
-            &library,
-            &a.to,
-            key,
-            progress,
-        )
-        .await?
+        pg = PgStore::open(&url, None).await?;
+        Database::Postgres(&pg)
     };
+    let report = backup::backup(db, &blobs, &library, &a.to, key, progress).await?;
     println!(
         "backed up {} submissions ({} bundles, {} snapshot files, {:.1} MB) and a log of {} leaves into {} in {:.1} s{}",
         report.submissions,

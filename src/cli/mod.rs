@@ -60,7 +60,7 @@ pub enum Command {
     Admin(admin::AdminCommand),
     /// List the checks every bundle goes through, with their thresholds.
     Checks(admin::ChecksArgs),
-    /// Database tools: copy SQLite to PostgreSQL, rebuild the read model, audit stored bundles.
+    /// Database tools: back up and restore a deployment, copy SQLite to PostgreSQL, rebuild the read model, audit stored bundles.
     #[command(subcommand)]
     Db(db::DbCommand),
     /// Published measurements of other benchmarks (ML.ENERGY v3): import and list.

@@ -168,7 +168,7 @@ async fn runs_of_an_older_energy_rule_are_derived_again(app: TestApp) {
 
 /// Everything the read model answers: every group of every view (both
 /// origins, all protocols, with and without rows in review) and the counters.
-async fn read_model(
+pub(crate) async fn read_model(
     app: &TestApp,
 ) -> (
     Vec<wattcounts::leaderboard::LeaderboardRow>,

@@ -15,42 +15,11 @@ use axum::http::StatusCode;
 use serde_json::json;
 use sha2::Digest;
 
+use crate::backends::read_model;
 use crate::common::*;
+use crate::log::{leaves_of, log_tables, memory_tree};
 use wattcounts::service::backup::{self, Database, RestoreDb, Target};
 use wattcounts::store::objects::Objects;
-use wattcounts::store::Store;
-use wattcounts::tlog::{Hash, StoredHashes};
-
-/// Every leaf and stored hash of a store's log, and its key.
-async fn log_of(store: &dyn Store) -> (Vec<String>, Vec<Hash>, Option<(String, String)>) {
-    let size = store.log_stats().await.unwrap().size;
-    let leaves: Vec<String> = store
-        .log_entries(0, size)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|e| e.leaf)
-        .collect();
-    let n = tlog_tiles::stored_hash_count(size);
-    let hashes = store.log_hashes(&(0..n).collect::<Vec<_>>()).await.unwrap();
-    (leaves, hashes, store.log_key().await.unwrap())
-}
-
-/// The groups of every view, for comparing read models.
-async fn groups(store: &dyn Store) -> Vec<wattcounts::leaderboard::LeaderboardRow> {
-    let mut all = Vec::new();
-    for include_review in [false, true] {
-        let q = wattcounts::leaderboard::Query {
-            include_review,
-            origin: None,
-            protocol: wattcounts::leaderboard::ProtocolFilter::Any,
-            per_page: 100_000,
-            ..Default::default()
-        };
-        all.extend(store.groups(&q).await.unwrap().0);
-    }
-    all
-}
 
 async fn submit_marked(app: &TestApp, key: &ssh_key::PrivateKey, i: usize) -> String {
     let gz = BundleBuilder::fixture().marked(i).by("alice", key).build();
@@ -65,6 +34,7 @@ async fn backup_under_writes(
     app: &TestApp,
     db: Database<'_>,
     to: &Path,
+    log_key: Option<&Path>,
 ) -> (Vec<String>, Vec<String>) {
     let key = app.register("alice").await;
     let mut before = Vec::new();
@@ -85,7 +55,7 @@ async fn backup_under_writes(
         ids
     };
     let (report, during) = tokio::join!(
-        backup::backup(db, &blobs, &library, to, None, |_| {}),
+        backup::backup(db, &blobs, &library, to, log_key, |_| {}),
         writer
     );
     let report = report.unwrap();
@@ -126,19 +96,17 @@ async fn check_restored(
     }
     // The log: the original's first `log_size` leaves, the same key, and
     // stored hashes equal to a tree recomputed from the leaves.
-    let (leaves, hashes, key) = log_of(restored.store.as_ref()).await;
-    assert_eq!(leaves.len() as u64, manifest.log_size);
-    let (orig_leaves, _, orig_key) = log_of(original.store.as_ref()).await;
-    assert_eq!(leaves[..], orig_leaves[..leaves.len()]);
-    assert_eq!(key, orig_key);
-    let mut tree = StoredHashes::default();
-    for l in &leaves {
-        tree.append(l.as_bytes()).unwrap();
-    }
-    let n = hashes.len() as u64;
+    let restored_log = log_tables(restored.store.as_ref()).await;
+    let original_log = log_tables(original.store.as_ref()).await;
+    let n = restored_log.0.len();
+    assert_eq!(n as u64, manifest.log_size);
+    assert_eq!(restored_log.0[..], original_log.0[..n]);
+    assert_eq!(restored_log.2, original_log.2);
+    let tree = memory_tree(&leaves_of(&restored_log));
+    let stored = restored_log.1.len() as u64;
     assert_eq!(
-        tlog_tiles::HashReader::read_hashes(&tree, &(0..n).collect::<Vec<_>>()).unwrap(),
-        hashes
+        tlog_tiles::HashReader::read_hashes(&tree, &(0..stored).collect::<Vec<_>>()).unwrap(),
+        restored_log.1
     );
     // The snapshot is served, its manifest byte for byte.
     let (status, list) = restored.get("/api/v1/snapshots").await;
@@ -146,10 +114,10 @@ async fn check_restored(
     let (_, orig_list) = original.get("/api/v1/snapshots").await;
     assert_eq!(list, orig_list);
     // The read model as kept equals a rebuild's.
-    let kept = groups(restored.store.as_ref()).await;
-    assert!(!kept.is_empty());
+    let kept = read_model(restored).await;
+    assert!(!kept.0.is_empty());
     restored.service.rebuild(|_| {}).await.unwrap();
-    assert_eq!(groups(restored.store.as_ref()).await, kept);
+    assert_eq!(read_model(restored).await, kept);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -161,7 +129,7 @@ async fn a_sqlite_backup_under_writes_restores_whole() {
         .unwrap();
     let to = tempfile::tempdir().unwrap();
     let folder = to.path().join("backup");
-    let (before, _) = backup_under_writes(&app, Database::Sqlite(&source), &folder).await;
+    let (before, _) = backup_under_writes(&app, Database::Sqlite(&source), &folder, None).await;
     let manifest = backup::verify(&folder).unwrap();
     assert_eq!(manifest.source, "sqlite");
     assert!(!manifest.log_key_included && !folder.join(backup::LOG_KEY).exists());
@@ -248,40 +216,11 @@ async fn a_postgres_backup_under_writes_restores_into_an_empty_database() {
         .unwrap();
     let to = tempfile::tempdir().unwrap();
     let folder = to.path().join("backup");
-    // The shared test key, which every test instance signs with.
+    // The shared test key, which every test instance signs with; this
+    // time in the backup, as `--with-log-key` asks.
     let key_file = app.dir.path().join("log.key");
-    let (before, _) = {
-        let key = app.register("alice").await;
-        let mut before = Vec::new();
-        for i in 0..3 {
-            before.push(submit_marked(&app, &key, i).await);
-        }
-        let (status, snap) = app
-            .admin_post("/api/v1/admin/snapshots", json!({ "traces": false }))
-            .await;
-        assert_eq!(status, StatusCode::CREATED, "{snap}");
-        let blobs = wattcounts::store::blobs::BlobStore::new(app.dir.path().join("blobs")).unwrap();
-        let library = wattcounts::snapshot::Library::new(app.dir.path().join("snapshots")).unwrap();
-        let writer = async {
-            for i in 100..104 {
-                submit_marked(&app, &key, i).await;
-            }
-        };
-        // This time with the signing key, as `--with-log-key` asks.
-        let (report, ()) = tokio::join!(
-            backup::backup(
-                Database::Postgres(&source),
-                &blobs,
-                &library,
-                &folder,
-                Some(&key_file),
-                |_| {}
-            ),
-            writer
-        );
-        report.unwrap();
-        (before, ())
-    };
+    let (before, _) =
+        backup_under_writes(&app, Database::Postgres(&source), &folder, Some(&key_file)).await;
     let manifest = backup::verify(&folder).unwrap();
     assert_eq!(manifest.source, "postgres");
     assert!(manifest.log_key_included);

@@ -60,7 +60,7 @@ async fn all_entries(app: &TestApp) -> Vec<String> {
     out
 }
 
-fn memory_tree(leaves: &[String]) -> StoredHashes {
+pub(crate) fn memory_tree(leaves: &[String]) -> StoredHashes {
     let mut t = StoredHashes::default();
     for l in leaves {
         t.append(l.as_bytes()).unwrap();
@@ -431,7 +431,7 @@ async fn proofs_and_tiles_from_postgres_match_the_tree_in_memory() {
 }
 
 /// The log tables, as rows of text, for byte-for-byte comparisons.
-async fn log_tables(
+pub(crate) async fn log_tables(
     store: &dyn wattcounts::store::Store,
 ) -> (Vec<String>, Vec<Hash>, Option<(String, String)>) {
     let size = store.log_stats().await.unwrap().size;
@@ -544,7 +544,7 @@ async fn backfill_restart_rebuild_and_copy_keep_the_log() {
     assert_eq!(log_tables(&target).await, before);
 }
 
-fn leaves_of(t: &(Vec<String>, Vec<Hash>, Option<(String, String)>)) -> Vec<String> {
+pub(crate) fn leaves_of(t: &(Vec<String>, Vec<Hash>, Option<(String, String)>)) -> Vec<String> {
     t.0.iter()
         .map(|r| r.splitn(3, ':').nth(2).unwrap().to_string())
         .collect()

@@ -540,40 +540,29 @@ async fn device_and_unknown_entries() {
     }
 }
 
-/// The unpacker's count and size limits, as configured.
+/// The unpacker's count and size limits, as configured: the fixture is
+/// refused by each, and the message gives the limit.
 #[tokio::test]
 async fn too_many_entries_and_too_large_unpacked() {
-    let app = TestApp::configured(|c| c.max_entries = 3).await;
-    let key = app.register("alice").await;
-    let gz = BundleBuilder::fixture().by("alice", &key).build();
-    let body = refuse(
-        &app,
-        &key,
-        &gz,
-        StatusCode::PAYLOAD_TOO_LARGE,
-        "too_many_entries",
-    )
-    .await;
-    assert!(
-        body["error"]["message"].as_str().unwrap().contains('3'),
-        "{body}"
-    );
-
-    let app = TestApp::configured(|c| c.max_unpacked_bytes = 64 << 10).await;
-    let key = app.register("alice").await;
-    let gz = BundleBuilder::fixture().by("alice", &key).build();
-    let body = refuse(
-        &app,
-        &key,
-        &gz,
-        StatusCode::PAYLOAD_TOO_LARGE,
-        "too_large_unpacked",
-    )
-    .await;
-    assert!(
-        body["error"]["message"].as_str().unwrap().contains("65536"),
-        "{body}"
-    );
+    type Tweak = fn(&mut wattcounts::config::ServeConfig);
+    let cases: [(Tweak, &str, &str); 2] = [
+        (|c| c.max_entries = 3, "too_many_entries", "3"),
+        (
+            |c| c.max_unpacked_bytes = 64 << 10,
+            "too_large_unpacked",
+            "65536",
+        ),
+    ];
+    for (tweak, code, limit) in cases {
+        let app = TestApp::configured(tweak).await;
+        let key = app.register("alice").await;
+        let gz = BundleBuilder::fixture().by("alice", &key).build();
+        let body = refuse(&app, &key, &gz, StatusCode::PAYLOAD_TOO_LARGE, code).await;
+        assert!(
+            body["error"]["message"].as_str().unwrap().contains(limit),
+            "{body}"
+        );
+    }
 }
 
 /// The manifest lists one file twice (the archive holds it once).

@@ -340,59 +340,93 @@ const TABLES: &[(&str, &[(&str, Kind)])] = &[
 /// Rows copied per table, in copy order.
 pub type CopyReport = Vec<(&'static str, u64)>;
 
+/// A copy goes into an empty database only.
+fn refuse_non_empty(existing: i64, backend: &str) -> anyhow::Result<()> {
+    if existing > 0 {
+        anyhow::bail!(
+            "the {backend} database already holds {existing} submitter(s); copy into an empty one"
+        );
+    }
+    Ok(())
+}
+
+/// The order rows are copied in: a duplicate names an older submission,
+/// so older submissions go first.
+fn copy_order(table: &str) -> &'static str {
+    if table == "submissions" {
+        "received_at, id"
+    } else {
+        "1, 2"
+    }
+}
+
+/// `INSERT INTO table (columns) [overriding] VALUES ($1, …)`.
+fn insert_sql(table: &str, columns: &[(&str, Kind)], overriding: &str) -> String {
+    let names: Vec<&str> = columns.iter().map(|c| c.0).collect();
+    let params: Vec<String> = (1..=columns.len()).map(|i| format!("${i}")).collect();
+    format!(
+        "INSERT INTO {table} ({}) {overriding} VALUES ({})",
+        names.join(", "),
+        params.join(", ")
+    )
+}
+
+/// Binds every column of the row `r` read from the other backend to `q`,
+/// by its kind (the two backends' row types differ, the rule does not).
+macro_rules! bind_columns {
+    ($q:expr, $r:expr, $columns:expr) => {{
+        let mut q = $q;
+        for (i, (_, kind)) in $columns.iter().enumerate() {
+            q = match kind {
+                Int => q.bind($r.try_get::<Option<i64>, _>(i)?),
+                Real => q.bind($r.try_get::<Option<f64>, _>(i)?),
+                Text => q.bind($r.try_get::<Option<String>, _>(i)?),
+                Bool => q.bind($r.try_get::<Option<bool>, _>(i)?),
+            };
+        }
+        q
+    }};
+}
+
+/// The log's name and verifier key travel apart (`log_head` is one row
+/// the migrations create): the copy keeps signing as the same log.
+const LOG_HEAD_SELECT: &str = "SELECT origin, verifier_key FROM log_head WHERE id = 1";
+const LOG_HEAD_UPDATE: &str = "UPDATE log_head SET origin = $1, verifier_key = $2 WHERE id = 1";
+
 /// Copies everything; `progress` hears each table's row count as it is done.
 pub async fn sqlite_to_postgres(
     from: &SqlitePool,
     to: &PgPool,
     mut progress: impl FnMut(&str, u64),
 ) -> anyhow::Result<CopyReport> {
-    let existing: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM submitters")
-        .fetch_one(to)
-        .await?;
-    if existing > 0 {
-        anyhow::bail!(
-            "the PostgreSQL database already holds {existing} submitter(s); copy into an empty one"
-        );
-    }
+    refuse_non_empty(
+        sqlx::query_scalar("SELECT COUNT(*) FROM submitters")
+            .fetch_one(to)
+            .await?,
+        "PostgreSQL",
+    )?;
     let mut tx = to.begin().await?;
     let mut report = Vec::new();
     for (table, columns) in TABLES {
         let names: Vec<&str> = columns.iter().map(|c| c.0).collect();
-        // A duplicate names an older submission: older rows go first.
-        let order = if *table == "submissions" {
-            "received_at, id"
-        } else {
-            "1, 2"
-        };
         let rows = sqlx::query(&format!(
-            "SELECT {} FROM {table} ORDER BY {order}",
-            names.join(", ")
+            "SELECT {} FROM {table} ORDER BY {}",
+            names.join(", "),
+            copy_order(table)
         ))
         .fetch_all(from)
         .await?;
-        let params: Vec<String> = (1..=columns.len()).map(|i| format!("${i}")).collect();
         // Identity columns are GENERATED ALWAYS: keep the old ids anyway.
         let overriding = if columns[0] == ("id", Int) {
             "OVERRIDING SYSTEM VALUE"
         } else {
             ""
         };
-        let insert = format!(
-            "INSERT INTO {table} ({}) {overriding} VALUES ({})",
-            names.join(", "),
-            params.join(", ")
-        );
+        let insert = insert_sql(table, columns, overriding);
         for r in &rows {
-            let mut q = sqlx::query(&insert);
-            for (i, (_, kind)) in columns.iter().enumerate() {
-                q = match kind {
-                    Int => q.bind(r.try_get::<Option<i64>, _>(i)?),
-                    Real => q.bind(r.try_get::<Option<f64>, _>(i)?),
-                    Text => q.bind(r.try_get::<Option<String>, _>(i)?),
-                    Bool => q.bind(r.try_get::<Option<bool>, _>(i)?),
-                };
-            }
-            q.execute(&mut *tx).await?;
+            bind_columns!(sqlx::query(&insert), r, columns)
+                .execute(&mut *tx)
+                .await?;
         }
         if !overriding.is_empty() {
             // New rows continue after the copied ids.
@@ -405,12 +439,9 @@ pub async fn sqlite_to_postgres(
         progress(table, rows.len() as u64);
         report.push((*table, rows.len() as u64));
     }
-    // The log's name and verifier key: the copy keeps signing as the same log.
     let head: (Option<String>, Option<String>) =
-        sqlx::query_as("SELECT origin, verifier_key FROM log_head WHERE id = 1")
-            .fetch_one(from)
-            .await?;
-    sqlx::query("UPDATE log_head SET origin = $1, verifier_key = $2 WHERE id = 1")
+        sqlx::query_as(LOG_HEAD_SELECT).fetch_one(from).await?;
+    sqlx::query(LOG_HEAD_UPDATE)
         .bind(head.0)
         .bind(head.1)
         .execute(&mut *tx)
@@ -461,14 +492,12 @@ pub async fn postgres_to_sqlite(
     to: &SqlitePool,
     mut progress: impl FnMut(&str, u64),
 ) -> anyhow::Result<CopyReport> {
-    let existing: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM submitters")
-        .fetch_one(to)
-        .await?;
-    if existing > 0 {
-        anyhow::bail!(
-            "the SQLite database already holds {existing} submitter(s); copy into an empty one"
-        );
-    }
+    refuse_non_empty(
+        sqlx::query_scalar("SELECT COUNT(*) FROM submitters")
+            .fetch_one(to)
+            .await?,
+        "SQLite",
+    )?;
     let mut read = from.begin().await?;
     sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
         .execute(&mut *read)
@@ -476,18 +505,7 @@ pub async fn postgres_to_sqlite(
     let mut write = to.begin().await?;
     let mut report = Vec::new();
     for (table, columns) in TABLES {
-        let names: Vec<&str> = columns.iter().map(|c| c.0).collect();
-        let order = if *table == "submissions" {
-            "received_at, id"
-        } else {
-            "1, 2"
-        };
-        let params: Vec<String> = (1..=columns.len()).map(|i| format!("${i}")).collect();
-        let insert = format!(
-            "INSERT INTO {table} ({}) VALUES ({})",
-            names.join(", "),
-            params.join(", ")
-        );
+        let insert = insert_sql(table, columns, "");
         let mut copied = 0u64;
         // Widened as SQLite reads them (an INTEGER column is INT4 on
         // PostgreSQL).
@@ -500,32 +518,25 @@ pub async fn postgres_to_sqlite(
             })
             .collect();
         let select = format!(
-            "SELECT {} FROM {table} ORDER BY {order}",
-            read_as.join(", ")
+            "SELECT {} FROM {table} ORDER BY {}",
+            read_as.join(", "),
+            copy_order(table)
         );
         let mut rows = sqlx::query(&select).fetch(&mut *read);
         while let Some(r) = rows.try_next().await? {
-            let mut q = sqlx::query(&insert);
-            for (i, (_, kind)) in columns.iter().enumerate() {
-                q = match kind {
-                    Int => q.bind(r.try_get::<Option<i64>, _>(i)?),
-                    Real => q.bind(r.try_get::<Option<f64>, _>(i)?),
-                    Text => q.bind(r.try_get::<Option<String>, _>(i)?),
-                    Bool => q.bind(r.try_get::<Option<bool>, _>(i)?),
-                };
-            }
-            q.execute(&mut *write).await?;
+            bind_columns!(sqlx::query(&insert), r, columns)
+                .execute(&mut *write)
+                .await?;
             copied += 1;
         }
         drop(rows);
         progress(table, copied);
         report.push((*table, copied));
     }
-    let head: (Option<String>, Option<String>) =
-        sqlx::query_as("SELECT origin, verifier_key FROM log_head WHERE id = 1")
-            .fetch_one(&mut *read)
-            .await?;
-    sqlx::query("UPDATE log_head SET origin = $1, verifier_key = $2 WHERE id = 1")
+    let head: (Option<String>, Option<String>) = sqlx::query_as(LOG_HEAD_SELECT)
+        .fetch_one(&mut *read)
+        .await?;
+    sqlx::query(LOG_HEAD_UPDATE)
         .bind(head.0)
         .bind(head.1)
         .execute(&mut *write)
