@@ -355,8 +355,22 @@ async fn a_dead_object_store_is_a_503_that_names_it_and_heals() {
         "nothing of the refused upload is stored"
     );
 
-    // The store is back: the same bytes are accepted.
+    // A load balancer's question says so, and names the store.
+    let t = Instant::now();
+    let (status, body) = app.get("/readyz").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    let why = body["error"]["message"].as_str().unwrap();
+    assert!(why.contains("blob store") && why.contains(&url), "{body}");
+    assert!(
+        t.elapsed() < Duration::from_secs(20),
+        "after {:?}",
+        t.elapsed()
+    );
+
+    // The store is back: ready again, and the same bytes are accepted.
     down.store(false, Ordering::SeqCst);
+    let (status, body) = app.get("/readyz").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
     let (status, body) = app.submit(&second, &sig).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
 }

@@ -134,15 +134,20 @@ fn a_dripped_body_gets_408_from_the_rate_floor() {
     // the refused body is dropped, which may come just after the answer,
     // so the check waits for that (up to 5 s), not for a fixed sleep.
     let tmp = _d.path().join("blobs/tmp");
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    let left = loop {
-        let left = std::fs::read_dir(&tmp).unwrap().count();
-        if left == 0 || std::time::Instant::now() > deadline {
-            break left;
-        }
+    wait_until("no partial upload left in staging", || {
+        std::fs::read_dir(&tmp).unwrap().count() == 0
+    });
+}
+
+/// Polls `done` every 20 ms until it holds; fails after 5 s naming `what`.
+/// The tests wait for the server's own signal (a file, a refused
+/// connection), never for a fixed sleep that a slow machine outruns.
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !done() {
+        assert!(Instant::now() < deadline, "after 5 s, still not: {what}");
         std::thread::sleep(Duration::from_millis(20));
-    };
-    assert_eq!(left, 0, "partial uploads left in {}", tmp.display());
+    }
 }
 
 #[test]
@@ -235,18 +240,24 @@ async fn shutdown_lets_an_upload_in_flight_finish() {
     .unwrap();
     let half = body.len() / 2;
     s.write_all(&body[..half]).unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    // The server is streaming the upload into staging.
+    let staging = data.path().join("blobs/tmp");
+    wait_until("the upload is in staging", || {
+        std::fs::read_dir(&staging).is_ok_and(|d| d.count() > 0)
+    });
     server.terminate();
-    std::thread::sleep(Duration::from_millis(500));
-    // No new connection is taken meanwhile.
-    assert!(
-        TcpStream::connect(addr(&server)).is_err() || {
-            let mut t = TcpStream::connect(addr(&server)).unwrap();
-            let _ = t.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
-            read_until_closed(&mut t, Duration::from_secs(5))
-                .1
-                .is_empty()
-        }
+    // No new connection is taken meanwhile: refused, or closed unanswered.
+    wait_until(
+        "new connections are not served",
+        || match TcpStream::connect(addr(&server)) {
+            Err(_) => true,
+            Ok(mut t) => {
+                let _ = t.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+                read_until_closed(&mut t, Duration::from_secs(2))
+                    .1
+                    .is_empty()
+            }
+        },
     );
     s.write_all(&body[half..]).unwrap();
     let (_, text) = read_until_closed(&mut s, Duration::from_secs(30));
