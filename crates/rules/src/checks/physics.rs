@@ -126,3 +126,162 @@ fn temperature(input: &CheckInput, t: &Thresholds) -> CheckResult {
     }
     tally.finish(|v| format!("temperature sample of {v:.0} °C (allowed {lo:.0}–{hi:.0} °C)"))
 }
+
+#[cfg(test)]
+mod tests {
+    //! Each physics rule at its edge, with the default thresholds and the
+    //! L4's catalogue row (TDP 72 W, loaded idle 24 W): a figure just
+    //! inside passes, just outside fails and is named in the message.
+
+    use super::*;
+    use crate::bundle::harness::{IterationRow, Scenario, SeriesStats};
+    use crate::bundle::manifest::Manifest;
+    use crate::checks::CheckOutcome;
+    use crate::derived::{aggregate, derive};
+
+    fn manifest() -> Manifest {
+        serde_json::from_value(serde_json::json!({
+            "schema_version": 1,
+            "submission_id": "00000000-0000-4000-8000-000000000001",
+            "created_at": "2026-12-06T00:00:00Z",
+            "audience": "http://localhost",
+            "submitter": {"handle": "alice", "key_fingerprint": "SHA256:x"},
+            "run": {"name": "run_1"},
+            "harness": {"name": "sw-energy-benchmark", "commit": "2c916dc", "config_file": "config-v2.yaml", "config": {}},
+            "system": {"gpu": {"name": "NVIDIA L4", "count": 1, "driver_version": "570", "power_limit_w": 72.0,
+                "default_power_limit_w": 72.0, "power_limit_declared": false}, "cpu": "x", "memory_gib": 64.0},
+            "software": {},
+            "attestation": {"unaltered": true, "publish": true, "licence": "CC-BY-4.0"},
+            "files": []
+        }))
+        .unwrap()
+    }
+
+    /// A batch iteration of 11 samples 0.1 s apart at `watts`, with
+    /// temperatures `temps` and `tokens` generated.
+    fn row(watts: &[f64], temps: &[f64], tokens: u64) -> IterationRow {
+        IterationRow {
+            file: "m/llm_batch_optimized_results.csv".into(),
+            line: 2,
+            scenario: Scenario::Batch,
+            model: "Qwen/Qwen2.5-0.5B-Instruct".into(),
+            lambda_qps: None,
+            iteration: 0,
+            duration_s: 1.0,
+            started_at_unix: 0.0,
+            started_at: String::new(),
+            power_w: SeriesStats::of(watts),
+            temperature_c: SeriesStats::of(temps),
+            gpu_memory_mb: SeriesStats::default(),
+            gpu_utilization_pct: SeriesStats::default(),
+            sm_clock_mhz: SeriesStats::default(),
+            cpu_memory_mb: SeriesStats::default(),
+            cpu_utilization_pct: SeriesStats::default(),
+            cpu_energy_j: 0.0,
+            dram_energy_j: 0.0,
+            reported_gpu_energy_j: 0.0,
+            disk_energy_j: 0.0,
+            ttft_s: vec![],
+            e2e_s: vec![1.0],
+            tokens_per_s: vec![],
+            requests_ok: 1,
+            requests_failed: 0,
+            prompt_tokens_total: 10,
+            generation_tokens_total: tokens,
+            request_prompt_tokens: vec![10.0],
+            request_generation_tokens: vec![tokens as f64],
+            sampling_params: String::new(),
+            queries_submitted: 1,
+            processed_queries: 1,
+        }
+    }
+
+    /// The outcome and message of rule `id` on one iteration.
+    fn judge(id: &str, r: IterationRow) -> (CheckOutcome, String) {
+        let rows = vec![r];
+        let runs: Vec<_> = rows.iter().map(derive).collect();
+        let configurations = aggregate(&runs);
+        let m = manifest();
+        let input = CheckInput {
+            manifest: &m,
+            system_info: None,
+            gpu: crate::catalog::gpu_by_id("l4"),
+            rows: &rows,
+            runs: &runs,
+            configurations: &configurations,
+        };
+        let res = checks(&input, &Thresholds::default())
+            .into_iter()
+            .find(|c| c.id == id)
+            .unwrap();
+        (res.outcome, res.message)
+    }
+
+    fn flat(w: f64) -> Vec<f64> {
+        vec![w; 11]
+    }
+
+    #[test]
+    fn mean_power_at_1_1_tdp() {
+        // 1.1 × 72 W = 79.2 W.
+        assert_eq!(
+            judge(MEAN_POWER.id, row(&flat(79.1), &[40.0], 100)).0,
+            CheckOutcome::Pass
+        );
+        let (o, m) = judge(MEAN_POWER.id, row(&flat(79.3), &[40.0], 100));
+        assert_eq!(o, CheckOutcome::Fail);
+        assert!(m.contains("79.3 W"), "{m}");
+    }
+
+    #[test]
+    fn peak_power_at_1_7_tdp() {
+        // 1.7 × 72 W = 122.4 W; one sample among 60 W ones.
+        let mut w = flat(60.0);
+        w[5] = 122.3;
+        assert_eq!(
+            judge(PEAK_POWER.id, row(&w, &[40.0], 100)).0,
+            CheckOutcome::Pass
+        );
+        w[5] = 122.5;
+        let (o, m) = judge(PEAK_POWER.id, row(&w, &[40.0], 100));
+        assert_eq!(o, CheckOutcome::Fail);
+        assert!(m.contains("122.5 W"), "{m}");
+    }
+
+    #[test]
+    fn idle_floor_at_half_the_loaded_idle_power() {
+        // 0.5 × 24 W = 12 W.
+        assert_eq!(
+            judge(IDLE_FLOOR.id, row(&flat(12.1), &[40.0], 100)).0,
+            CheckOutcome::Pass
+        );
+        let (o, m) = judge(IDLE_FLOOR.id, row(&flat(11.9), &[40.0], 100));
+        assert_eq!(o, CheckOutcome::Fail);
+        assert!(m.contains("11.9 W"), "{m}");
+    }
+
+    #[test]
+    fn temperature_between_20_and_95_c() {
+        for (temps, outcome) in [
+            (vec![20.0, 95.0], CheckOutcome::Pass),
+            (vec![40.0, 96.0], CheckOutcome::Fail),
+            (vec![19.0, 40.0], CheckOutcome::Fail),
+        ] {
+            let (o, m) = judge(TEMPERATURE.id, row(&flat(50.0), &temps, 100));
+            assert_eq!(o, outcome, "{temps:?}: {m}");
+        }
+    }
+
+    #[test]
+    fn energy_per_token_at_100_j() {
+        // 11 samples 0.1 s apart at P W: the trapezoid is 0.1 × 10 × P =
+        // P J; over 1 token, P J/token.
+        assert_eq!(
+            judge(ENERGY_PER_TOKEN.id, row(&flat(99.0), &[40.0], 1)).0,
+            CheckOutcome::Pass
+        );
+        let (o, m) = judge(ENERGY_PER_TOKEN.id, row(&flat(101.0), &[40.0], 1));
+        assert_eq!(o, CheckOutcome::Fail);
+        assert!(m.contains("101.000 J"), "{m}");
+    }
+}
