@@ -15,6 +15,8 @@ mod method;
 mod physics;
 mod repeatability;
 mod sampling;
+#[cfg(test)]
+mod test_support;
 mod thresholds;
 
 use std::fmt;

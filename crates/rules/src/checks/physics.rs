@@ -134,88 +134,8 @@ mod tests {
     //! inside passes, just outside fails and is named in the message.
 
     use super::*;
-    use crate::bundle::harness::{IterationRow, Scenario, SeriesStats};
-    use crate::bundle::manifest::Manifest;
+    use crate::checks::test_support::{judge, row};
     use crate::checks::CheckOutcome;
-    use crate::derived::{aggregate, derive};
-
-    fn manifest() -> Manifest {
-        serde_json::from_value(serde_json::json!({
-            "schema_version": 1,
-            "submission_id": "00000000-0000-4000-8000-000000000001",
-            "created_at": "2026-12-06T00:00:00Z",
-            "audience": "http://localhost",
-            "submitter": {"handle": "alice", "key_fingerprint": "SHA256:x"},
-            "run": {"name": "run_1"},
-            "harness": {"name": "sw-energy-benchmark", "commit": "2c916dc", "config_file": "config-v2.yaml", "config": {}},
-            "system": {"gpu": {"name": "NVIDIA L4", "count": 1, "driver_version": "570", "power_limit_w": 72.0,
-                "default_power_limit_w": 72.0, "power_limit_declared": false}, "cpu": "x", "memory_gib": 64.0},
-            "software": {},
-            "attestation": {"unaltered": true, "publish": true, "licence": "CC-BY-4.0"},
-            "files": []
-        }))
-        .unwrap()
-    }
-
-    /// A batch iteration of 11 samples 0.1 s apart at `watts`, with
-    /// temperatures `temps` and `tokens` generated.
-    fn row(watts: &[f64], temps: &[f64], tokens: u64) -> IterationRow {
-        IterationRow {
-            file: "m/llm_batch_optimized_results.csv".into(),
-            line: 2,
-            scenario: Scenario::Batch,
-            model: "Qwen/Qwen2.5-0.5B-Instruct".into(),
-            lambda_qps: None,
-            iteration: 0,
-            duration_s: 1.0,
-            started_at_unix: 0.0,
-            started_at: String::new(),
-            power_w: SeriesStats::of(watts),
-            temperature_c: SeriesStats::of(temps),
-            gpu_memory_mb: SeriesStats::default(),
-            gpu_utilization_pct: SeriesStats::default(),
-            sm_clock_mhz: SeriesStats::default(),
-            cpu_memory_mb: SeriesStats::default(),
-            cpu_utilization_pct: SeriesStats::default(),
-            cpu_energy_j: 0.0,
-            dram_energy_j: 0.0,
-            reported_gpu_energy_j: 0.0,
-            disk_energy_j: 0.0,
-            ttft_s: vec![],
-            e2e_s: vec![1.0],
-            tokens_per_s: vec![],
-            requests_ok: 1,
-            requests_failed: 0,
-            prompt_tokens_total: 10,
-            generation_tokens_total: tokens,
-            request_prompt_tokens: vec![10.0],
-            request_generation_tokens: vec![tokens as f64],
-            sampling_params: String::new(),
-            queries_submitted: 1,
-            processed_queries: 1,
-        }
-    }
-
-    /// The outcome and message of rule `id` on one iteration.
-    fn judge(id: &str, r: IterationRow) -> (CheckOutcome, String) {
-        let rows = vec![r];
-        let runs: Vec<_> = rows.iter().map(derive).collect();
-        let configurations = aggregate(&runs);
-        let m = manifest();
-        let input = CheckInput {
-            manifest: &m,
-            system_info: None,
-            gpu: crate::catalog::gpu_by_id("l4"),
-            rows: &rows,
-            runs: &runs,
-            configurations: &configurations,
-        };
-        let res = checks(&input, &Thresholds::default())
-            .into_iter()
-            .find(|c| c.id == id)
-            .unwrap();
-        (res.outcome, res.message)
-    }
 
     fn flat(w: f64) -> Vec<f64> {
         vec![w; 11]

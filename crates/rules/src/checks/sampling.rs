@@ -41,3 +41,52 @@ fn server_duration(input: &CheckInput, t: &Thresholds) -> CheckResult {
     }
     tally.finish(|v| format!("server run lasted {v:.1} s (MAX_TEST_DURATION {configured} s)"))
 }
+
+#[cfg(test)]
+mod tests {
+    //! The sampling rules at their edges, with the default thresholds.
+
+    use super::*;
+    use crate::checks::test_support::{judge, row_of};
+    use crate::checks::CheckOutcome;
+
+    #[test]
+    fn power_samples_cover_three_quarters_of_the_run() {
+        // 1 s at 0.1 s a sample: 10 expected; 75 % wants 7.5, so 8 pass
+        // (80 %) and 7 fail (70 %).
+        let (o, _) = judge(
+            POWER_SAMPLES.id,
+            row_of(Scenario::Batch, 1.0, &[50.0; 8], &[40.0], 100),
+        );
+        assert_eq!(o, CheckOutcome::Pass);
+        let (o, m) = judge(
+            POWER_SAMPLES.id,
+            row_of(Scenario::Batch, 1.0, &[50.0; 7], &[40.0], 100),
+        );
+        assert_eq!(o, CheckOutcome::Fail);
+        assert!(m.contains("70.0 %"), "{m}");
+    }
+
+    #[test]
+    fn a_server_run_lasts_its_configured_duration() {
+        // MAX_TEST_DURATION 300 s in the manifest's config.
+        let samples = vec![50.0; 3000];
+        let (o, _) = judge(
+            SERVER_DURATION.id,
+            row_of(Scenario::Server, 300.0, &samples, &[40.0], 100),
+        );
+        assert_eq!(o, CheckOutcome::Pass);
+        let (o, m) = judge(
+            SERVER_DURATION.id,
+            row_of(Scenario::Server, 299.5, &samples, &[40.0], 100),
+        );
+        assert_eq!(o, CheckOutcome::Fail);
+        assert!(m.contains("299.5 s"), "{m}");
+        // A batch-only bundle has nothing to judge here.
+        let (o, _) = judge(
+            SERVER_DURATION.id,
+            row_of(Scenario::Batch, 1.0, &[50.0; 10], &[40.0], 100),
+        );
+        assert_eq!(o, CheckOutcome::Skip);
+    }
+}

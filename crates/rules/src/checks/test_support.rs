@@ -1,0 +1,99 @@
+//! What the checks' unit tests share: a manifest, one iteration built
+//! from its power and temperature samples, and a rule's verdict on it
+//! with the default thresholds and the L4's catalogue row (TDP 72 W,
+//! loaded idle 24 W).
+
+use super::{evaluate, CheckInput, CheckOutcome, Thresholds};
+use crate::bundle::harness::{IterationRow, Scenario, SeriesStats};
+use crate::bundle::manifest::Manifest;
+use crate::derived::{aggregate, derive};
+
+pub fn manifest() -> Manifest {
+    serde_json::from_value(serde_json::json!({
+        "schema_version": 1,
+        "submission_id": "00000000-0000-4000-8000-000000000001",
+        "created_at": "2026-12-06T00:00:00Z",
+        "audience": "http://localhost",
+        "submitter": {"handle": "alice", "key_fingerprint": "SHA256:x"},
+        "run": {"name": "run_1"},
+        "harness": {"name": "sw-energy-benchmark", "commit": "2c916dc", "config_file": "config-v2.yaml",
+            "config": {"ITERATIONS": 3, "MAX_TEST_DURATION": 300.0, "LAMBDA_QPS_ARRAY": [0.33], "LLM_MODELS": ["Qwen/Qwen2.5-0.5B-Instruct"]}},
+        "system": {"gpu": {"name": "NVIDIA L4", "count": 1, "driver_version": "570", "power_limit_w": 72.0,
+            "default_power_limit_w": 72.0, "power_limit_declared": false}, "cpu": "x", "memory_gib": 64.0},
+        "software": {},
+        "attestation": {"unaltered": true, "publish": true, "licence": "CC-BY-4.0"},
+        "files": []
+    }))
+    .unwrap()
+}
+
+/// A batch iteration of 1 s at `watts` (0.1 s apart), with temperatures
+/// `temps` and `tokens` generated.
+pub fn row(watts: &[f64], temps: &[f64], tokens: u64) -> IterationRow {
+    row_of(Scenario::Batch, 1.0, watts, temps, tokens)
+}
+
+/// An iteration of `scenario` (server: at 0.33 req/s) lasting `duration_s`.
+pub fn row_of(
+    scenario: Scenario,
+    duration_s: f64,
+    watts: &[f64],
+    temps: &[f64],
+    tokens: u64,
+) -> IterationRow {
+    IterationRow {
+        file: format!("m/llm_{}_optimized_results.csv", scenario.as_str()),
+        line: 2,
+        scenario,
+        model: "Qwen/Qwen2.5-0.5B-Instruct".into(),
+        lambda_qps: (scenario == Scenario::Server).then_some(0.33),
+        iteration: 0,
+        duration_s,
+        started_at_unix: 0.0,
+        started_at: String::new(),
+        power_w: SeriesStats::of(watts),
+        temperature_c: SeriesStats::of(temps),
+        gpu_memory_mb: SeriesStats::default(),
+        gpu_utilization_pct: SeriesStats::default(),
+        sm_clock_mhz: SeriesStats::default(),
+        cpu_memory_mb: SeriesStats::default(),
+        cpu_utilization_pct: SeriesStats::default(),
+        cpu_energy_j: 0.0,
+        dram_energy_j: 0.0,
+        reported_gpu_energy_j: 0.0,
+        disk_energy_j: 0.0,
+        ttft_s: vec![],
+        e2e_s: vec![1.0],
+        tokens_per_s: vec![],
+        requests_ok: 1,
+        requests_failed: 0,
+        prompt_tokens_total: 10,
+        generation_tokens_total: tokens,
+        request_prompt_tokens: vec![10.0],
+        request_generation_tokens: vec![tokens as f64],
+        sampling_params: String::new(),
+        queries_submitted: 1,
+        processed_queries: 1,
+    }
+}
+
+/// The outcome and message of rule `id` on one iteration.
+pub fn judge(id: &str, r: IterationRow) -> (CheckOutcome, String) {
+    let rows = vec![r];
+    let runs: Vec<_> = rows.iter().map(derive).collect();
+    let configurations = aggregate(&runs);
+    let m = manifest();
+    let input = CheckInput {
+        manifest: &m,
+        system_info: None,
+        gpu: crate::catalog::gpu_by_id("l4"),
+        rows: &rows,
+        runs: &runs,
+        configurations: &configurations,
+    };
+    let res = evaluate(&input, &Thresholds::default())
+        .into_iter()
+        .find(|c| c.id == id)
+        .unwrap();
+    (res.outcome, res.message)
+}
