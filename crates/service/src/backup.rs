@@ -23,7 +23,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
+use wattcounts_rules::digest::sha256_hex;
 
 use wattcounts_snapshot::Library;
 use wattcounts_store::blobs::BlobStore;
@@ -71,10 +71,6 @@ pub struct BackupManifest {
 pub enum Database<'a> {
     Sqlite(&'a SqliteStore),
     Postgres(&'a PgStore),
-}
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
 }
 
 /// Writes `bytes` to `path` through a temporary file and an fsync, so a
@@ -162,10 +158,6 @@ pub async fn backup(
     for side in ["-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{side}", to.join(DATABASE).display()));
     }
-    anyhow::ensure!(
-        file_entry(to, DATABASE)? == database,
-        "the database copy changed while its contents were read"
-    );
     let bundles = &contents.bundles;
     let snapshots = &contents.snapshots;
 
