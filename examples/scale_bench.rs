@@ -263,12 +263,14 @@ macro_rules! seed_copies {
                         requests_ok, requests_failed, prompt_tokens, generation_tokens, gpu_energy_j,
                         reported_gpu_energy_j, cpu_energy_j, dram_energy_j, power_mean_w, power_max_w, power_min_w,
                         power_samples, temp_first_c, temp_max_c, energy_per_token_j, energy_per_request_j,
-                        throughput_tok_s, itl_s, ttft_p50_s, ttft_p90_s, e2e_p50_s, e2e_p90_s)
+                        throughput_tok_s, itl_s, ttft_p50_s, ttft_p90_s, e2e_p50_s, e2e_p90_s, timed_requests,
+                        ttft_sum_s, e2e_sum_s, mean_concurrency, prefill_energy_j)
                      SELECT $1, model, scenario, lambda_qps, iteration, started_at, duration_s, requests_ok,
                         requests_failed, prompt_tokens, generation_tokens, gpu_energy_j, reported_gpu_energy_j,
                         cpu_energy_j, dram_energy_j, power_mean_w, power_max_w, power_min_w, power_samples,
                         temp_first_c, temp_max_c, energy_per_token_j, energy_per_request_j, throughput_tok_s, itl_s,
-                        ttft_p50_s, ttft_p90_s, e2e_p50_s, e2e_p90_s
+                        ttft_p50_s, ttft_p90_s, e2e_p50_s, e2e_p90_s, timed_requests, ttft_sum_s, e2e_sum_s,
+                        mean_concurrency, prefill_energy_j
                      FROM runs WHERE submission_id = $2 ORDER BY id",
                 )
                 .bind(&new)
@@ -278,10 +280,11 @@ macro_rules! seed_copies {
                 sqlx::query(
                     "INSERT INTO configurations (submission_id, position, model, scenario, lambda_qps, iterations,
                         ept_median_j, ept_cv, throughput_median, power_mean_median_w, metrics, group_key, ept_lo,
-                        ept_hi, ept_conf, epr_median, ttft_median, itl_median)
+                        ept_hi, ept_conf, epr_median, ttft_median, itl_median, intervals, concurrency_median,
+                        prefill_share_median)
                      SELECT $1, position, model, scenario, lambda_qps, iterations, ept_median_j, ept_cv,
                         throughput_median, power_mean_median_w, metrics, group_key, ept_lo, ept_hi, ept_conf,
-                        epr_median, ttft_median, itl_median
+                        epr_median, ttft_median, itl_median, intervals, concurrency_median, prefill_share_median
                      FROM configurations WHERE submission_id = $2",
                 )
                 .bind(&new)
