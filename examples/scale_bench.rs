@@ -247,9 +247,10 @@ macro_rules! seed_copies {
                 sqlx::query(
                     "INSERT INTO submissions (id, bundle_sha256, submitter_id, key_id, status, received_at, gpu_name,
                         gpu_id, run_name, is_demo, bundle_bytes, blob_path, signature, manifest, protocol,
-                        content_sha256, iterations, power_samples)
+                        content_sha256, iterations, power_samples, energy_rule)
                      SELECT $1, $2, submitter_id, key_id, status, received_at, gpu_name, gpu_id, run_name, is_demo,
-                        bundle_bytes, blob_path, signature, manifest, protocol, $3, iterations, power_samples
+                        bundle_bytes, blob_path, signature, manifest, protocol, $3, iterations, power_samples,
+                        energy_rule
                      FROM submissions WHERE id = $4",
                 )
                 .bind(&new)
