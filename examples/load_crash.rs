@@ -189,6 +189,13 @@ async fn main() -> anyhow::Result<()> {
 
     let started = Instant::now();
     tokio::time::sleep(Duration::from_secs(seconds / 2)).await;
+    let store_url = format!("sqlite:{}", data.path().join("wattcounts.db").display());
+    let state = data.path().join("monitor.json");
+    let (verifier, _) = {
+        let (_, key) = log_key_of(&pg, &schema, &store_url).await?;
+        (key, ())
+    };
+    let before_crash = monitor(&url, &state, &verifier)?;
     let acked_at_crash = tally.lock().unwrap().acknowledged.len();
     let (rss_at_crash, _) = memory_mb(server.pid());
     down.store(true, Ordering::SeqCst);
@@ -223,14 +230,15 @@ async fn main() -> anyhow::Result<()> {
             eprintln!("LOST: {id} answers {}", r.status());
         }
     }
+    // The log only grew from the checkpoint the monitor kept before the crash.
+    let after_restart = monitor(&url, &state, &verifier)?;
     server.stop();
 
     // The database: how many stored, integrity, and the blobs it names.
-    let store_url = format!("sqlite:{}", data.path().join("wattcounts.db").display());
     // A run stored twice is two rows with one run-content digest.
     const DUPLICATES: &str =
         "SELECT CAST(COUNT(*) - COUNT(DISTINCT content_sha256) AS BIGINT) FROM submissions";
-    let (stored, integrity, referenced, duplicates) = {
+    let (stored, integrity, referenced, duplicates, store) = {
         let (store, duplicates): (Arc<dyn wattcounts::store::Store>, i64) = match (&pg, &schema) {
             (Some(base), Some(schema)) => {
                 let pg = wattcounts::store::postgres::PgStore::open(base, Some(schema)).await?;
@@ -256,8 +264,12 @@ async fn main() -> anyhow::Result<()> {
         } else {
             "n/a (PostgreSQL)".to_string()
         };
-        (stored, integrity, referenced, duplicates)
+        (stored, integrity, referenced, duplicates, store)
     };
+    let bad_blobs = blobs_off_their_digest(&pg, &schema, &store_url, data.path()).await?;
+    let log_problems = log_tree_problems(store.as_ref()).await?;
+    let read_model_diff =
+        read_model_after_rebuild(store.as_ref(), data.path(), db_url.as_deref()).await?;
     // A restart with no grace sweeps what the crash left; then count what
     // is on disk that no row names.
     let mut sweep = serve_on(
@@ -357,6 +369,12 @@ async fn main() -> anyhow::Result<()> {
     );
     println!("duplicates                {duplicates} (rows sharing a run-content digest)");
     println!("integrity_check           {integrity}");
+    println!("blobs off their digest    {bad_blobs} (rows whose bundle file is missing or hashes otherwise)");
+    println!("log                       before the crash: {before_crash}; after: {after_restart}; stored tree {}", if log_problems.is_empty() { "equals the leaves' tree".to_string() } else { log_problems.join("; ") });
+    println!(
+        "read model vs db rebuild  {}",
+        read_model_diff.as_deref().unwrap_or("identical")
+    );
     println!("orphans after restart     {staging_left} staging file(s), {orphan_blobs} blob(s) no row names");
     // At most 1 in 20 submissions may be told to come back later.
     let sent_total = sent.load(Ordering::SeqCst);
@@ -370,9 +388,175 @@ async fn main() -> anyhow::Result<()> {
         && busy_ok
         && unexpected_5xx == 0
         && staging_left == 0
+        && bad_blobs == 0
+        && log_problems.is_empty()
+        && !after_restart.starts_with("FAILED")
+        && read_model_diff.is_none()
         && orphan_blobs == 0
         && (pg.is_some() || integrity == "ok")
         && stored as usize >= t.acknowledged.len();
     println!("{}", if ok { "PASS" } else { "FAIL" });
     std::process::exit(if ok { 0 } else { 1 });
+}
+
+/// `wattcounts verify log` against `url`: its last line, or "FAILED …".
+fn monitor(url: &str, state: &std::path::Path, verifier: &str) -> anyhow::Result<String> {
+    let bin =
+        std::env::var("WATTCOUNTS_BIN").unwrap_or_else(|_| "target/release/wattcounts".into());
+    let out = std::process::Command::new(bin)
+        .args(["verify", "log", "--server", url, "--state"])
+        .arg(state)
+        .args(["--log-key", verifier])
+        .output()?;
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    let last = text.lines().last().unwrap_or_default().trim().to_string();
+    Ok(if out.status.success() {
+        last
+    } else {
+        format!("FAILED ({}): {text}", out.status)
+    })
+}
+
+async fn sqlite_or_pg(
+    pg: &Option<String>,
+    schema: &Option<String>,
+    store_url: &str,
+) -> anyhow::Result<either_pool::Pool> {
+    Ok(match (pg, schema) {
+        (Some(base), Some(schema)) => {
+            let store = wattcounts::store::postgres::PgStore::open(base, Some(schema)).await?;
+            either_pool::Pool::Pg(store.pool().clone())
+        }
+        _ => either_pool::Pool::Sqlite(sqlx::SqlitePool::connect(store_url).await?),
+    })
+}
+
+mod either_pool {
+    pub enum Pool {
+        Sqlite(sqlx::SqlitePool),
+        Pg(sqlx::PgPool),
+    }
+    impl Pool {
+        pub async fn strings(&self, sql: &str) -> anyhow::Result<Vec<(String, String)>> {
+            Ok(match self {
+                Pool::Sqlite(p) => sqlx::query_as(sql).fetch_all(p).await?,
+                Pool::Pg(p) => sqlx::query_as(sql).fetch_all(p).await?,
+            })
+        }
+    }
+}
+
+/// The log's name and verifier key as the database records them.
+async fn log_key_of(
+    pg: &Option<String>,
+    schema: &Option<String>,
+    store_url: &str,
+) -> anyhow::Result<(String, String)> {
+    let pool = sqlite_or_pg(pg, schema, store_url).await?;
+    pool.strings("SELECT origin, verifier_key FROM log_head WHERE id = 1")
+        .await?
+        .pop()
+        .ok_or_else(|| anyhow::anyhow!("the log has no key recorded"))
+}
+
+/// Rows whose bundle file is missing or does not hash to the row's digest.
+async fn blobs_off_their_digest(
+    pg: &Option<String>,
+    schema: &Option<String>,
+    store_url: &str,
+    data: &std::path::Path,
+) -> anyhow::Result<usize> {
+    use sha2::Digest;
+    let pool = sqlite_or_pg(pg, schema, store_url).await?;
+    let mut bad = 0;
+    for (sha, path) in pool
+        .strings("SELECT bundle_sha256, blob_path FROM submissions")
+        .await?
+    {
+        let file = data.join("blobs").join(&path);
+        match std::fs::read(&file) {
+            Ok(bytes) if hex::encode(sha2::Sha256::digest(&bytes)) == sha => {}
+            Ok(_) => {
+                bad += 1;
+                eprintln!("BLOB: {} does not hash to {sha}", file.display());
+            }
+            Err(e) => {
+                bad += 1;
+                eprintln!("BLOB: {}: {e}", file.display());
+            }
+        }
+    }
+    Ok(bad)
+}
+
+/// The stored tree hashes against a tree recomputed from the stored leaves.
+async fn log_tree_problems(store: &dyn wattcounts::store::Store) -> anyhow::Result<Vec<String>> {
+    let size = store.log_stats().await?.size;
+    let mut tree = wattcounts::tlog::StoredHashes::default();
+    let mut problems = Vec::new();
+    for (i, e) in store.log_entries(0, size).await?.into_iter().enumerate() {
+        if e.index != i as u64 {
+            problems.push(format!("leaf {i} stored at index {}", e.index));
+        }
+        tree.append(e.leaf.as_bytes())?;
+    }
+    let indexes: Vec<u64> = (0..tlog_tiles::stored_hash_count(size)).collect();
+    let stored = store.log_hashes(&indexes).await?;
+    let recomputed = tlog_tiles::HashReader::read_hashes(&tree, &indexes)?;
+    if stored != recomputed {
+        problems.push(format!(
+            "the stored hashes of {size} leaves differ from the leaves' tree"
+        ));
+    }
+    Ok(problems)
+}
+
+/// The read model as the crashed and restarted writers left it, against
+/// what `wattcounts db rebuild` makes of the stored runs: None when equal.
+async fn read_model_after_rebuild(
+    store: &dyn wattcounts::store::Store,
+    data: &std::path::Path,
+    db_url: Option<&str>,
+) -> anyhow::Result<Option<String>> {
+    async fn views(store: &dyn wattcounts::store::Store) -> anyhow::Result<String> {
+        let mut out = String::new();
+        for include_review in [false, true] {
+            let q = wattcounts::leaderboard::Query {
+                include_review,
+                per_page: 1_000_000,
+                ..Default::default()
+            };
+            out += &format!("{:?}\n", store.groups(&q).await?.0);
+        }
+        out += &format!("{:?}", store.dataset_counts().await?);
+        Ok(out)
+    }
+    let kept = views(store).await?;
+    let bin =
+        std::env::var("WATTCOUNTS_BIN").unwrap_or_else(|_| "target/release/wattcounts".into());
+    let mut cmd = std::process::Command::new(bin);
+    cmd.args(["db", "rebuild", "--data-dir"]).arg(data);
+    if let Some(url) = db_url {
+        cmd.args(["--database-url", url]);
+    }
+    let out = cmd.output()?;
+    anyhow::ensure!(
+        out.status.success(),
+        "db rebuild: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rebuilt = views(store).await?;
+    Ok((kept != rebuilt).then(|| {
+        let at = kept
+            .chars()
+            .zip(rebuilt.chars())
+            .take_while(|(a, b)| a == b)
+            .count();
+        format!(
+            "DIFFERS from character {at}: kept …{}… rebuilt …{}…",
+            kept.chars().skip(at).take(120).collect::<String>(),
+            rebuilt.chars().skip(at).take(120).collect::<String>()
+        )
+    }))
 }

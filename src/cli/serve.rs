@@ -12,6 +12,10 @@ pub async fn run(cfg: ServeConfig) -> anyhow::Result<()> {
                 .unwrap_or_else(|_| "info,sqlx=warn".into()),
         )
         .init();
+    // Debug builds only: a test's named crash point (a misspelt one stops here).
+    if let Some((point, pass)) = wattcounts_store::crash_points::armed() {
+        eprintln!("crash point armed: {} (pass {pass})", point.name());
+    }
     let listener = tokio::net::TcpListener::bind(cfg.bind)
         .await
         .with_context(|| format!("cannot listen on {}", cfg.bind))?;

@@ -12,6 +12,7 @@ mod cache;
 mod catalogue;
 mod checks;
 mod cli;
+mod crash_points;
 mod demo_findings;
 mod demo_load;
 mod disk_full;

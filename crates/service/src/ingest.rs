@@ -25,6 +25,7 @@ use wattcounts_rules::receipt::Receipt;
 use wattcounts_rules::rejection::{Detail, RejectKind, Rejection};
 use wattcounts_rules::signing;
 use wattcounts_store::blobs::{BlobStore, StagedBundle};
+use wattcounts_store::crash_points::{self, CrashPoint};
 use wattcounts_store::receipt::{self as stored_receipt, Stored};
 use wattcounts_store::{InsertOutcome, NewSubmission, Store, StoreError};
 
@@ -446,6 +447,7 @@ impl Ingestor {
                     None => disk_error("writing the bundle blob", e),
                 })?
         };
+        crash_points::reach(CrashPoint::AfterBlobWrite);
         let new = NewSubmission {
             id: m.submission_id,
             bundle_sha256: digest,
@@ -471,6 +473,9 @@ impl Ingestor {
             checks: check_results,
         };
         let outcome = self.store.insert_submission(&new).await?;
+        if matches!(outcome, InsertOutcome::Inserted(_)) {
+            crash_points::reach(CrashPoint::AfterCommit);
+        }
         t.store = start.elapsed();
         match outcome {
             InsertOutcome::Inserted(r) => Ok((Novelty::Created, *r)),

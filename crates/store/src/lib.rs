@@ -10,6 +10,7 @@ pub mod backup;
 pub mod blobs;
 pub mod calls;
 pub mod copy;
+pub mod crash_points;
 mod dialect;
 pub mod estimator_fits;
 pub mod identity;

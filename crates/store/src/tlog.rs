@@ -426,6 +426,11 @@ macro_rules! log_store {
 
             async fn publish_checkpoint(&self, size: u64, signed: &str, at: &str) -> Result<bool, StoreError> {
                 self.calls.run($crate::calls::CallKind::Transaction, "publish_checkpoint", async move {
+                    // A write transaction as ingest's (BEGIN IMMEDIATE on
+                    // SQLite): it queues behind the writers instead of
+                    // failing "database is locked" when it would upgrade.
+                    let _w = self.write_lock().await;
+                    let mut tx = self.pool.begin_with(<$store>::DIALECT.begin_write).await.map_err(db_err)?;
                     let r = sqlx::query(
                         "INSERT INTO log_checkpoints (size, signed, published_at)
                          SELECT $1, $2, $3 WHERE NOT EXISTS (SELECT 1 FROM log_checkpoints WHERE size >= $1)
@@ -434,9 +439,11 @@ macro_rules! log_store {
                     .bind(size as i64)
                     .bind(signed)
                     .bind(at)
-                    .execute(&self.pool)
+                    .execute(&mut *tx)
                     .await
                     .map_err(db_err)?;
+                    $crate::crash_points::reach($crate::crash_points::CrashPoint::DuringCheckpointWrite);
+                    tx.commit().await.map_err(db_err)?;
                     Ok(r.rows_affected() > 0)
                 }).await
             }

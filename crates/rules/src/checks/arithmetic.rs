@@ -114,6 +114,85 @@ fn query_counts(input: &CheckInput) -> CheckResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::checks::test_support::{judge, row};
+    use crate::checks::CheckOutcome;
+
+    /// 11 samples of 100 W over 1.0 s: both band edges are 100 J (0.1 s
+    /// apart and 1.0 ÷ 10 apart give the same trapezoid, 10 × 0.1 × 100).
+    fn reporting(joules: f64) -> (CheckOutcome, String) {
+        let mut r = row(&[100.0; 11], &[40.0], 100);
+        r.reported_gpu_energy_j = joules;
+        judge(GPU_ENERGY.id, r)
+    }
+
+    #[test]
+    fn gpu_energy_at_the_2_percent_tolerance() {
+        // 101.9 J is 1.9 % over 100 J, 98.1 J 1.9 % under: inside 2 %.
+        assert_eq!(reporting(101.9).0, CheckOutcome::Pass);
+        assert_eq!(reporting(98.1).0, CheckOutcome::Pass);
+        // 102.1 J and 97.9 J are 2.1 % out.
+        let (o, m) = reporting(102.1);
+        assert_eq!(o, CheckOutcome::Fail);
+        assert!(
+            m.contains("gpu_energy 102.10 J lies 2.10 % outside 100.00–100.00 J"),
+            "{m}"
+        );
+        let (o, m) = reporting(97.9);
+        assert_eq!(o, CheckOutcome::Fail);
+        assert!(m.contains("2.10 % outside"), "{m}");
+    }
+
+    #[test]
+    fn token_totals_allow_no_difference() {
+        // row() states 10 prompt and 100 generated tokens, one request of each.
+        assert_eq!(
+            judge(TOKEN_TOTALS.id, row(&[50.0; 11], &[40.0], 100)).0,
+            CheckOutcome::Pass
+        );
+        let mut r = row(&[50.0; 11], &[40.0], 100);
+        r.generation_tokens_total = 101;
+        let (o, m) = judge(TOKEN_TOTALS.id, r);
+        assert_eq!(o, CheckOutcome::Fail);
+        assert!(
+            m.contains("differ from the per-request sums by 1 tokens"),
+            "{m}"
+        );
+        let mut r = row(&[50.0; 11], &[40.0], 100);
+        r.request_prompt_tokens = vec![7.0];
+        let (o, m) = judge(TOKEN_TOTALS.id, r);
+        assert_eq!(o, CheckOutcome::Fail);
+        assert!(m.contains("by 3 tokens"), "{m}");
+    }
+
+    #[test]
+    fn query_counts_allow_no_difference() {
+        // row(): 1 answered (1 ok, 0 failed), 1 processed, 1 submitted.
+        assert_eq!(
+            judge(QUERY_COUNTS.id, row(&[50.0; 11], &[40.0], 100)).0,
+            CheckOutcome::Pass
+        );
+        for (ok, failed, processed, submitted) in [(1, 1, 1, 1), (1, 0, 1, 2), (1, 0, 2, 2)] {
+            let mut r = row(&[50.0; 11], &[40.0], 100);
+            (r.requests_ok, r.requests_failed) = (ok, failed);
+            (r.processed_queries, r.queries_submitted) = (processed, submitted);
+            let (o, m) = judge(QUERY_COUNTS.id, r);
+            assert_eq!(
+                o,
+                CheckOutcome::Fail,
+                "{ok} {failed} {processed} {submitted}"
+            );
+            assert!(m.contains("differ by 1"), "{m}");
+        }
+        // One failed request among two answered still adds up.
+        let mut r = row(&[50.0; 11], &[40.0], 100);
+        (
+            r.requests_ok,
+            r.requests_failed,
+            r.processed_queries,
+            r.queries_submitted,
+        ) = (1, 1, 2, 2);
+        assert_eq!(judge(QUERY_COUNTS.id, r).0, CheckOutcome::Pass);
+    }
 
     #[test]
     fn band_edges_by_hand() {

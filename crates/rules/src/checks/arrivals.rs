@@ -135,3 +135,43 @@ pub fn poisson(input: &CheckInput, t: &Thresholds) -> CheckResult {
     }
     tally.finish(|z| format!("{z:+.2} σ from the expected request count"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::test_support::{judge, row_of};
+    use crate::checks::CheckOutcome;
+
+    /// The test manifest states no WARMUP_DURATION, so the schedule is not
+    /// known and the Poisson test applies: λT = 0.33 × 300 = 99 requests,
+    /// √99 = 9.95, and 4 σ = 39.80 requests either side.
+    fn submitting(n: u64) -> (CheckOutcome, String) {
+        let mut r = row_of(Scenario::Server, 300.0, &[50.0; 11], &[40.0], 100);
+        r.queries_submitted = n;
+        judge(POISSON.id, r)
+    }
+
+    #[test]
+    fn poisson_at_4_sigma() {
+        // 138 is +3.92 σ, 60 is −3.92 σ: inside.
+        assert_eq!(submitting(138).0, CheckOutcome::Pass);
+        assert_eq!(submitting(60).0, CheckOutcome::Pass);
+        // 139 is +4.02 σ, 59 is −4.02 σ.
+        let (o, m) = submitting(139);
+        assert_eq!(o, CheckOutcome::Warn);
+        assert!(m.contains("+4.02 σ from the expected request count"), "{m}");
+        let (o, m) = submitting(59);
+        assert_eq!(o, CheckOutcome::Warn);
+        assert!(m.contains("-4.02 σ"), "{m}");
+    }
+
+    #[test]
+    fn the_schedule_is_skipped_without_a_warm_up() {
+        let (o, m) = judge(
+            SCHEDULE.id,
+            row_of(Scenario::Server, 300.0, &[50.0; 11], &[40.0], 100),
+        );
+        assert_eq!(o, CheckOutcome::Skip);
+        assert!(m.contains("no WARMUP_DURATION"), "{m}");
+    }
+}

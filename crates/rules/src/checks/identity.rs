@@ -242,3 +242,78 @@ fn model_catalogue(input: &CheckInput) -> CheckResult {
     }
     r
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bundle::system_info::SystemInfo;
+    use crate::checks::test_support::{judge_case, manifest, row};
+
+    /// The L4's default limit is 72 W; the manifest states `current`.
+    fn limit(current: f64, declared: bool, info: Option<SystemInfo>) -> (CheckOutcome, String) {
+        let mut m = manifest();
+        m.system.gpu.power_limit_w = current;
+        m.system.gpu.power_limit_declared = declared;
+        let rows = vec![row(&[50.0; 11], &[40.0], 100)];
+        judge_case(POWER_LIMIT.id, &m, info.as_ref(), rows)
+    }
+
+    fn info(name: &str, current: f64) -> SystemInfo {
+        SystemInfo {
+            gpu_name: Some(name.into()),
+            power_limit_w: Some(current),
+            default_power_limit_w: Some(72.0),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_power_limit_half_a_watt_under_the_default_is_lowered() {
+        // 71.6 W is within 0.5 W of 72 W; 71.4 W is not.
+        assert_eq!(limit(71.6, false, None).0, CheckOutcome::Pass);
+        let (o, m) = limit(71.4, false, None);
+        assert_eq!(o, CheckOutcome::Warn);
+        assert!(m.contains("current power limit 71 W, default 72 W"), "{m}");
+        assert!(m.contains("--declare-power-limit"), "{m}");
+        let (o, m) = limit(71.4, true, None);
+        assert_eq!(o, CheckOutcome::Pass);
+        assert!(m.contains("(declared)"), "{m}");
+    }
+
+    #[test]
+    fn system_info_confirms_the_limit_within_half_a_watt() {
+        assert_eq!(
+            limit(72.0, false, Some(info("NVIDIA L4", 71.6))).0,
+            CheckOutcome::Pass
+        );
+        let (o, m) = limit(72.0, false, Some(info("NVIDIA L4", 71.4)));
+        assert_eq!(o, CheckOutcome::Warn);
+        assert!(
+            m.contains("says 72 W but system_info.txt shows a current power limit of 71 W"),
+            "{m}"
+        );
+    }
+
+    #[test]
+    fn system_info_names_the_manifest_gpu() {
+        let m = manifest();
+        let rows = || vec![row(&[50.0; 11], &[40.0], 100)];
+        let same = info("NVIDIA L4", 72.0);
+        assert_eq!(
+            judge_case(GPU_NAME.id, &m, Some(&same), rows()).0,
+            CheckOutcome::Pass
+        );
+        let other = info("NVIDIA L40S", 72.0);
+        let (o, msg) = judge_case(GPU_NAME.id, &m, Some(&other), rows());
+        assert_eq!(o, CheckOutcome::Fail);
+        assert!(
+            msg.contains(&format!(
+                "Product Name 'NVIDIA L40S' but {MANIFEST_NAME} /system/gpu/name says 'NVIDIA L4'"
+            )),
+            "{msg}"
+        );
+        let (o, msg) = judge_case(GPU_NAME.id, &m, None, rows());
+        assert_eq!(o, CheckOutcome::Fail);
+        assert!(msg.contains("the bundle has no system_info.txt"), "{msg}");
+    }
+}

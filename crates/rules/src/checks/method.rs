@@ -165,6 +165,61 @@ fn start_temperature(input: &CheckInput, t: &Thresholds) -> CheckResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::checks::test_support::{iterations, judge, judge_rows, row};
+    use crate::checks::CheckOutcome;
+
+    #[test]
+    fn at_least_3_iterations_and_the_configured_3() {
+        // The manifest configures ITERATIONS: 3; the minimum is 3.
+        let one = row(&[50.0; 11], &[40.0], 100);
+        for id in [ITERATIONS_MINIMUM.id, ITERATIONS_CONFIGURED.id] {
+            assert_eq!(judge_rows(id, iterations(3, &one)).0, CheckOutcome::Pass);
+        }
+        let (o, m) = judge_rows(ITERATIONS_MINIMUM.id, iterations(2, &one));
+        assert_eq!(o, CheckOutcome::Fail);
+        assert!(m.contains("2 iterations"), "{m}");
+        let (o, m) = judge_rows(ITERATIONS_CONFIGURED.id, iterations(2, &one));
+        assert_eq!(o, CheckOutcome::Warn);
+        assert!(m.contains("2 iterations (ITERATIONS: 3)"), "{m}");
+        // Three iterations that generated nothing leave no figure: flagged.
+        let (o, m) = judge_rows(
+            ITERATIONS_CONFIGURED.id,
+            iterations(3, &row(&[50.0; 11], &[40.0], 0)),
+        );
+        assert_eq!(o, CheckOutcome::Warn);
+        assert!(
+            m.contains("none of its 3 iterations generated tokens"),
+            "{m}"
+        );
+    }
+
+    #[test]
+    fn the_first_temperature_sample_at_65_c() {
+        assert_eq!(
+            judge(START_TEMPERATURE.id, row(&[50.0; 11], &[65.0, 80.0], 100)).0,
+            CheckOutcome::Pass
+        );
+        let (o, m) = judge(START_TEMPERATURE.id, row(&[50.0; 11], &[66.0, 60.0], 100));
+        assert_eq!(o, CheckOutcome::Warn);
+        assert!(m.contains("first temperature sample 66 °C"), "{m}");
+        let (o, m) = judge(START_TEMPERATURE.id, row(&[50.0; 11], &[], 100));
+        assert_eq!(o, CheckOutcome::Warn);
+        assert!(m.contains("gpu_0_temp is empty"), "{m}");
+    }
+
+    #[test]
+    fn greedy_with_a_seed_or_rejected() {
+        let mut r = row(&[50.0; 11], &[40.0], 100);
+        r.sampling_params = "SamplingParams(temperature=0.0, seed=42)".into();
+        assert_eq!(judge(SAMPLING_PARAMS.id, r.clone()).0, CheckOutcome::Pass);
+        r.sampling_params = "SamplingParams(temperature=0.01, seed=42)".into();
+        let (o, m) = judge(SAMPLING_PARAMS.id, r);
+        assert_eq!(o, CheckOutcome::Fail);
+        assert!(
+            m.contains("temperature=0.01 (sampling is not greedy)"),
+            "{m}"
+        );
+    }
 
     #[test]
     fn sampling_params_repr() {

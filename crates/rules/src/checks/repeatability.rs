@@ -120,6 +120,81 @@ pub fn checks(input: &CheckInput, t: &Thresholds) -> Vec<CheckResult> {
 }
 
 #[cfg(test)]
+mod edge_tests {
+    //! Each rule at its default limit, worked by hand.
+    use super::*;
+    use crate::checks::test_support::{judge_rows, row, row_of};
+    use crate::checks::CheckOutcome;
+
+    /// Batch iterations of 1 s at 100 − d, 100 and 100 + d W, 100 tokens
+    /// each: energy per token 1 − d/100, 1, 1 + d/100 J; the sample
+    /// standard deviation is d/100 (deviations −d, 0, d over n − 1 = 2),
+    /// so the CV is d %.
+    fn batch(d: f64) -> (CheckOutcome, String) {
+        let rows = [100.0 - d, 100.0, 100.0 + d]
+            .iter()
+            .enumerate()
+            .map(|(i, w)| {
+                let mut r = row(&[*w; 11], &[40.0], 100);
+                r.iteration = i as u32;
+                r
+            })
+            .collect();
+        judge_rows(BATCH_ENERGY_CV.id, rows)
+    }
+
+    #[test]
+    fn batch_energy_cv_at_5_percent() {
+        assert_eq!(batch(4.9).0, CheckOutcome::Pass);
+        let (o, m) = batch(5.1);
+        assert_eq!(o, CheckOutcome::Warn);
+        assert!(m.contains("varies by 5.10 % (CV)"), "{m}");
+    }
+
+    /// Server iterations at 0.33 req/s (0.33 × 300 s = 99 expected
+    /// requests ≥ 30, so judged) generating 100, 200 and 300 tokens, with
+    /// energies on the line 1000 + x J plus residuals e, −2e, e (they sum to
+    /// 0 and are orthogonal to x − 200, so they are the least-squares
+    /// residuals): SSR = 6e², one degree of freedom, residual SD e√6, over
+    /// the mean energy 1200 J.
+    fn server(e: f64) -> (CheckOutcome, String) {
+        let rows = [(100, e), (200, -2.0 * e), (300, e)]
+            .iter()
+            .enumerate()
+            .map(|(i, (tokens, residual))| {
+                let joules = 1000.0 + *tokens as f64 + residual;
+                // 1 s, so the mean power is the energy.
+                let mut r = row_of(Scenario::Server, 1.0, &[joules; 11], &[40.0], *tokens);
+                r.iteration = i as u32;
+                r
+            })
+            .collect();
+        judge_rows(SERVER_LOAD_FIT.id, rows)
+    }
+
+    #[test]
+    fn server_load_fit_at_10_percent() {
+        // 48 × √6 = 117.58 J, 9.80 % of 1200 J; 50 × √6 = 122.47 J, 10.21 %.
+        assert_eq!(server(48.0).0, CheckOutcome::Pass);
+        let (o, m) = server(50.0);
+        assert_eq!(o, CheckOutcome::Warn);
+        assert!(m.contains("scatters by 10.21 %"), "{m}");
+    }
+
+    #[test]
+    fn the_line_and_the_cv_by_hand() {
+        // On the line exactly: no scatter, whatever the slope.
+        let on_line = [(100.0, 1100.0), (200.0, 1200.0), (300.0, 1300.0)];
+        assert!(load_fit_residual_pct(&on_line) < 1e-9);
+        // One load only: the CV of 90, 100, 110 is 10 %.
+        let one_load = [(5.0, 90.0), (5.0, 100.0), (5.0, 110.0)];
+        assert!((load_fit_residual_pct(&one_load) - 10.0).abs() < 1e-9);
+        assert!((cv_pct(&[90.0, 100.0, 110.0]) - 10.0).abs() < 1e-9);
+        assert_eq!(cv_pct(&[3.0]), 0.0);
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -6,6 +6,7 @@
 use super::{evaluate, CheckInput, CheckOutcome, Thresholds};
 use crate::bundle::harness::{IterationRow, Scenario, SeriesStats};
 use crate::bundle::manifest::Manifest;
+use crate::bundle::system_info::SystemInfo;
 use crate::derived::{aggregate, derive};
 
 pub fn manifest() -> Manifest {
@@ -79,13 +80,38 @@ pub fn row_of(
 
 /// The outcome and message of rule `id` on one iteration.
 pub fn judge(id: &str, r: IterationRow) -> (CheckOutcome, String) {
-    let rows = vec![r];
+    judge_rows(id, vec![r])
+}
+
+/// The outcome and message of rule `id` on these iterations.
+pub fn judge_rows(id: &str, rows: Vec<IterationRow>) -> (CheckOutcome, String) {
+    judge_case(id, &manifest(), None, rows)
+}
+
+/// The same iteration `n` times over (iterations 0, 1, …).
+pub fn iterations(n: u32, r: &IterationRow) -> Vec<IterationRow> {
+    (0..n)
+        .map(|i| IterationRow {
+            iteration: i,
+            line: 2 + i as u64,
+            ..r.clone()
+        })
+        .collect()
+}
+
+/// The outcome and message of rule `id` on these iterations, under this
+/// manifest and system_info.txt.
+pub fn judge_case(
+    id: &str,
+    m: &Manifest,
+    system_info: Option<&SystemInfo>,
+    rows: Vec<IterationRow>,
+) -> (CheckOutcome, String) {
     let runs: Vec<_> = rows.iter().map(derive).collect();
     let configurations = aggregate(&runs);
-    let m = manifest();
     let input = CheckInput {
-        manifest: &m,
-        system_info: None,
+        manifest: m,
+        system_info,
         gpu: crate::catalog::gpu_by_id("l4"),
         rows: &rows,
         runs: &runs,
