@@ -24,6 +24,11 @@ pub enum PeerCommand {
     /// Example, ML.ENERGY Leaderboard v3 from a checkout of
     /// github.com/ml-energy/leaderboard:
     ///   wattcounts peer import mlenergy-v3 leaderboard/public/data --source-ref $(git -C leaderboard rev-parse HEAD)
+    ///
+    /// The 2023 leaderboard (v1), whose files name a GPU only as "A100" or
+    /// "V100", needs the board each was stated:
+    ///   wattcounts peer import mlenergy-v1 leaderboard-v2/data/legacy --source-ref c3af7f3 \
+    ///     --gpu A100="NVIDIA A100-SXM4-40GB" --gpu V100="Tesla V100-SXM2-32GB"
     Import(ImportArgs),
     /// The stored peer releases, with their provenance and file digests.
     List(StoreArgs),
@@ -31,10 +36,18 @@ pub enum PeerCommand {
 
 #[derive(Debug, Args)]
 pub struct ImportArgs {
-    /// Which dataset: mlenergy-v3 (github.com/ml-energy/leaderboard, public/data).
+    /// Which dataset: mlenergy-v3 (github.com/ml-energy/leaderboard,
+    /// public/data), mlenergy-v2 (github.com/ml-energy/leaderboard-v2,
+    /// data/llm_text_generation) or mlenergy-v1 (the same repository,
+    /// data/legacy).
     pub source: String,
     /// The published folder (for mlenergy-v3: the one holding index.json and tasks/).
     pub folder: PathBuf,
+    /// FAMILY=BOARD: the catalogue GPU (NVML name) a GPU the files name only
+    /// by family was, e.g. A100="NVIDIA A100-SXM4-40GB" (mlenergy-v1 only;
+    /// repeat per family). Recorded in the release's label and identity.
+    #[arg(long = "gpu", value_name = "FAMILY=BOARD")]
+    pub gpus: Vec<String>,
     /// The commit (or release date) of the files, as you fetched them.
     #[arg(long)]
     pub source_ref: String,
@@ -85,6 +98,22 @@ async fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
         ),
         None => None,
     };
+    let mut gpus = wattcounts_rules::peer::GpuStatements::new();
+    for g in &a.gpus {
+        let Some((family, board)) = g.split_once('=') else {
+            eprintln!(
+                "error: --gpu {g}: FAMILY=BOARD is wanted, e.g. A100=\"NVIDIA A100-SXM4-40GB\""
+            );
+            return Ok(ExitCode::from(super::EXIT_USAGE));
+        };
+        if gpus
+            .insert(family.trim().to_string(), board.trim().to_string())
+            .is_some()
+        {
+            eprintln!("error: --gpu {}: stated twice", family.trim());
+            return Ok(ExitCode::from(super::EXIT_USAGE));
+        }
+    }
     let service = super::db::maintenance_service(&a.store).await?;
     let start = std::time::Instant::now();
     eprintln!(
@@ -100,6 +129,7 @@ async fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
             retrieved_at,
             licence_text,
             actor: "cli".into(),
+            gpus,
         })
         .await
     {

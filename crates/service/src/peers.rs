@@ -10,8 +10,9 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 
 use wattcounts_rules::peer::{
-    Facet, FilesInMemory, PeerConfig, PeerError, PeerFile, PeerFolder, PeerImportOutcome, PeerPage,
-    PeerProvenance, PeerQuery, PeerRelease, PeerReleaseRecord, PeerSort, PeerSource, SourceInfo,
+    Facet, FilesInMemory, GpuStatements, PeerConfig, PeerError, PeerFile, PeerFolder,
+    PeerImportOutcome, PeerPage, PeerProvenance, PeerQuery, PeerRelease, PeerReleaseRecord,
+    PeerSort, PeerSource, SourceInfo,
 };
 
 use crate::views::ViewError;
@@ -64,6 +65,9 @@ pub struct PeerImportRequest {
     /// The licence's text; the publisher's stated licence when absent.
     pub licence_text: Option<String>,
     pub actor: String,
+    /// The operator's statements of which catalogue GPU a published GPU
+    /// name is (`--gpu A100=NVIDIA A100-SXM4-40GB`; v1 only).
+    pub gpus: GpuStatements,
 }
 
 /// What an import read and did.
@@ -96,9 +100,9 @@ fn stated_licence(source: PeerSource) -> String {
         PeerSource::MlEnergyV3 => MLENERGY_V3_LICENCE.to_string(),
         // The repository's LICENSE is the Apache-2.0 text (the same as
         // v3's); its docs say otherwise, and both are kept.
-        PeerSource::MlEnergyV2 => format!(
+        PeerSource::MlEnergyV2 | PeerSource::MlEnergyV1 => format!(
             "{}\n\n{MLENERGY_V3_LICENCE}",
-            PeerSource::MlEnergyV2.info().licence_statement
+            source.info().licence_statement
         ),
     }
 }
@@ -147,7 +151,11 @@ impl PeerFolder for FolderOnDisk<'_> {
     }
 }
 
-fn read_folder(source: PeerSource, dir: &Path) -> Result<PeerRelease, PeerImportError> {
+fn read_folder(
+    source: PeerSource,
+    dir: &Path,
+    gpus: &GpuStatements,
+) -> Result<PeerRelease, PeerImportError> {
     if !dir.is_dir() {
         return Err(PeerImportError::Usage(format!(
             "{} is not a folder (give the published folder, e.g. a checkout's {})",
@@ -156,14 +164,14 @@ fn read_folder(source: PeerSource, dir: &Path) -> Result<PeerRelease, PeerImport
         )));
     }
     source
-        .read(&mut FolderOnDisk(dir))
+        .read_stated(&mut FolderOnDisk(dir), gpus)
         .map_err(PeerImportError::Read)
 }
 
 fn read_bundled(source: PeerSource) -> Result<PeerRelease, PeerImportError> {
     let files = match source {
         PeerSource::MlEnergyV3 => &BUNDLED_MLENERGY_V3,
-        PeerSource::MlEnergyV2 => {
+        PeerSource::MlEnergyV2 | PeerSource::MlEnergyV1 => {
             return Err(PeerImportError::Usage(format!(
                 "no copy of {} is shipped (its terms are disputed); import it from a checkout",
                 source.info().name
@@ -191,6 +199,7 @@ impl PeerImportRequest {
                 .expect("a valid RFC 3339 date"),
             licence_text: None,
             actor: actor.into(),
+            gpus: GpuStatements::new(),
         }
     }
 }
@@ -260,7 +269,8 @@ impl Service {
         let release = match &req.files {
             PeerFiles::Folder(dir) => {
                 let dir = dir.clone();
-                tokio::task::spawn_blocking(move || read_folder(source, &dir))
+                let gpus = req.gpus.clone();
+                tokio::task::spawn_blocking(move || read_folder(source, &dir, &gpus))
                     .await
                     .map_err(|e| PeerImportError::Usage(format!("reader stopped: {e}")))??
             }

@@ -249,6 +249,7 @@ pub fn read(folder: &mut dyn PeerFolder) -> Result<PeerRelease, PeerError> {
         files,
         configs,
         skipped,
+        statements: Vec::new(),
     };
     // v2 states no date or version: its files' digest names the release.
     release.label = format!("files {}", &release.files_sha256()[..12]);

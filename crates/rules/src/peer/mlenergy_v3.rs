@@ -139,6 +139,7 @@ pub fn read(load: &mut dyn PeerFolder) -> Result<PeerRelease, PeerError> {
         files,
         configs,
         skipped,
+        statements: Vec::new(),
     })
 }
 

@@ -7,6 +7,7 @@
 //! this module opens no file: the service reads a folder, the tests and
 //! the demo pass bytes.
 
+pub mod mlenergy_v1;
 pub mod mlenergy_v2;
 pub mod mlenergy_v3;
 
@@ -19,7 +20,12 @@ use crate::digest::sha256_hex;
 pub enum PeerSource {
     MlEnergyV3,
     MlEnergyV2,
+    MlEnergyV1,
 }
+
+/// The operator's statements: a published GPU name → the catalogue GPU
+/// (its NVML name) it was.
+pub type GpuStatements = std::collections::BTreeMap<String, String>;
 
 /// Where a release's files are read from.
 pub trait PeerFolder {
@@ -70,12 +76,17 @@ pub struct SourceInfo {
 }
 
 impl PeerSource {
-    pub const ALL: [PeerSource; 2] = [PeerSource::MlEnergyV3, PeerSource::MlEnergyV2];
+    pub const ALL: [PeerSource; 3] = [
+        PeerSource::MlEnergyV3,
+        PeerSource::MlEnergyV2,
+        PeerSource::MlEnergyV1,
+    ];
 
     pub fn info(self) -> &'static SourceInfo {
         match self {
             PeerSource::MlEnergyV3 => &mlenergy_v3::INFO,
             PeerSource::MlEnergyV2 => &mlenergy_v2::INFO,
+            PeerSource::MlEnergyV1 => &mlenergy_v1::INFO,
         }
     }
 
@@ -92,9 +103,30 @@ impl PeerSource {
 
     /// Reads a release from its published folder.
     pub fn read(self, folder: &mut dyn PeerFolder) -> Result<PeerRelease, PeerError> {
+        self.read_stated(folder, &GpuStatements::new())
+    }
+
+    /// Reads a release, with the operator's statements of which catalogue
+    /// GPU a published GPU name is (only v1 names GPUs by family alone).
+    pub fn read_stated(
+        self,
+        folder: &mut dyn PeerFolder,
+        stated: &GpuStatements,
+    ) -> Result<PeerRelease, PeerError> {
+        if self != PeerSource::MlEnergyV1 && !stated.is_empty() {
+            return Err(PeerError {
+                file: "--gpu".into(),
+                pointer: String::new(),
+                rule: format!(
+                    "{} names each GPU itself; --gpu is for mlenergy-v1, whose files name only the family",
+                    self.info().slug
+                ),
+            });
+        }
         match self {
             PeerSource::MlEnergyV3 => mlenergy_v3::read(folder),
             PeerSource::MlEnergyV2 => mlenergy_v2::read(folder),
+            PeerSource::MlEnergyV1 => mlenergy_v1::read(folder, stated),
         }
     }
 }
@@ -162,14 +194,29 @@ pub struct PeerRelease {
     pub configs: Vec<PeerConfig>,
     /// What the files hold that this importer does not read, and why.
     pub skipped: Vec<String>,
+    /// What the operator stated that the files do not say (v1's GPU
+    /// boards), part of the release's identity.
+    pub statements: Vec<String>,
 }
 
 impl PeerRelease {
     /// The release's identity: SHA-256 over `path\tsha256\n` of every file
-    /// read, sorted by path. The same files give the same digest, so a
-    /// re-import is recognised whatever the folder's name or the date.
+    /// read, sorted by path, then `statement\t<text>\n` of each operator's
+    /// statement. The same files (and statements) give the same digest, so
+    /// a re-import is recognised whatever the folder's name or the date,
+    /// and the same files read under another statement are another release.
     pub fn files_sha256(&self) -> String {
-        files_sha256(&self.files)
+        if self.statements.is_empty() {
+            return files_sha256(&self.files);
+        }
+        let mut lines: Vec<String> = self
+            .files
+            .iter()
+            .map(|f| format!("{}\t{}\n", f.path, f.sha256))
+            .collect();
+        lines.sort();
+        lines.extend(self.statements.iter().map(|s| format!("statement\t{s}\n")));
+        sha256_hex(lines.concat().as_bytes())
     }
 }
 

@@ -279,3 +279,100 @@ fn v2_errors_name_the_file_and_field() {
     let e = PeerSource::MlEnergyV2.read(&mut v2_folder(c)).unwrap_err();
     assert!(e.rule.starts_with("out of range"), "{e}");
 }
+
+/// A two-row v1 folder: koala-13b on the A100 (2144.83 J in 12.14 s per
+/// response of 265.57 tokens: 8.076 J/token, 176.6 W) and on the A40.
+fn v1_folder() -> BTreeMap<String, Vec<u8>> {
+    let csv = "model,throughput,response_length,latency,energy\n\
+               BAIR/koala-13b,21.207721076321384,265.5732034922767,12.1433556952537,2144.8338435191445\n";
+    BTreeMap::from([
+        (
+            "schema.yaml".into(),
+            b"gpu: [\"A100\", \"A40\"]\ntask: [\"chat\"]\n".to_vec(),
+        ),
+        (
+            "models.json".into(),
+            br#"{"BAIR/koala-13b": {"url": "x", "nickname": "BAIR/Koala-13B", "params": 13}}"#
+                .to_vec(),
+        ),
+        ("A100_chat_benchmark.csv".into(), csv.as_bytes().to_vec()),
+        ("A40_chat_benchmark.csv".into(), csv.as_bytes().to_vec()),
+        ("score.csv".into(), b"model,arc\n".to_vec()),
+    ])
+}
+
+#[test]
+fn v1_reads_a_family_as_the_stated_board_and_the_statement_is_its_identity() {
+    let read = |a100: &str| {
+        let stated = GpuStatements::from([("A100".to_string(), a100.to_string())]);
+        PeerSource::MlEnergyV1
+            .read_stated(&mut FilesInMemory(v1_folder()), &stated)
+            .unwrap()
+    };
+    let sxm = read("NVIDIA A100-SXM4-40GB");
+    assert_eq!(sxm.configs.len(), 2);
+    let c = &sxm.configs[0];
+    assert_eq!(
+        (c.gpu_model.as_str(), c.gpu_name.as_str()),
+        ("A100", "NVIDIA A100-SXM4-40GB")
+    );
+    assert!((c.energy_per_token_joules - 2144.8338435191445 / 265.5732034922767).abs() < 1e-12);
+    assert_eq!(
+        (c.num_gpus, c.max_num_seqs, c.pointer.as_str()),
+        (1, 1, "row 2")
+    );
+    assert_eq!(sxm.configs[1].gpu_name, "NVIDIA A40");
+    assert_eq!(
+        sxm.statements,
+        vec!["A100 = NVIDIA A100-SXM4-40GB (the operator's statement)".to_string()]
+    );
+    assert_eq!(
+        sxm.skipped,
+        vec![
+            "score.csv: NLP accuracy (ARC, HellaSwag, TruthfulQA), not an energy figure"
+                .to_string()
+        ]
+    );
+    // The same files read as another board are another release; the same
+    // statement again is the same one.
+    let pcie = read("NVIDIA A100-PCIE-40GB");
+    assert_ne!(sxm.files_sha256(), pcie.files_sha256());
+    assert_eq!(
+        sxm.files_sha256(),
+        read("NVIDIA A100-SXM4-40GB").files_sha256()
+    );
+    assert_eq!(files_sha256(&sxm.files), files_sha256(&pcie.files));
+    // Without a statement the A100 is refused, naming every board.
+    let e = PeerSource::MlEnergyV1
+        .read(&mut FilesInMemory(v1_folder()))
+        .unwrap_err();
+    assert_eq!(e.file, "A100_chat_benchmark.csv");
+    assert!(
+        e.rule.contains("--gpu A100=<one of: NVIDIA A100-SXM4-40GB"),
+        "{e}"
+    );
+}
+
+#[test]
+fn v1_refuses_a_power_no_single_gpu_draws() {
+    // 2144.83 J in 12.14 s is 176.6 W; a 0.1 s latency makes it 21,448 W,
+    // above 1.2 × the A40's 300 W.
+    let mut files = v1_folder();
+    files.remove("A100_chat_benchmark.csv");
+    files.insert(
+        "A40_chat_benchmark.csv".into(),
+        b"model,throughput,response_length,latency,energy\nBAIR/koala-13b,21.2,265.57,0.1,2144.83\n".to_vec(),
+    );
+    let e = PeerSource::MlEnergyV1
+        .read(&mut FilesInMemory(files))
+        .unwrap_err();
+    assert_eq!(
+        (e.file.as_str(), e.pointer.as_str()),
+        ("A40_chat_benchmark.csv", "row 2 column energy")
+    );
+    assert!(
+        e.rule
+            .contains("21448.3 W, above 1.2 x the 300 W TDP of the NVIDIA A40"),
+        "{e}"
+    );
+}
