@@ -374,3 +374,60 @@ async fn a_dead_object_store_is_a_503_that_names_it_and_heals() {
     let (status, body) = app.submit(&second, &sig).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
 }
+
+/// PostgreSQL cut during a COMMIT (issue #40, item 6): the submission's
+/// COMMIT reaches the server, which commits, and its answer never comes
+/// back. The upload answers 503 (the transaction's bound, not a hang or a
+/// 500), and when the link heals the same bytes find the submission stored
+/// once, with its log leaf, and the read model equals a rebuild's: the
+/// outcome the client could not see is whole, not half.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_cut_during_commit_is_a_503_and_the_retry_finds_the_bundle_stored_once() {
+    let Some(url) = pg_url() else { return };
+    let (authority, target) = server_of(&url);
+    // sqlx ends a transaction with the simple query "COMMIT".
+    let relay = SilentRelay::start(target, b"COMMIT\0").await;
+    let via_relay = url.replacen(&authority, &relay.addr, 1);
+    let schema = pg_schema();
+    let pg = wattcounts::store::postgres::PgStore::open(&via_relay, Some(&schema))
+        .await
+        .unwrap();
+    let app = TestApp::with_store(bounded(pg), tempfile::tempdir().unwrap(), 256 << 20);
+    let key = app.register("alice").await;
+    let first = BundleBuilder::fixture().by("alice", &key).build();
+    assert_eq!(
+        app.submit(&first, &sign(&key, &first)).await.0,
+        StatusCode::CREATED
+    );
+
+    relay.silence_on_trigger();
+    let cut = BundleBuilder::fixture().marked(1).by("alice", &key).build();
+    let sig = sign(&key, &cut);
+    let t = Instant::now();
+    let (status, body) = app.submit(&cut, &sig).await;
+    let waited = t.elapsed();
+    assert_eq!(relay.silenced(), 1, "the COMMIT was on the wire");
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(body["error"]["code"], "unavailable", "{body}");
+    // The transaction's bound (10 s), not the 30 s request deadline.
+    assert!(
+        waited < Duration::from_secs(12),
+        "answered after {waited:?}"
+    );
+    eprintln!("cut during COMMIT: 503 after {waited:?}");
+
+    relay.heal();
+    // The server committed: the same bytes are a replay of the stored row.
+    let (status, receipt) = app.submit(&cut, &sig).await;
+    assert_eq!(status, StatusCode::OK, "{receipt}");
+    let (status, again) = app.submit(&cut, &sig).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(again, receipt);
+    assert_eq!(app.counts().await.submissions, 2);
+    // Its leaf went in with it, and the derived tables with it.
+    let log = crate::log::log_tables(app.store.as_ref()).await;
+    assert_eq!(log.0.len(), 2, "{:?}", log.0);
+    let kept = crate::backends::read_model(&app).await;
+    app.service.rebuild(|_| {}).await.unwrap();
+    assert_eq!(crate::backends::read_model(&app).await, kept);
+}
