@@ -30,6 +30,7 @@ mod moderation;
 mod openapi;
 mod operations;
 mod oracle;
+mod oracle_wide;
 mod outage;
 mod pages;
 mod peers;
