@@ -199,6 +199,7 @@ async fn main() -> anyhow::Result<()> {
     let acked_at_crash = tally.lock().unwrap().acknowledged.len();
     let (rss_at_crash, _) = memory_mb(server.pid());
     down.store(true, Ordering::SeqCst);
+    let mut locked = server.locked_lines();
     server.crash();
     eprintln!(
         "kill -9 at {:.1} s ({acked_at_crash} acknowledged); restarting",
@@ -232,6 +233,7 @@ async fn main() -> anyhow::Result<()> {
     }
     // The log only grew from the checkpoint the monitor kept before the crash.
     let after_restart = monitor(&url, &state, &verifier)?;
+    locked += server.locked_lines();
     server.stop();
 
     // The database: how many stored, integrity, and the blobs it names.
@@ -371,6 +373,7 @@ async fn main() -> anyhow::Result<()> {
     println!("integrity_check           {integrity}");
     println!("blobs off their digest    {bad_blobs} (rows whose bundle file is missing or hashes otherwise)");
     println!("log                       before the crash: {before_crash}; after: {after_restart}; stored tree {}", if log_problems.is_empty() { "equals the leaves' tree".to_string() } else { log_problems.join("; ") });
+    println!("\"database is locked\"     {locked} line(s) in the server's log (checkpoint publisher and ingest share one writer lock)");
     println!(
         "read model vs db rebuild  {}",
         read_model_diff.as_deref().unwrap_or("identical")
@@ -392,6 +395,7 @@ async fn main() -> anyhow::Result<()> {
         && log_problems.is_empty()
         && !after_restart.starts_with("FAILED")
         && read_model_diff.is_none()
+        && locked == 0
         && orphan_blobs == 0
         && (pg.is_some() || integrity == "ok")
         && stored as usize >= t.acknowledged.len();

@@ -18,6 +18,15 @@ pub const AUDIENCE: &str = "http://wattcounts.bench";
 pub struct Serve {
     pub child: Child,
     pub url: String,
+    /// Lines the server logged with "database is locked" (a writer that
+    /// skipped the writer discipline), counted while it runs.
+    pub locked: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Serve {
+    pub fn locked_lines(&self) -> usize {
+        self.locked.load(std::sync::atomic::Ordering::SeqCst)
+    }
 }
 
 impl Serve {
@@ -101,8 +110,19 @@ pub fn serve_on(
                 .to_string();
         }
     };
-    std::thread::spawn(move || for _ in lines {});
-    Ok(Serve { child, url })
+    // Keep draining (a full pipe would block the server), counting the
+    // warnings a writer must never log.
+    let locked = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = locked.clone();
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            if line.contains("database is locked") {
+                counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                eprintln!("server: {line}");
+            }
+        }
+    });
+    Ok(Serve { child, url, locked })
 }
 
 /// (VmRSS, VmHWM) of a process, in MB.
