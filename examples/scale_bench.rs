@@ -33,6 +33,9 @@ const PAGES: &[&str] = &[
     "/insights",
     "/api/v1/insights",
     "/api/v1/estimate?model=meta-llama%2FLlama-3.1-8B-Instruct&gpu=a100-sxm4-40gb&scenario=batch",
+    "/feeds/submissions",
+    "/feeds/gpus/l4",
+    "/feeds/models/meta-llama/Llama-3.1-8B-Instruct",
 ];
 const REPEATS: usize = 15;
 

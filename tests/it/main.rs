@@ -19,6 +19,7 @@ mod disk_full;
 mod estimates;
 mod explore;
 mod exports;
+mod feeds;
 mod groups;
 mod hardening;
 mod harness_fixtures;

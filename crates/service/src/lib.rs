@@ -451,6 +451,20 @@ impl Service {
             .await
             .map_err(ServiceError::from)
     }
+    pub async fn submissions_with_model(
+        &self,
+        model: &str,
+        limit: u32,
+    ) -> Result<Vec<SubmissionRecord>, ServiceError> {
+        self.store
+            .submissions_with_model(model, limit)
+            .await
+            .map_err(ServiceError::from)
+    }
+    /// The models each submission measured.
+    pub async fn models_of(&self, ids: &[Uuid]) -> Result<Vec<(Uuid, Vec<String>)>, ServiceError> {
+        self.store.models_of(ids).await.map_err(ServiceError::from)
+    }
     pub async fn review_queue(&self, limit: u32) -> Result<Vec<SubmissionRecord>, ServiceError> {
         self.store
             .submissions_with_status(Status::NeedsReview, limit)

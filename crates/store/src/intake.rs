@@ -95,6 +95,16 @@ pub trait Intake: Send + Sync {
         gpu_id: &str,
         limit: u32,
     ) -> Result<Vec<SubmissionRecord>, StoreError>;
+    /// Most recent accepted submissions that measured `model`, newest first
+    /// (reads the model's configurations, never a run).
+    async fn submissions_with_model(
+        &self,
+        model: &str,
+        limit: u32,
+    ) -> Result<Vec<SubmissionRecord>, StoreError>;
+    /// The models each of `ids` measured, in their configurations' order
+    /// (once each).
+    async fn models_of(&self, ids: &[Uuid]) -> Result<Vec<(Uuid, Vec<String>)>, StoreError>;
 }
 
 pub(crate) const SUBMISSION_SELECT: &str = "SELECT s.id, s.bundle_sha256, u.handle, s.status, s.received_at, s.gpu_name, s.gpu_id, s.run_name,
@@ -466,6 +476,53 @@ macro_rules! intake_sql {
                     .await
                     .map_err(db_err)?;
                     rows.iter().map(submission_record).collect()
+                }).await
+            }
+
+            async fn submissions_with_model(&self, model: &str, limit: u32) -> Result<Vec<SubmissionRecord>, StoreError> {
+                self.calls.run($crate::calls::CallKind::Request, "submissions_with_model", async move {
+                    let rows = sqlx::query(&format!(
+                        "{SUBMISSION_SELECT} WHERE s.status = 'accepted'
+                           AND s.id IN (SELECT c.submission_id FROM configurations c WHERE c.model = $1)
+                         ORDER BY s.received_at DESC LIMIT $2"
+                    ))
+                    .bind(model)
+                    .bind(limit as i64)
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(db_err)?;
+                    rows.iter().map(submission_record).collect()
+                }).await
+            }
+
+            async fn models_of(&self, ids: &[Uuid]) -> Result<Vec<(Uuid, Vec<String>)>, StoreError> {
+                if ids.is_empty() {
+                    return Ok(Vec::new());
+                }
+                self.calls.run($crate::calls::CallKind::Request, "models_of", async move {
+                    let marks: Vec<String> = (1..=ids.len()).map(|i| format!("${i}")).collect();
+                    let sql = format!(
+                        "SELECT submission_id, model FROM configurations WHERE submission_id IN ({})
+                         ORDER BY submission_id, position",
+                        marks.join(", ")
+                    );
+                    let mut q = sqlx::query(&sql);
+                    for id in ids {
+                        q = q.bind(id.to_string());
+                    }
+                    let rows = q.fetch_all(&self.pool).await.map_err(db_err)?;
+                    let mut out: Vec<(Uuid, Vec<String>)> = ids.iter().map(|id| (*id, Vec::new())).collect();
+                    for r in &rows {
+                        let id: String = r.get(0);
+                        let model: String = r.get(1);
+                        let id = Uuid::parse_str(&id).map_err(|e| StoreError::Other(anyhow::anyhow!("submission id {id}: {e}")))?;
+                        if let Some((_, models)) = out.iter_mut().find(|(i, _)| *i == id) {
+                            if !models.contains(&model) {
+                                models.push(model);
+                            }
+                        }
+                    }
+                    Ok(out)
                 }).await
             }
 

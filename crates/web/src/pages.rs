@@ -6,6 +6,7 @@ pub mod admin;
 pub mod api_guide;
 pub mod compare;
 pub mod estimate;
+pub mod feeds;
 pub mod gpus;
 pub mod guides;
 pub mod index;

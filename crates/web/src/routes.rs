@@ -130,6 +130,18 @@ fn route_table(state: &AppState) -> Table {
             Immutable,
             pages::submissions::signature_download,
         )
+        .get(
+            "/feeds/submissions",
+            DataVersioned,
+            pages::feeds::submissions_feed,
+        )
+        .get("/feeds/gpus/{id}", DataVersioned, pages::feeds::gpu_feed)
+        .get(
+            "/feeds/models/{*id}",
+            DataVersioned,
+            pages::feeds::model_feed,
+        )
+        .get("/feeds/snapshots", Revalidate, pages::feeds::snapshots_feed)
         .get("/gpus", DataVersioned, pages::gpus::gpus_page)
         .get("/gpus/{id}", DataVersioned, pages::gpus::gpu_page)
         .get("/compare", DataVersioned, pages::compare::compare_page)

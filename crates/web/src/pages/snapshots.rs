@@ -116,6 +116,11 @@ async fn list(s: &AppState) -> Result<Vec<Published>, ApiError> {
     s.service.snapshots().await.map_err(io_error)
 }
 
+/// Every published snapshot as the pages show it, newest first (the feed's).
+pub(crate) async fn published_views(s: &AppState) -> Result<Vec<SnapshotView>, ApiError> {
+    Ok(list(s).await?.iter().map(SnapshotView::from).collect())
+}
+
 /// A snapshot by id, or the newest for `latest`.
 async fn find(s: &AppState, id: &str) -> Result<Published, ApiError> {
     s.service

@@ -92,6 +92,7 @@ pub async fn model_page(
     Ok(render(
         StatusCode::OK,
         &ModelPage {
+            feed_link: crate::pages::feeds::model_feed_path(&id),
             json_link: format!("/api/v1{}?{}", model_path(&id), view.query),
             csv_link: crate::view::csv_twin(&format!("/api/v1{}?{}", model_path(&id), view.query)),
             leaderboard_link: format!(

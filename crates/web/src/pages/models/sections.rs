@@ -71,6 +71,8 @@ pub(crate) struct ModelSection {
 #[template(path = "model.html")]
 pub(crate) struct ModelPage {
     pub(crate) model: String,
+    /// The model's RSS feed of new results.
+    pub(crate) feed_link: String,
     pub(crate) facts: String,
     pub(crate) leaderboard_link: String,
     pub(crate) sections: Vec<ModelSection>,

@@ -1,0 +1,215 @@
+//! The RSS feeds (issue #44, item 3), read back with the rss crate's own
+//! parser as a feed reader would: an accepted submission appears on the
+//! next fetch, in the all-submissions feed, its GPU's and each of its
+//! models'; a GPU's feed names only that GPU; a submission waiting for
+//! review never appears, and a decision that withdraws an accepted one takes
+//! it out. The pages that have a feed link it in their head.
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use serde_json::json;
+
+use crate::common::*;
+use wattcounts::synth::Fault;
+
+async fn feed(app: &TestApp, path: &str) -> rss::Channel {
+    let (status, headers, body) = app
+        .raw(Request::get(path).body(Body::empty()).unwrap())
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "{path}: {}",
+        String::from_utf8_lossy(&body)
+    );
+    assert_eq!(
+        headers["content-type"], "application/rss+xml; charset=utf-8",
+        "{path}"
+    );
+    rss::Channel::read_from(&body[..]).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// The submission ids a channel's items link to, in order.
+fn linked(channel: &rss::Channel) -> Vec<String> {
+    channel
+        .items()
+        .iter()
+        .map(|i| {
+            let link = i.link().expect("every item links its submission");
+            assert_eq!(i.guid().map(|g| g.value()), Some(link));
+            link.rsplit('/').next().unwrap().to_string()
+        })
+        .collect()
+}
+
+async fn submit_accepted(
+    app: &TestApp,
+    builder: BundleBuilder<'_>,
+    key: &ssh_key::PrivateKey,
+) -> (String, Vec<String>) {
+    let gz = builder.build();
+    let (status, r) = app.submit(&gz, &sign(key, &gz)).await;
+    assert_eq!(status, StatusCode::CREATED, "{r}");
+    assert_eq!(r["status"], "accepted", "{:#}", r["checks"]);
+    let mut models: Vec<String> = r["configurations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["model"].as_str().unwrap().to_string())
+        .collect();
+    models.dedup();
+    (r["submission_id"].as_str().unwrap().to_string(), models)
+}
+
+#[tokio::test]
+async fn feeds_follow_accepted_submissions_by_gpu_and_model() {
+    let app = TestApp::new().await;
+    assert!(feed(&app, "/feeds/submissions").await.items().is_empty());
+    // A catalogue GPU or model with no result yet has an empty feed to
+    // subscribe to; a name that is neither is a 404.
+    assert!(feed(&app, "/feeds/gpus/h100-pcie").await.items().is_empty());
+    for path in [
+        "/feeds/gpus/no-such-gpu",
+        "/feeds/models/nobody/no-such-model",
+    ] {
+        let (status, _, _) = app
+            .raw(Request::get(path).body(Body::empty()).unwrap())
+            .await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path}");
+    }
+
+    let alice = app.register("alice").await;
+    let bob = app.register("bob").await;
+    let (on_l4, l4_models) =
+        submit_accepted(&app, BundleBuilder::fixture().by("alice", &alice), &alice).await;
+    let h100_model = "Qwen/Qwen2.5-3B-Instruct";
+    let (on_h100, _) = submit_accepted(
+        &app,
+        BundleBuilder::on("h100-pcie", &[h100_model]).by("bob", &bob),
+        &bob,
+    )
+    .await;
+    // One waiting for a maintainer.
+    let gz = BundleBuilder::faulty(Fault::WarmStart, 42)
+        .by("alice", &alice)
+        .build();
+    let (_, pending) = app.submit(&gz, &sign(&alice, &gz)).await;
+    assert_eq!(pending["status"], "needs_review", "{pending}");
+    let pending = pending["submission_id"].as_str().unwrap().to_string();
+
+    let all = feed(&app, "/feeds/submissions").await;
+    assert_eq!(
+        linked(&all),
+        vec![on_h100.clone(), on_l4.clone()],
+        "newest first"
+    );
+    let item = &all.items()[1];
+    let title = item.title().unwrap();
+    assert!(title.starts_with("alice on the NVIDIA L4: "), "{title}");
+    for m in &l4_models {
+        assert!(title.contains(m.as_str()), "{title}");
+    }
+    let description = item.description().unwrap();
+    assert!(
+        description.contains("Accepted community submission by alice on the NVIDIA L4")
+            && description.contains("reference protocol"),
+        "{description}"
+    );
+    assert!(
+        item.categories().iter().any(|c| c.name() == "real"),
+        "{:?}",
+        item.categories()
+    );
+
+    // Per GPU: only that GPU's submissions, and every item names it.
+    let l4 = feed(&app, "/feeds/gpus/l4").await;
+    assert_eq!(linked(&l4), vec![on_l4.clone()]);
+    assert!(l4
+        .items()
+        .iter()
+        .all(|i| i.title().unwrap().contains("NVIDIA L4") && !i.title().unwrap().contains("H100")));
+    assert_eq!(
+        linked(&feed(&app, "/feeds/gpus/h100-pcie").await),
+        vec![on_h100.clone()]
+    );
+    // Per model.
+    let (org, name) = h100_model.split_once('/').unwrap();
+    let model = feed(&app, &format!("/feeds/models/{org}/{name}")).await;
+    assert_eq!(linked(&model), vec![on_h100.clone()]);
+    let (org, name) = l4_models[0].split_once('/').unwrap();
+    assert_eq!(
+        linked(&feed(&app, &format!("/feeds/models/{org}/{name}")).await),
+        vec![on_l4.clone()]
+    );
+    for f in ["/feeds/submissions", "/feeds/gpus/l4"] {
+        assert!(!linked(&feed(&app, f).await).contains(&pending), "{f}");
+    }
+
+    // A maintainer withdraws the L4 one: the next fetch has it no more.
+    let (status, body) = app
+        .admin_post(
+            &format!("/api/v1/admin/submissions/{on_l4}/decision"),
+            json!({"decision": "reject", "reason": "the cooling failed"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        linked(&feed(&app, "/feeds/submissions").await),
+        vec![on_h100.clone()]
+    );
+    assert!(feed(&app, "/feeds/gpus/l4").await.items().is_empty());
+
+    // The pages that have a feed say where it is.
+    for (page, href) in [
+        ("/", "/feeds/submissions".to_string()),
+        ("/gpus/h100-pcie", "/feeds/gpus/h100-pcie".to_string()),
+        (
+            &format!("/models/{h100_model}")[..],
+            format!("/feeds/models/{h100_model}"),
+        ),
+    ] {
+        let (status, doc) = html_page(&app, page).await;
+        assert_eq!(status, StatusCode::OK, "{page}");
+        let sel =
+            scraper::Selector::parse("head link[rel=alternate][type=\"application/rss+xml\"]")
+                .unwrap();
+        let hrefs: Vec<&str> = doc
+            .select(&sel)
+            .filter_map(|e| e.value().attr("href"))
+            .collect();
+        assert!(hrefs.contains(&href.as_str()), "{page}: {hrefs:?}");
+    }
+}
+
+#[tokio::test]
+async fn the_snapshot_feed_lists_published_snapshots() {
+    let app = TestApp::new().await;
+    let key = app.register("alice").await;
+    let gz = BundleBuilder::fixture().by("alice", &key).build();
+    assert_eq!(
+        app.submit(&gz, &sign(&key, &gz)).await.0,
+        StatusCode::CREATED
+    );
+    assert!(feed(&app, "/feeds/snapshots").await.items().is_empty());
+    let (status, snap) = app
+        .admin_post("/api/v1/admin/snapshots", json!({ "traces": false }))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{snap}");
+    let channel = feed(&app, "/feeds/snapshots").await;
+    assert_eq!(channel.items().len(), 1);
+    let item = &channel.items()[0];
+    let id = snap["snapshot_id"].as_str().unwrap();
+    assert!(item.link().unwrap().ends_with(&format!("/snapshots/{id}")));
+    assert!(
+        item.title().unwrap().contains("1 submissions"),
+        "{:?}",
+        item.title()
+    );
+    assert!(
+        item.description()
+            .unwrap()
+            .contains(snap["manifest_sha256"].as_str().unwrap()),
+        "{:?}",
+        item.description()
+    );
+}
