@@ -574,6 +574,96 @@ mod tests {
     }
 
     #[test]
+    fn of_two_equally_bad_instances_the_first_is_named() {
+        let mut t = Tally::new(RULE, Some(1.0));
+        t.at_most(3.0, 1.0, || Location::file("first"));
+        t.at_most(3.0, 1.0, || Location::file("second"));
+        let r = t.finish(|v| format!("x {v}"));
+        assert!(r.message.starts_with("first: x 3"), "{}", r.message);
+    }
+
+    #[test]
+    fn missing_data_breaks_the_rule_once_per_instance() {
+        let mut t = Tally::new(RULE, Some(1.0));
+        t.at_most(0.5, 1.0, || Location::file("a"));
+        t.missing("no samples", || Location::file("b"));
+        t.missing("no samples either", || Location::file("c"));
+        assert_eq!(t.evaluated(), 3);
+        let r = t.finish(|v| format!("x {v}"));
+        assert_eq!((r.evaluated, r.failing), (3, 2));
+        assert_eq!(r.outcome, CheckOutcome::Fail);
+        assert!(r.message.contains("no samples"), "{}", r.message);
+        assert_eq!(Tally::new(RULE, None).evaluated(), 0);
+    }
+
+    #[test]
+    fn outcomes_and_families_have_stable_names() {
+        let names: Vec<&str> = [
+            CheckOutcome::Pass,
+            CheckOutcome::Warn,
+            CheckOutcome::Fail,
+            CheckOutcome::Skip,
+        ]
+        .iter()
+        .map(|o| o.as_str())
+        .collect();
+        assert_eq!(names, ["pass", "warn", "fail", "skip"]);
+        let r = |id: &str, outcome| CheckResult {
+            id: id.into(),
+            severity: Severity::Soft,
+            outcome,
+            figure: None,
+            threshold: None,
+            unit: String::new(),
+            evaluated: 0,
+            failing: 0,
+            message: String::new(),
+            location: None,
+            rejects_configuration: false,
+        };
+        assert_eq!(r("physics.mean_power", CheckOutcome::Pass).family(), "physics");
+        let problems: Vec<bool> = [
+            CheckOutcome::Pass,
+            CheckOutcome::Warn,
+            CheckOutcome::Fail,
+            CheckOutcome::Skip,
+        ]
+        .into_iter()
+        .map(|o| r("a.b", o).is_problem())
+        .collect();
+        assert_eq!(problems, [false, true, true, false]);
+    }
+
+    #[test]
+    fn locations_name_file_row_model_scenario_rate_and_iteration() {
+        let row = crate::checks::test_support::row_of(
+            Scenario::Server,
+            300.0,
+            &[50.0],
+            &[40.0],
+            10,
+        );
+        let at = Location::of_row(&row);
+        assert_eq!(
+            at.to_string(),
+            "m/llm_server_optimized_results.csv row 2, Qwen/Qwen2.5-0.5B-Instruct, server at 0.33 req/s, iteration 0"
+        );
+        let runs = vec![crate::derived::derive(&row)];
+        let c = &crate::derived::aggregate(&runs)[0];
+        assert_eq!(
+            Location::of_configuration(c).to_string(),
+            "Qwen/Qwen2.5-0.5B-Instruct, server at 0.33 req/s"
+        );
+        let batch = crate::checks::test_support::row(&[50.0], &[40.0], 10);
+        let runs = vec![crate::derived::derive(&batch)];
+        let c = &crate::derived::aggregate(&runs)[0];
+        assert_eq!(
+            Location::of_configuration(c).to_string(),
+            "Qwen/Qwen2.5-0.5B-Instruct, batch"
+        );
+    }
+
+    #[test]
     fn nan_breaks_the_rule() {
         let mut t = Tally::new(RULE, Some(1.0));
         t.at_most(f64::NAN, 1.0, Location::default);
