@@ -9,15 +9,26 @@
 //   marked `.more`) reaching past the screen's edge;
 // - in every chart: two text labels whose boxes overlap, or text rendered
 //   under 11 px (font size × the chart's scale).
+// - any axe-core violation of the WCAG 2.1 A and AA rules (tags wcag2a,
+//   wcag2aa, wcag21a, wcag21aa), at both widths, named by page, width, rule
+//   and element.
 // It saves a full-page screenshot of each page and prints one summary line
 // with what it measured.
 //
 // node scripts/browser/check.mjs BASE_URL OUT_DIR PAGES_JSON
 // PAGES_JSON: [{"path": "/gpus", "expect": "table tbody tr",
 //               "text": "optional", "within": "optional selector for text",
-//               "name": "optional screenshot name"}]
+//               "name": "optional screenshot name",
+//               "status": "optional, 200 unless given (an error page's 404)"}]
 import { chromium } from "playwright-core";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+
+// axe-core (npm, pinned beside playwright-core), injected into each page.
+// Evaluated through the DevTools protocol, which the pages' CSP (no inline
+// script) does not govern; a <script> tag would be refused, as it should.
+const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+const WCAG = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"];
 
 const [base, out, pagesJson] = process.argv.slice(2);
 const pages = JSON.parse(pagesJson);
@@ -25,7 +36,8 @@ mkdirSync(out, { recursive: true });
 const executablePath = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
 const browser = await chromium.launch({ executablePath, args: ["--no-sandbox"] });
 const problems = [];
-const figures = { loads: 0, charts: 0, labels: 0, minFontPx: Infinity, keyCells: 0, maxPageWidth: 0 };
+let current = "";
+const figures = { loads: 0, charts: 0, labels: 0, minFontPx: Infinity, keyCells: 0, maxPageWidth: 0, axeRules: 0, axeViolations: 0 };
 
 // Runs in the page: what the layout and the charts look like.
 function measure() {
@@ -59,20 +71,66 @@ function measure() {
   return result;
 }
 
+// The leaderboard's filters by keyboard alone: Tab reaches every control of
+// the form in order, each shows where focus is, the scenario changes with
+// the arrow keys, and the Show button submits with Enter.
+async function keyboardWalk(page) {
+  current = "/leaderboard (keyboard)";
+  await page.goto(base + "/leaderboard", { waitUntil: "load" });
+  const controls = await page.$$eval("form.filters select, form.filters input, form.filters button", (els) => els.map((e) => e.name || e.textContent.trim()));
+  const reached = [];
+  for (let i = 0; i < 200; i++) {
+    await page.keyboard.press("Tab");
+    const f = await page.evaluate(() => {
+      const e = document.activeElement;
+      if (!e || !e.closest("form.filters")) return null;
+      const s = getComputedStyle(e);
+      const visible = (s.outlineStyle !== "none" && parseFloat(s.outlineWidth) > 0) || s.boxShadow !== "none";
+      return { name: e.name || e.textContent.trim(), visible };
+    });
+    if (!f) continue;
+    if (!f.visible) problems.push(`desktop /leaderboard: keyboard focus on ${f.name} is not visible`);
+    // Links in the form (a peer origin's) take focus too; only the
+    // controls count as reached.
+    if (controls.includes(f.name) && !reached.includes(f.name)) reached.push(f.name);
+    if (f.name === "scenario") {
+      const before = await page.$eval("select[name=scenario]", (s) => s.value);
+      await page.keyboard.press("ArrowDown");
+      const after = await page.$eval("select[name=scenario]", (s) => s.value);
+      if (after === before) problems.push(`desktop /leaderboard: ArrowDown on the scenario select changed nothing`);
+    }
+    if (f.name === "Show") {
+      const wanted = await page.$eval("select[name=scenario]", (s) => s.value);
+      await Promise.all([page.waitForNavigation(), page.keyboard.press("Enter")]);
+      const url = new URL(page.url());
+      if (url.searchParams.get("scenario") !== wanted) problems.push(`desktop /leaderboard: Enter on Show went to ${page.url()}, not scenario=${wanted}`);
+      break;
+    }
+  }
+  const missed = controls.filter((c) => !reached.includes(c));
+  if (missed.length) problems.push(`desktop /leaderboard: Tab never reached ${missed.join(", ")} (reached ${reached.join(", ")})`);
+  figures.keyboardControls = reached.length;
+}
+
 try {
-  for (const [width, label] of [[1366, "desktop"], [390, "phone"]]) {
-    const context = await browser.newContext({ viewport: { width, height: 900 }, javaScriptEnabled: true });
+  for (const [width, height, label] of [[1280, 900, "desktop"], [390, 844, "phone"]]) {
+    const context = await browser.newContext({ viewport: { width, height }, javaScriptEnabled: true });
     const page = await context.newPage();
-    let current = "";
-    page.on("console", (m) => { if (m.type() === "error") problems.push(`${label} ${current}: console error: ${m.text()}`); });
+    current = "";
+    let expected = 200;
+    page.on("console", (m) => {
+      // An error page's own status is reported by the browser as a failed load.
+      if (m.type() === "error" && !(expected !== 200 && m.text().includes(`status of ${expected}`))) problems.push(`${label} ${current}: console error: ${m.text()}`);
+    });
     page.on("pageerror", (e) => problems.push(`${label} ${current}: page error: ${e.message}`));
     page.on("dialog", async (d) => { problems.push(`${label} ${current}: a dialog opened: ${d.message()}`); await d.dismiss(); });
     for (const p of pages) {
       current = p.path;
+      expected = p.status || 200;
       const resp = await page.goto(base + p.path, { waitUntil: "load" });
       figures.loads++;
       const status = resp ? resp.status() : 0;
-      if (status !== 200) problems.push(`${label} ${p.path}: status ${status}`);
+      if (status !== (p.status || 200)) problems.push(`${label} ${p.path}: status ${status}`);
       const found = await page.locator(p.expect).count();
       if (found === 0) problems.push(`${label} ${p.path}: no element matches ${p.expect}`);
       if (p.text) {
@@ -95,6 +153,17 @@ try {
         if (c.minPx < 11) problems.push(`${label} ${p.path}: chart ${c.id}: text at ${c.minPx.toFixed(1)} px`);
         if (!c.titled) problems.push(`${label} ${p.path}: chart ${c.id} has no title and desc`);
       }
+      await page.evaluate(axeSource);
+      const axe = await page.evaluate(async (tags) => {
+        // eslint-disable-next-line no-undef
+        const r = await axe.run(document, { runOnly: { type: "tag", values: tags }, resultTypes: ["violations"] });
+        return { rules: r.passes.length + r.violations.length + r.incomplete.length + r.inapplicable.length, violations: r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.target.join(" ")) })) };
+      }, WCAG);
+      figures.axeRules = Math.max(figures.axeRules, axe.rules);
+      for (const v of axe.violations) {
+        figures.axeViolations += v.nodes.length;
+        problems.push(`${label} ${p.path}: axe ${v.id} (${v.impact}): ${v.help}: ${v.nodes.slice(0, 5).join(" | ")}${v.nodes.length > 5 ? ` and ${v.nodes.length - 5} more` : ""}`);
+      }
       const ids = await page.evaluate(() => [...document.querySelectorAll("[id]")].map((e) => e.id));
       const dup = ids.filter((id, i) => ids.indexOf(id) !== i);
       if (dup.length) problems.push(`${label} ${p.path}: ids used twice: ${[...new Set(dup)].join(", ")}`);
@@ -102,12 +171,13 @@ try {
       await page.screenshot({ path: `${out}/${label}-${name}.png`, fullPage: true });
       console.log(`ok ${label} ${p.path} (${status}, ${found} × ${p.expect}, ${m.charts.length} charts)`);
     }
+    if (label === "desktop") await keyboardWalk(page);
     await context.close();
   }
 } finally {
   await browser.close();
 }
-console.log(`measured: ${figures.loads} page loads, ${figures.charts} charts with ${figures.labels} labels, 0 overlaps allowed, smallest chart text ${figures.minFontPx.toFixed(1)} px, ${figures.keyCells} key cells on the phone inside 390 px, widest page ${figures.maxPageWidth} px`);
+console.log(`measured: ${figures.loads} page loads, ${figures.charts} charts with ${figures.labels} labels, 0 overlaps allowed, smallest chart text ${figures.minFontPx.toFixed(1)} px, ${figures.keyCells} key cells on the phone inside 390 px, widest page ${figures.maxPageWidth} px, axe-core ${figures.axeRules} WCAG 2.1 A/AA rules per page, ${figures.axeViolations} violating elements, ${figures.keyboardControls} leaderboard controls reached by Tab`);
 if (problems.length) {
   console.error(problems.join("\n"));
   process.exit(1);
