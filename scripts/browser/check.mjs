@@ -139,6 +139,22 @@ try {
         if (!shown.toLowerCase().includes(p.text.toLowerCase())) problems.push(`${label} ${p.path}: text not shown in ${where}: ${p.text}`);
       }
       const m = await page.evaluate(measure);
+      if (label === "desktop" && p.path === "/leaderboard") {
+        // At a glance: the default table fits its box, and the first screen
+        // shows at least 10 ranked rows (all of them when there are fewer).
+        const g = await page.evaluate(() => {
+          const t = document.querySelector("table.board");
+          const box = t.parentElement;
+          const rows = [...t.querySelectorAll("tbody tr")];
+          const first = rows.filter((r) => r.getBoundingClientRect().bottom <= window.innerHeight).length;
+          const lines = [...t.querySelectorAll("td.model a")].filter((a) => a.getClientRects().length > 1 || a.getBoundingClientRect().height > 1.6 * parseFloat(getComputedStyle(a).lineHeight || "20")).length;
+          return { table: Math.round(t.getBoundingClientRect().width), box: box.clientWidth, rows: rows.length, first, wrapped: lines };
+        });
+        figures.board = g;
+        if (g.table > g.box) problems.push(`desktop /leaderboard: the table is ${g.table} px wide in a ${g.box} px box`);
+        if (g.first < Math.min(10, g.rows)) problems.push(`desktop /leaderboard: ${g.first} ranked rows in the first ${height} px (at least ${Math.min(10, g.rows)} wanted)`);
+        if (g.wrapped) problems.push(`desktop /leaderboard: ${g.wrapped} model names break over lines`);
+      }
       figures.maxPageWidth = Math.max(figures.maxPageWidth, m.pageWidth);
       if (label === "phone") {
         if (m.pageWidth > m.viewport + 1) problems.push(`${label} ${p.path}: the page is ${m.pageWidth} px wide on a ${m.viewport} px screen`);
@@ -177,7 +193,7 @@ try {
 } finally {
   await browser.close();
 }
-console.log(`measured: ${figures.loads} page loads, ${figures.charts} charts with ${figures.labels} labels, 0 overlaps allowed, smallest chart text ${figures.minFontPx.toFixed(1)} px, ${figures.keyCells} key cells on the phone inside 390 px, widest page ${figures.maxPageWidth} px, axe-core ${figures.axeRules} WCAG 2.1 A/AA rules per page, ${figures.axeViolations} violating elements, ${figures.keyboardControls} leaderboard controls reached by Tab`);
+console.log(`measured: ${figures.loads} page loads, ${figures.charts} charts with ${figures.labels} labels, 0 overlaps allowed, smallest chart text ${figures.minFontPx.toFixed(1)} px, ${figures.keyCells} key cells on the phone inside 390 px, widest page ${figures.maxPageWidth} px, axe-core ${figures.axeRules} WCAG 2.1 A/AA rules per page, ${figures.axeViolations} violating elements, ${figures.keyboardControls} leaderboard controls reached by Tab; leaderboard at 1,280 px: table ${figures.board?.table} px in a ${figures.board?.box} px box, ${figures.board?.first} of ${figures.board?.rows} rows in the first screen`);
 if (problems.length) {
   console.error(problems.join("\n"));
   process.exit(1);
