@@ -247,7 +247,7 @@ fn model_catalogue(input: &CheckInput) -> CheckResult {
 mod tests {
     use super::*;
     use crate::bundle::system_info::SystemInfo;
-    use crate::checks::test_support::{judge_case, manifest, row};
+    use crate::checks::test_support::{judge_case, manifest, result_of, row};
 
     /// The L4's default limit is 72 W; the manifest states `current`.
     fn limit(current: f64, declared: bool, info: Option<SystemInfo>) -> (CheckOutcome, String) {
@@ -315,5 +315,62 @@ mod tests {
         let (o, msg) = judge_case(GPU_NAME.id, &m, None, rows());
         assert_eq!(o, CheckOutcome::Fail);
         assert!(msg.contains("the bundle has no system_info.txt"), "{msg}");
+    }
+
+    #[test]
+    fn exactly_half_a_watt_under_is_not_lowered() {
+        // 72 − 0.5 = 71.5 W: lowered means under it.
+        assert_eq!(limit(71.5, false, None).0, CheckOutcome::Pass);
+        // system_info 0.5 W from the manifest agrees; more does not.
+        assert_eq!(
+            limit(72.0, false, Some(info("NVIDIA L4", 71.5))).0,
+            CheckOutcome::Pass
+        );
+    }
+
+    #[test]
+    fn a_system_info_without_the_current_limit_leaves_it_unconfirmed() {
+        let mut i = info("NVIDIA L4", 72.0);
+        i.power_limit_w = None;
+        let (o, m) = limit(72.0, false, Some(i));
+        assert_eq!(o, CheckOutcome::Warn);
+        assert!(
+            m.contains("has no 'Current Power Limit' line from nvidia-smi -q, so the 72 W in"),
+            "{m}"
+        );
+    }
+
+    #[test]
+    fn an_unknown_gpu_names_the_closest_catalogue_ones() {
+        let mut m = manifest();
+        m.system.gpu.name = "NVIDIA A100-SXM4-96GB".into();
+        let rows = vec![row(&[50.0; 11], &[40.0], 100)];
+        let r = result_of(GPU_CATALOGUE.id, &m, None, rows);
+        assert_eq!(r.outcome, CheckOutcome::Warn);
+        // Words shared: a100 and sxm4 with the two SXM4 boards, a100 alone
+        // with the PCIe ones (then by name: ' ' sorts before '-').
+        assert!(
+            r.message.contains(
+                "(closest: NVIDIA A100-SXM4-40GB, NVIDIA A100-SXM4-80GB, NVIDIA A100 80GB PCIe)"
+            ),
+            "{}",
+            r.message
+        );
+        m.system.gpu.name = "Acme Z9".into();
+        let r = result_of(GPU_CATALOGUE.id, &m, None, vec![row(&[50.0; 11], &[40.0], 100)]);
+        assert!(!r.message.contains("closest"), "{}", r.message);
+        let r = result_of(GPU_CATALOGUE.id, &manifest(), None, vec![row(&[50.0; 11], &[40.0], 100)]);
+        assert_eq!(r.outcome, CheckOutcome::Pass);
+        assert!(r.message.contains("is catalogue GPU 'l4'"), "{}", r.message);
+    }
+
+    #[test]
+    fn an_unknown_model_is_named_with_its_location() {
+        let mut r = row(&[50.0; 11], &[40.0], 100);
+        r.model = "acme/unknown-1b".into();
+        let res = result_of(MODEL_CATALOGUE.id, &manifest(), None, vec![r]);
+        assert_eq!(res.outcome, CheckOutcome::Warn);
+        assert_eq!(res.location.unwrap().model.as_deref(), Some("acme/unknown-1b"));
+        assert_eq!((res.evaluated, res.failing), (1, 1));
     }
 }

@@ -107,19 +107,30 @@ pub fn judge_case(
     system_info: Option<&SystemInfo>,
     rows: Vec<IterationRow>,
 ) -> (CheckOutcome, String) {
+    let res = result_of(id, m, system_info, rows);
+    (res.outcome, res.message)
+}
+
+/// Rule `id`'s whole result; the GPU is the catalogue's entry of the
+/// manifest's GPU name (none for a name the catalogue lacks).
+pub fn result_of(
+    id: &str,
+    m: &Manifest,
+    system_info: Option<&SystemInfo>,
+    rows: Vec<IterationRow>,
+) -> super::CheckResult {
     let runs: Vec<_> = rows.iter().map(derive).collect();
     let configurations = aggregate(&runs);
     let input = CheckInput {
         manifest: m,
         system_info,
-        gpu: crate::catalog::gpu_by_id("l4"),
+        gpu: crate::catalog::gpu_by_nvml_name(&m.system.gpu.name),
         rows: &rows,
         runs: &runs,
         configurations: &configurations,
     };
-    let res = evaluate(&input, &Thresholds::default())
+    evaluate(&input, &Thresholds::default())
         .into_iter()
         .find(|c| c.id == id)
-        .unwrap();
-    (res.outcome, res.message)
+        .unwrap()
 }
