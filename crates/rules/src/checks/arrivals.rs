@@ -174,4 +174,94 @@ mod tests {
         assert_eq!(o, CheckOutcome::Skip);
         assert!(m.contains("no WARMUP_DURATION"), "{m}");
     }
+
+    /// The reference protocol's seeded schedule, as the harness's own
+    /// folders show it (arrival_schedule.rs): warm-up 60 s, then 8, 3, 9,
+    /// 7, 3 requests at 0.017 req/s and 108, 97, 108, 97, 68 at 0.33.
+    fn seeded(
+        counts: [u64; 10],
+    ) -> (
+        crate::bundle::manifest::Manifest,
+        Vec<crate::bundle::harness::IterationRow>,
+    ) {
+        let mut m = crate::checks::test_support::manifest();
+        m.harness.config = serde_json::json!({
+            "ITERATIONS": 5, "MAX_TEST_DURATION": 300.0, "WARMUP_DURATION": 60.0,
+            "LAMBDA_QPS_ARRAY": [0.017, 0.33], "LLM_MODELS": ["Qwen/Qwen2.5-0.5B-Instruct"]
+        })
+        .as_object()
+        .unwrap()
+        .clone();
+        let rows = counts
+            .iter()
+            .enumerate()
+            .map(|(k, &n)| {
+                let mut r = row_of(Scenario::Server, 300.0, &[50.0; 11], &[40.0], 100);
+                r.lambda_qps = Some(if k < 5 { 0.017 } else { 0.33 });
+                r.iteration = (k % 5) as u32;
+                r.line = 2 + k as u64;
+                r.queries_submitted = n;
+                r
+            })
+            .collect();
+        (m, rows)
+    }
+
+    #[test]
+    fn the_seeded_schedule_passes_and_another_count_is_named() {
+        use crate::checks::test_support::result_of;
+        let (m, rows) = seeded([8, 3, 9, 7, 3, 108, 97, 108, 97, 68]);
+        let r = result_of(SCHEDULE.id, &m, None, rows);
+        assert_eq!(r.outcome, CheckOutcome::Pass, "{}", r.message);
+        assert_eq!(r.evaluated, 10);
+        // The Poisson test stands aside where the seed is known.
+        let (m, rows) = seeded([8, 3, 9, 7, 3, 108, 97, 108, 97, 68]);
+        let p = result_of(POISSON.id, &m, None, rows);
+        assert_eq!(p.outcome, CheckOutcome::Skip);
+        // The last iteration cut at 60 requests where the schedule gives
+        // 68 (a count earlier in the stream would move every later one).
+        let (m, rows) = seeded([8, 3, 9, 7, 3, 108, 97, 108, 97, 60]);
+        let r = result_of(SCHEDULE.id, &m, None, rows);
+        assert_eq!(r.outcome, CheckOutcome::Warn);
+        assert!(
+            r.message.contains("queries_submitted 60 where numpy's seed 42 gives 68 (-8) at this place in the model's stream"),
+            "{}",
+            r.message
+        );
+        assert_eq!((r.evaluated, r.failing), (10, 1));
+        let at = r.location.unwrap();
+        assert_eq!(
+            (at.lambda_qps, at.iteration, at.row),
+            (Some(0.33), Some(4), Some(11))
+        );
+        assert_eq!(r.figure, Some(-8.0));
+    }
+
+    #[test]
+    fn a_stated_seed_must_be_a_whole_number_and_another_harness_has_none() {
+        use crate::checks::test_support::result_of;
+        let (mut m, rows) = seeded([8, 3, 9, 7, 3, 108, 97, 108, 97, 68]);
+        m.harness
+            .config
+            .insert("SEED".into(), serde_json::json!("x"));
+        let r = result_of(SCHEDULE.id, &m, None, rows.clone());
+        assert_eq!(r.outcome, CheckOutcome::Skip);
+        assert!(
+            r.message.contains("SEED is not an integer"),
+            "{}",
+            r.message
+        );
+        let (mut m, _) = seeded([0; 10]);
+        m.harness.name = "another-harness".into();
+        let r = result_of(SCHEDULE.id, &m, None, rows.clone());
+        assert!(
+            r.message.contains("the harness states no arrival seed"),
+            "{}",
+            r.message
+        );
+        // There the Poisson test judges the counts: 108 at 0.33 × 300 = 99
+        // is +0.90 σ, 3 at 0.017 × 300 = 5.1 is −0.93 σ.
+        let p = result_of(POISSON.id, &m, None, rows);
+        assert_eq!(p.outcome, CheckOutcome::Pass, "{}", p.message);
+    }
 }

@@ -144,8 +144,15 @@ mod tests {
     fn fewer_than_3_accepted_results_skip() {
         let r = judge(99.0, &peers(0.5, 0.02, 2));
         assert_eq!(r.outcome, CheckOutcome::Skip);
-        assert!(r.message.contains("fewer than 3 accepted results"), "{}", r.message);
-        assert_eq!(judge(99.0, &peers(0.5, 0.02, 3)).outcome, CheckOutcome::Warn);
+        assert!(
+            r.message.contains("fewer than 3 accepted results"),
+            "{}",
+            r.message
+        );
+        assert_eq!(
+            judge(99.0, &peers(0.5, 0.02, 3)).outcome,
+            CheckOutcome::Warn
+        );
         // Peers of another model are no peers.
         let mut other = peers(0.5, 0.02, 9);
         other[0].model = "openai-community/gpt2".into();

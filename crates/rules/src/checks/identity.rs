@@ -357,9 +357,19 @@ mod tests {
             r.message
         );
         m.system.gpu.name = "Acme Z9".into();
-        let r = result_of(GPU_CATALOGUE.id, &m, None, vec![row(&[50.0; 11], &[40.0], 100)]);
+        let r = result_of(
+            GPU_CATALOGUE.id,
+            &m,
+            None,
+            vec![row(&[50.0; 11], &[40.0], 100)],
+        );
         assert!(!r.message.contains("closest"), "{}", r.message);
-        let r = result_of(GPU_CATALOGUE.id, &manifest(), None, vec![row(&[50.0; 11], &[40.0], 100)]);
+        let r = result_of(
+            GPU_CATALOGUE.id,
+            &manifest(),
+            None,
+            vec![row(&[50.0; 11], &[40.0], 100)],
+        );
         assert_eq!(r.outcome, CheckOutcome::Pass);
         assert!(r.message.contains("is catalogue GPU 'l4'"), "{}", r.message);
     }
@@ -370,7 +380,10 @@ mod tests {
         r.model = "acme/unknown-1b".into();
         let res = result_of(MODEL_CATALOGUE.id, &manifest(), None, vec![r]);
         assert_eq!(res.outcome, CheckOutcome::Warn);
-        assert_eq!(res.location.unwrap().model.as_deref(), Some("acme/unknown-1b"));
+        assert_eq!(
+            res.location.unwrap().model.as_deref(),
+            Some("acme/unknown-1b")
+        );
         assert_eq!((res.evaluated, res.failing), (1, 1));
     }
 }

@@ -621,7 +621,10 @@ mod tests {
             location: None,
             rejects_configuration: false,
         };
-        assert_eq!(r("physics.mean_power", CheckOutcome::Pass).family(), "physics");
+        assert_eq!(
+            r("physics.mean_power", CheckOutcome::Pass).family(),
+            "physics"
+        );
         let problems: Vec<bool> = [
             CheckOutcome::Pass,
             CheckOutcome::Warn,
@@ -636,13 +639,8 @@ mod tests {
 
     #[test]
     fn locations_name_file_row_model_scenario_rate_and_iteration() {
-        let row = crate::checks::test_support::row_of(
-            Scenario::Server,
-            300.0,
-            &[50.0],
-            &[40.0],
-            10,
-        );
+        let row =
+            crate::checks::test_support::row_of(Scenario::Server, 300.0, &[50.0], &[40.0], 10);
         let at = Location::of_row(&row);
         assert_eq!(
             at.to_string(),
