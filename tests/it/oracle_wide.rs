@@ -144,17 +144,7 @@ async fn submit_all(app: &TestApp) -> Vec<Value> {
     for (handle, run) in &members {
         let key = app.register(handle).await;
         let gz = BundleBuilder::of(run).by(handle, &key).build();
-        let (status, body) = app.submit(&gz, &sign(&key, &gz)).await;
-        assert_eq!(status, StatusCode::CREATED, "{handle}: {body}");
-        let not_passed: Vec<&Value> = body["checks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|c| c["outcome"] != "pass" && c["outcome"] != "skip")
-            .collect();
-        assert!(not_passed.is_empty(), "{handle}: {not_passed:#?}");
-        assert_eq!(body["status"], "accepted", "{handle}");
-        receipts.push(body);
+        receipts.push(submit_all_passing(app, handle, &key, &gz).await);
     }
     receipts
 }

@@ -864,6 +864,22 @@ pub fn texts(doc: &scraper::Html, sel: &str) -> Vec<String> {
         .collect()
 }
 
+/// Submits `gz` signed by `handle`'s `key` and requires it accepted with
+/// every check passing or skipped (an oracle's members); its receipt.
+pub async fn submit_all_passing(app: &TestApp, handle: &str, key: &PrivateKey, gz: &[u8]) -> Value {
+    let (status, body) = app.submit(gz, &sign(key, gz)).await;
+    assert_eq!(status, StatusCode::CREATED, "{handle}: {body}");
+    let not_passed: Vec<&Value> = body["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["outcome"] != "pass" && c["outcome"] != "skip")
+        .collect();
+    assert!(not_passed.is_empty(), "{handle}: {not_passed:#?}");
+    assert_eq!(body["status"], "accepted", "{handle}");
+    body
+}
+
 /// A multipart upload to a real server: (status, JSON body).
 pub async fn submit_over_http(
     client: &reqwest::Client,

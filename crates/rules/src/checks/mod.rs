@@ -548,6 +548,23 @@ mod tests {
         unit: "W",
     };
 
+    /// A soft rule's bare result with this id and outcome.
+    fn result(id: &str, outcome: CheckOutcome) -> CheckResult {
+        CheckResult {
+            id: id.into(),
+            severity: Severity::Soft,
+            outcome,
+            figure: None,
+            threshold: None,
+            unit: String::new(),
+            evaluated: 0,
+            failing: 0,
+            message: String::new(),
+            location: None,
+            rejects_configuration: false,
+        }
+    }
+
     #[test]
     fn tally_keeps_the_worst_failure() {
         let mut t = Tally::new(RULE, Some(1.0));
@@ -608,19 +625,7 @@ mod tests {
         .map(|o| o.as_str())
         .collect();
         assert_eq!(names, ["pass", "warn", "fail", "skip"]);
-        let r = |id: &str, outcome| CheckResult {
-            id: id.into(),
-            severity: Severity::Soft,
-            outcome,
-            figure: None,
-            threshold: None,
-            unit: String::new(),
-            evaluated: 0,
-            failing: 0,
-            message: String::new(),
-            location: None,
-            rejects_configuration: false,
-        };
+        let r = result;
         assert_eq!(
             r("physics.mean_power", CheckOutcome::Pass).family(),
             "physics"
@@ -670,19 +675,7 @@ mod tests {
 
     #[test]
     fn status_follows_the_worst_outcome() {
-        let mk = |o| CheckResult {
-            id: "a.b".into(),
-            severity: Severity::Soft,
-            outcome: o,
-            figure: None,
-            threshold: None,
-            unit: String::new(),
-            evaluated: 0,
-            failing: 0,
-            message: String::new(),
-            location: None,
-            rejects_configuration: false,
-        };
+        let mk = |o| result("a.b", o);
         assert_eq!(
             status_from_checks(&[mk(CheckOutcome::Pass), mk(CheckOutcome::Skip)]),
             Status::Accepted

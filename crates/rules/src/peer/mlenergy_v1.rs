@@ -18,7 +18,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{load_file, PeerConfig, PeerError, PeerFolder, PeerRelease, PeerSource, SourceInfo};
+use super::{PeerConfig, PeerError, PeerFolder, PeerRelease, PeerSource, SourceInfo};
 use crate::catalog;
 use crate::digest::sha256_hex;
 
@@ -134,30 +134,7 @@ pub fn read(
         pointer: String::new(),
         rule: format!("the lists gpu: [...] and task: [...] are wanted: {e}"),
     })?;
-    let models_doc = load_file(folder, "models.json", &mut files)?;
-    let models: BTreeMap<String, (String, f64)> = models_doc
-        .as_object()
-        .ok_or_else(|| PeerError {
-            file: "models.json".into(),
-            pointer: String::new(),
-            rule: "an object keyed by model id is wanted".into(),
-        })?
-        .iter()
-        .map(|(id, v)| {
-            let at = super::Fields {
-                file: "models.json",
-                pointer: format!("/{}", id.replace('~', "~0").replace('/', "~1")),
-                value: v,
-            };
-            Ok((
-                id.clone(),
-                (
-                    at.str("nickname")?,
-                    at.num("params", 0.01, 100_000.0, "B parameters")?,
-                ),
-            ))
-        })
-        .collect::<Result<_, PeerError>>()?;
+    let models = super::models_json(folder, "models.json", &mut files)?;
     for family in stated.keys() {
         if !schema.gpu.contains(family) {
             return Err(PeerError {

@@ -8,8 +8,6 @@
 //! energy per token is the file's energy per request ÷ its output tokens
 //! (said so wherever it is shown).
 
-use std::collections::BTreeMap;
-
 use super::{
     load_file, Fields, PeerConfig, PeerError, PeerFolder, PeerRelease, PeerSource, SourceInfo,
 };
@@ -75,30 +73,7 @@ pub fn read(folder: &mut dyn PeerFolder) -> Result<PeerRelease, PeerError> {
     }
     for task in &tasks {
         let path = format!("{task}/models.json");
-        let doc = load_file(folder, &path, &mut files)?;
-        let models: BTreeMap<String, (String, f64)> = doc
-            .as_object()
-            .ok_or_else(|| PeerError {
-                file: path.clone(),
-                pointer: String::new(),
-                rule: "an object keyed by model id is wanted".into(),
-            })?
-            .iter()
-            .map(|(id, v)| {
-                let at = Fields {
-                    file: &path,
-                    pointer: format!("/{}", id.replace('~', "~0").replace('/', "~1")),
-                    value: v,
-                };
-                Ok((
-                    id.clone(),
-                    (
-                        at.str("nickname")?,
-                        at.num("params", 0.01, 100_000.0, "B parameters")?,
-                    ),
-                ))
-            })
-            .collect::<Result<_, PeerError>>()?;
+        let models = super::models_json(folder, &path, &mut files)?;
         let prefix = format!("{task}/");
         for p in listed
             .iter()

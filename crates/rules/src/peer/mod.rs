@@ -414,6 +414,38 @@ pub(crate) fn load_file(
     })
 }
 
+/// A `models.json` as both ML.ENERGY leaderboards (v1 and v2) publish it:
+/// model id → (nickname, parameters in billions).
+pub(crate) fn models_json(
+    folder: &mut dyn PeerFolder,
+    path: &str,
+    files: &mut Vec<PeerFile>,
+) -> Result<std::collections::BTreeMap<String, (String, f64)>, PeerError> {
+    let doc = load_file(folder, path, files)?;
+    doc.as_object()
+        .ok_or_else(|| PeerError {
+            file: path.into(),
+            pointer: String::new(),
+            rule: "an object keyed by model id is wanted".into(),
+        })?
+        .iter()
+        .map(|(id, v)| {
+            let at = Fields {
+                file: path,
+                pointer: format!("/{}", id.replace('~', "~0").replace('/', "~1")),
+                value: v,
+            };
+            Ok((
+                id.clone(),
+                (
+                    at.str("nickname")?,
+                    at.num("params", 0.01, 100_000.0, "B parameters")?,
+                ),
+            ))
+        })
+        .collect()
+}
+
 /// A JSON object's fields, read with errors that name the file and the
 /// pointer of the field.
 pub(crate) struct Fields<'a> {
