@@ -194,6 +194,25 @@ mod tests {
     }
 
     #[test]
+    fn too_few_iterations_name_the_file_not_a_row() {
+        use crate::checks::test_support::{manifest, result_of};
+        let one = row(&[50.0; 11], &[40.0], 100);
+        let r = result_of(
+            ITERATIONS_MINIMUM.id,
+            &manifest(),
+            None,
+            iterations(2, &one),
+        );
+        let at = r.location.unwrap();
+        assert_eq!(
+            at.file.as_deref(),
+            Some("m/llm_batch_optimized_results.csv")
+        );
+        assert_eq!((at.row, at.iteration), (None, None));
+        assert_eq!(at.model.as_deref(), Some("Qwen/Qwen2.5-0.5B-Instruct"));
+    }
+
+    #[test]
     fn the_first_temperature_sample_at_65_c() {
         assert_eq!(
             judge(START_TEMPERATURE.id, row(&[50.0; 11], &[65.0, 80.0], 100)).0,

@@ -204,4 +204,58 @@ mod tests {
         assert_eq!(o, CheckOutcome::Fail);
         assert!(m.contains("101.000 J"), "{m}");
     }
+
+    #[test]
+    fn rows_without_power_samples_are_left_to_the_sampling_check() {
+        let r = judge(MEAN_POWER.id, row(&[], &[40.0], 100));
+        assert_eq!(r.0, CheckOutcome::Skip, "{}", r.1);
+    }
+
+    #[test]
+    fn the_temperature_named_is_the_one_furthest_out() {
+        use crate::checks::test_support::{manifest, result_of};
+        let figure = |temps: &[f64]| {
+            result_of(
+                TEMPERATURE.id,
+                &manifest(),
+                None,
+                vec![row(&flat(50.0), temps, 100)],
+            )
+            .figure
+        };
+        // Inside: the nearer edge (95 − 90 = 5 ties 25 − 20 = 5: the top).
+        assert_eq!(figure(&[25.0, 90.0]), Some(90.0));
+        assert_eq!(figure(&[22.0, 80.0]), Some(22.0));
+        // Outside on both sides: 15 is 5 under, 97 only 2 over.
+        assert_eq!(figure(&[15.0, 97.0]), Some(15.0));
+        assert_eq!(figure(&[30.0, 96.0]), Some(96.0));
+    }
+
+    #[test]
+    fn zero_energy_per_token_fails_and_outranks_a_high_one() {
+        use crate::checks::test_support::{judge_rows, manifest, result_of};
+        // Nothing drawn over 100 tokens: 0 J per token.
+        let (o, m) = judge(ENERGY_PER_TOKEN.id, row(&flat(0.0), &[40.0], 100));
+        assert_eq!(o, CheckOutcome::Fail);
+        assert!(m.contains("median 0.000 J"), "{m}");
+        // Two models: 0 J (Qwen) and 101 J (GPT-2) per token; the zero is
+        // the worse (ranked as far out), and each is named by its own row.
+        let mut other = row(&flat(101.0), &[40.0], 1);
+        other.model = "openai-community/gpt2".into();
+        other.line = 3;
+        let rows = vec![row(&flat(0.0), &[40.0], 100), other.clone()];
+        let r = result_of(ENERGY_PER_TOKEN.id, &manifest(), None, rows);
+        assert_eq!((r.failing, r.figure), (2, Some(0.0)));
+        assert_eq!(r.location.unwrap().row, Some(2));
+        // GPT-2 alone over the limit, beside a Qwen whose iteration draws
+        // more energy per token in absolute terms but passes: GPT-2's row.
+        let rows = vec![row(&flat(99.0), &[40.0], 1), other];
+        let (o, _) = judge_rows(ENERGY_PER_TOKEN.id, rows.clone());
+        assert_eq!(o, CheckOutcome::Fail);
+        let r = result_of(ENERGY_PER_TOKEN.id, &manifest(), None, rows);
+        assert_eq!(
+            r.location.unwrap().model.as_deref(),
+            Some("openai-community/gpt2")
+        );
+    }
 }

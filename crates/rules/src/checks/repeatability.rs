@@ -182,6 +182,47 @@ mod edge_tests {
     }
 
     #[test]
+    fn batch_cv_is_of_energy_per_token_whatever_the_tokens() {
+        // 100 W for 100 tokens and 50 W for 50: 1 J per token each, CV 0
+        // (the energies alone would vary by 47 %).
+        let rows = [(100.0, 100), (50.0, 50), (100.0, 100)]
+            .iter()
+            .enumerate()
+            .map(|(i, (w, t))| {
+                let mut r = row(&[*w; 11], &[40.0], *t);
+                r.iteration = i as u32;
+                r
+            })
+            .collect();
+        assert_eq!(judge_rows(BATCH_ENERGY_CV.id, rows).0, CheckOutcome::Pass);
+        // One iteration only: nothing to compare, skipped.
+        let r = judge_rows(BATCH_ENERGY_CV.id, vec![row(&[100.0; 11], &[40.0], 100)]);
+        assert_eq!(r.0, CheckOutcome::Skip, "{}", r.1);
+    }
+
+    #[test]
+    fn only_rates_expecting_30_requests_are_judged() {
+        // 300 s (the test manifest's MAX_TEST_DURATION) × 0.1 req/s = 30
+        // requests: judged (and this scatter warns); × 0.05 = 15: skipped.
+        let at = |lambda: f64| {
+            let rows = [(100, 50.0), (200, -100.0), (300, 50.0)]
+                .iter()
+                .enumerate()
+                .map(|(i, (tokens, residual))| {
+                    let joules = 1000.0 + *tokens as f64 + residual;
+                    let mut r = row_of(Scenario::Server, 1.0, &[joules; 11], &[40.0], *tokens);
+                    r.iteration = i as u32;
+                    r.lambda_qps = Some(lambda);
+                    r
+                })
+                .collect();
+            judge_rows(SERVER_LOAD_FIT.id, rows).0
+        };
+        assert_eq!(at(0.1), CheckOutcome::Warn);
+        assert_eq!(at(0.05), CheckOutcome::Skip);
+    }
+
+    #[test]
     fn the_line_and_the_cv_by_hand() {
         // On the line exactly: no scatter, whatever the slope.
         let on_line = [(100.0, 1100.0), (200.0, 1200.0), (300.0, 1300.0)];
