@@ -609,7 +609,11 @@ mod tests {
         let r = t.finish(|v| format!("x {v}"));
         assert_eq!((r.evaluated, r.failing), (3, 2));
         assert_eq!(r.outcome, CheckOutcome::Fail);
-        assert!(r.message.contains("no samples"), "{}", r.message);
+        assert!(
+            r.message.contains("b: no samples (2 of 3 instances)"),
+            "{}",
+            r.message
+        );
         assert_eq!(Tally::new(RULE, None).evaluated(), 0);
     }
 
@@ -664,6 +668,48 @@ mod tests {
             Location::of_configuration(c).to_string(),
             "Qwen/Qwen2.5-0.5B-Instruct, batch"
         );
+    }
+
+    #[test]
+    fn figures_keep_the_digits_their_size_needs() {
+        assert_eq!(fmt_figure(3.0, ""), "3");
+        assert_eq!(fmt_figure(2.0, "%"), "2 %");
+        assert_eq!(fmt_figure(-65.0, "°C"), "-65 °C");
+        assert_eq!(fmt_figure(122.45, "W"), "122.5 W");
+        assert_eq!(fmt_figure(100.0 + 1e-9, "W"), "100.0 W");
+        assert_eq!(fmt_figure(79.2, "W"), "79.20 W");
+        assert_eq!(fmt_figure(1.0 + 1e-9, "J"), "1.00 J");
+        assert_eq!(fmt_figure(-1.5, "z"), "-1.50 z");
+        assert_eq!(fmt_figure(0.0125, "J"), "0.0125 J");
+        assert_eq!(fmt_figure(1e16 + 0.0, ""), "10000000000000000.0");
+    }
+
+    #[test]
+    fn one_failure_is_not_counted_aloud() {
+        let mut t = Tally::new(RULE, Some(1.0));
+        t.at_most(0.5, 1.0, || Location::file("a"));
+        t.at_most(3.0, 1.0, || Location::file("b"));
+        let r = t.finish(|v| format!("x {v}"));
+        assert_eq!(r.message, "b: x 3; limit 1 W. Rule: x ≤ 1");
+        let mut t = Tally::new(RULE, Some(1.0));
+        t.missing("no samples", || Location::file("c"));
+        assert_eq!(
+            t.finish(|v| format!("x {v}")).message,
+            "c: no samples. Rule: x ≤ 1"
+        );
+    }
+
+    #[test]
+    fn every_rule_is_listed_once() {
+        let ids: Vec<&str> = rules().iter().map(|r| r.id).collect();
+        // identity 4, arithmetic 3, sampling 2, physics 5, method 4,
+        // repeatability 2, arrivals 2, consistency 1.
+        assert_eq!(ids.len(), 23, "{ids:?}");
+        let mut unique = ids.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), ids.len());
+        assert!(ids.contains(&"consistency.robust_z") && ids.contains(&"arrivals.poisson"));
     }
 
     #[test]
