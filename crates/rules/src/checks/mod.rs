@@ -713,6 +713,65 @@ mod tests {
     }
 
     #[test]
+    fn an_incomplete_configuration_is_rejected_on_its_own() {
+        use crate::checks::test_support::{iterations, manifest, row};
+        // Qwen with its 3 iterations, GPT-2 with 2 (the minimum is 3).
+        // A row every bundle-wide rule passes: greedy with a seed, the
+        // meter's 50 J (10 intervals of 0.1 s at 50 W), system_info.txt.
+        let mut good = row(&[50.0; 11], &[40.0], 100);
+        good.sampling_params = "SamplingParams(temperature=0.0, seed=1)".into();
+        good.reported_gpu_energy_j = 50.0;
+        let qwen = iterations(3, &good);
+        let mut gpt2 = good.clone();
+        gpt2.model = "openai-community/gpt2".into();
+        let mut rows = qwen.clone();
+        rows.extend(iterations(2, &gpt2));
+        let judge = |rows: Vec<IterationRow>| {
+            let runs: Vec<_> = rows.iter().map(crate::derived::derive).collect();
+            let configurations = crate::derived::aggregate(&runs);
+            let m = manifest();
+            let info = SystemInfo {
+                gpu_name: Some("NVIDIA L4".into()),
+                power_limit_w: Some(72.0),
+                default_power_limit_w: Some(72.0),
+                ..Default::default()
+            };
+            let input = CheckInput {
+                manifest: &m,
+                system_info: Some(&info),
+                gpu: crate::catalog::gpu_by_id("l4"),
+                rows: &rows,
+                runs: &runs,
+                configurations: &configurations,
+            };
+            rejected_configurations(&input, &Thresholds::default())
+        };
+        let rejected = judge(rows.clone()).expect("only a completeness rule broke");
+        assert_eq!(rejected.len(), 1);
+        assert_eq!(rejected[0].configuration.model, "openai-community/gpt2");
+        let f = &rejected[0].failing;
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].id, "method.iterations_minimum");
+        assert!(f[0].rejects_configuration);
+        assert_eq!(
+            f[0].location.as_ref().unwrap().model.as_deref(),
+            Some("openai-community/gpt2")
+        );
+        // Complete: nothing rejected.
+        assert_eq!(judge(qwen).unwrap(), vec![]);
+        // A rule of another kind broken too (the mean power over 1.1 ×
+        // the L4's 72 W): the bundle is judged whole, not trimmed.
+        let mut hot = rows;
+        for r in hot
+            .iter_mut()
+            .filter(|r| r.model == "openai-community/gpt2")
+        {
+            r.power_w = crate::bundle::harness::SeriesStats::of(&[90.0; 11]);
+        }
+        assert_eq!(judge(hot), None);
+    }
+
+    #[test]
     fn nan_breaks_the_rule() {
         let mut t = Tally::new(RULE, Some(1.0));
         t.at_most(f64::NAN, 1.0, Location::default);

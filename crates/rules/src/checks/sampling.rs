@@ -89,4 +89,20 @@ mod tests {
         );
         assert_eq!(o, CheckOutcome::Skip);
     }
+
+    #[test]
+    fn an_operator_may_accept_a_shorter_server_run() {
+        use crate::checks::test_support::{manifest, result_under};
+        // server_duration_fraction 0.5 of the manifest's 300 s: 150 s.
+        let t = Thresholds {
+            server_duration_fraction: 0.5,
+            ..Thresholds::default()
+        };
+        let r = |secs: f64| {
+            let row = row_of(Scenario::Server, secs, &[50.0; 11], &[40.0], 100);
+            result_under(SERVER_DURATION.id, &manifest(), None, vec![row], &t).outcome
+        };
+        assert_eq!(r(150.0), CheckOutcome::Pass);
+        assert_eq!(r(149.0), CheckOutcome::Fail);
+    }
 }

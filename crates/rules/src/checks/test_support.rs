@@ -119,6 +119,17 @@ pub fn result_of(
     system_info: Option<&SystemInfo>,
     rows: Vec<IterationRow>,
 ) -> super::CheckResult {
+    result_under(id, m, system_info, rows, &Thresholds::default())
+}
+
+/// [`result_of`] under thresholds an operator set.
+pub fn result_under(
+    id: &str,
+    m: &Manifest,
+    system_info: Option<&SystemInfo>,
+    rows: Vec<IterationRow>,
+    t: &Thresholds,
+) -> super::CheckResult {
     let runs: Vec<_> = rows.iter().map(derive).collect();
     let configurations = aggregate(&runs);
     let input = CheckInput {
@@ -129,7 +140,7 @@ pub fn result_of(
         runs: &runs,
         configurations: &configurations,
     };
-    evaluate(&input, &Thresholds::default())
+    evaluate(&input, t)
         .into_iter()
         .find(|c| c.id == id)
         .unwrap()
