@@ -158,4 +158,17 @@ mod tests {
         other[0].model = "openai-community/gpt2".into();
         assert_eq!(judge(99.0, &other).outcome, CheckOutcome::Skip);
     }
+
+    #[test]
+    fn an_operator_may_raise_the_mad_floor() {
+        // 2 % of 0.5 J: MAD 0.01 J, one z 0.014826 J; 0.55 J/token (55 W)
+        // is 0.05 over: z = 3.372, inside (at 1 % it would be 6.745).
+        let t = Thresholds {
+            mad_floor_pct: 2.0,
+            ..Thresholds::default()
+        };
+        let r = consistency(&configuration(55.0), &peers(0.5, 0.0, 5), &t);
+        assert_eq!(r.outcome, CheckOutcome::Pass, "{}", r.message);
+        assert!((r.figure.unwrap() - 0.05 / (1.4826 * 0.01)).abs() < 1e-9);
+    }
 }

@@ -386,4 +386,42 @@ mod tests {
         );
         assert_eq!((res.evaluated, res.failing), (1, 1));
     }
+
+    #[test]
+    fn a_kept_rule_counts_no_failure() {
+        let m = manifest();
+        let same = info("NVIDIA L4", 72.0);
+        let r = result_of(
+            GPU_NAME.id,
+            &m,
+            Some(&same),
+            vec![row(&[50.0; 11], &[40.0], 100)],
+        );
+        assert_eq!(
+            (r.outcome, r.evaluated, r.failing),
+            (CheckOutcome::Pass, 1, 0)
+        );
+    }
+
+    #[test]
+    fn the_word_nvidia_alone_makes_no_gpu_close() {
+        let mut m = manifest();
+        m.system.gpu.name = "NVIDIA Z9".into();
+        let r = result_of(
+            GPU_CATALOGUE.id,
+            &m,
+            None,
+            vec![row(&[50.0; 11], &[40.0], 100)],
+        );
+        assert!(!r.message.contains("closest"), "{}", r.message);
+    }
+
+    #[test]
+    fn system_info_s_limit_is_the_one_judged() {
+        // The manifest says 71.6 W (not lowered), nvidia-smi 71.4 W (0.2 W
+        // apart, so no disagreement): the card's own 71.4 W is lowered.
+        let (o, m) = limit(71.6, false, Some(info("NVIDIA L4", 71.4)));
+        assert_eq!(o, CheckOutcome::Warn);
+        assert!(m.contains("current power limit 71 W"), "{m}");
+    }
 }

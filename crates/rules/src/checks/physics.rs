@@ -258,4 +258,29 @@ mod tests {
             Some("openai-community/gpt2")
         );
     }
+
+    #[test]
+    fn of_two_configurations_over_the_limit_the_higher_is_named() {
+        use crate::checks::test_support::{manifest, result_of};
+        let mut gpt2 = row(&flat(150.0), &[40.0], 1);
+        gpt2.model = "openai-community/gpt2".into();
+        let rows = vec![row(&flat(101.0), &[40.0], 1), gpt2];
+        let r = result_of(ENERGY_PER_TOKEN.id, &manifest(), None, rows);
+        assert_eq!((r.failing, r.figure), (2, Some(150.0)));
+    }
+
+    #[test]
+    fn of_two_iterations_out_of_band_the_one_further_out_is_named() {
+        use crate::checks::test_support::{judge_rows, manifest, result_of};
+        // One 5 °C under 20 °C, one 2 °C over 95 °C: the first.
+        let mut over = row(&flat(50.0), &[40.0, 97.0], 100);
+        over.iteration = 1;
+        let rows = vec![row(&flat(50.0), &[15.0, 40.0], 100), over];
+        assert_eq!(
+            judge_rows(TEMPERATURE.id, rows.clone()).0,
+            CheckOutcome::Fail
+        );
+        let r = result_of(TEMPERATURE.id, &manifest(), None, rows);
+        assert_eq!(r.figure, Some(15.0));
+    }
 }
