@@ -682,6 +682,9 @@ mod tests {
         assert_eq!(fmt_figure(-1.5, "z"), "-1.50 z");
         assert_eq!(fmt_figure(0.0125, "J"), "0.0125 J");
         assert_eq!(fmt_figure(1e16 + 0.0, ""), "10000000000000000.0");
+        // Whole numbers print without decimals below 10^15 only.
+        assert_eq!(fmt_figure(1e15, ""), "1000000000000000.0");
+        assert_eq!(fmt_figure(1e15 - 1.0, ""), "999999999999999");
     }
 
     #[test]

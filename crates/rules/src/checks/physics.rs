@@ -283,4 +283,19 @@ mod tests {
         let r = result_of(TEMPERATURE.id, &manifest(), None, rows);
         assert_eq!(r.figure, Some(15.0));
     }
+
+    #[test]
+    fn the_temperature_closest_to_leaving_is_ranked_by_its_margin() {
+        use crate::checks::test_support::{manifest, result_of};
+        let figure = |a: &[f64], b: &[f64]| {
+            let mut second = row(&flat(50.0), b, 100);
+            second.iteration = 1;
+            let rows = vec![row(&flat(50.0), a, 100), second];
+            result_of(TEMPERATURE.id, &manifest(), None, rows).figure
+        };
+        // Both inside: 22 °C is 2 from the floor, 90 °C 5 from the top.
+        assert_eq!(figure(&[22.0, 50.0], &[40.0, 90.0]), Some(22.0));
+        // Both outside: −10 °C is 30 under, 110 °C 15 over.
+        assert_eq!(figure(&[-10.0, 40.0], &[40.0, 110.0]), Some(-10.0));
+    }
 }
