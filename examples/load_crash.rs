@@ -191,10 +191,7 @@ async fn main() -> anyhow::Result<()> {
     tokio::time::sleep(Duration::from_secs(seconds / 2)).await;
     let store_url = format!("sqlite:{}", data.path().join("wattcounts.db").display());
     let state = data.path().join("monitor.json");
-    let (verifier, _) = {
-        let (_, key) = log_key_of(&pg, &schema, &store_url).await?;
-        (key, ())
-    };
+    let verifier = log_verifier_key(&pg, &schema, &store_url).await?;
     let before_crash = monitor(&url, &state, &verifier)?;
     let acked_at_crash = tally.lock().unwrap().acknowledged.len();
     let (rss_at_crash, _) = memory_mb(server.pid());
@@ -451,16 +448,17 @@ mod either_pool {
     }
 }
 
-/// The log's name and verifier key as the database records them.
-async fn log_key_of(
+/// The log's verifier key as the database records it.
+async fn log_verifier_key(
     pg: &Option<String>,
     schema: &Option<String>,
     store_url: &str,
-) -> anyhow::Result<(String, String)> {
+) -> anyhow::Result<String> {
     let pool = sqlite_or_pg(pg, schema, store_url).await?;
     pool.strings("SELECT origin, verifier_key FROM log_head WHERE id = 1")
         .await?
         .pop()
+        .map(|(_, key)| key)
         .ok_or_else(|| anyhow::anyhow!("the log has no key recorded"))
 }
 

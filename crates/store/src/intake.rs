@@ -512,11 +512,13 @@ macro_rules! intake_sql {
                     }
                     let rows = q.fetch_all(&self.pool).await.map_err(db_err)?;
                     let mut out: Vec<(Uuid, Vec<String>)> = ids.iter().map(|id| (*id, Vec::new())).collect();
+                    let at: std::collections::HashMap<String, usize> =
+                        ids.iter().enumerate().map(|(i, id)| (id.to_string(), i)).collect();
                     for r in &rows {
                         let id: String = r.get(0);
                         let model: String = r.get(1);
-                        let id = Uuid::parse_str(&id).map_err(|e| StoreError::Other(anyhow::anyhow!("submission id {id}: {e}")))?;
-                        if let Some((_, models)) = out.iter_mut().find(|(i, _)| *i == id) {
+                        if let Some(&i) = at.get(&id) {
+                            let models = &mut out[i].1;
                             if !models.contains(&model) {
                                 models.push(model);
                             }

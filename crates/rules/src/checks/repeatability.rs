@@ -123,6 +123,7 @@ pub fn checks(input: &CheckInput, t: &Thresholds) -> Vec<CheckResult> {
 mod edge_tests {
     //! Each rule at its default limit, worked by hand.
     use super::*;
+    use crate::bundle::harness::IterationRow;
     use crate::checks::test_support::{judge_rows, row, row_of};
     use crate::checks::CheckOutcome;
 
@@ -158,7 +159,12 @@ mod edge_tests {
     /// residuals): SSR = 6e², one degree of freedom, residual SD e√6, over
     /// the mean energy 1200 J.
     fn server(e: f64) -> (CheckOutcome, String) {
-        let rows = [(100, e), (200, -2.0 * e), (300, e)]
+        judge_rows(SERVER_LOAD_FIT.id, server_rows(e, 0.33))
+    }
+
+    /// The three server iterations above, at `lambda` req/s.
+    fn server_rows(e: f64, lambda: f64) -> Vec<IterationRow> {
+        [(100, e), (200, -2.0 * e), (300, e)]
             .iter()
             .enumerate()
             .map(|(i, (tokens, residual))| {
@@ -166,10 +172,10 @@ mod edge_tests {
                 // 1 s, so the mean power is the energy.
                 let mut r = row_of(Scenario::Server, 1.0, &[joules; 11], &[40.0], *tokens);
                 r.iteration = i as u32;
+                r.lambda_qps = Some(lambda);
                 r
             })
-            .collect();
-        judge_rows(SERVER_LOAD_FIT.id, rows)
+            .collect()
     }
 
     #[test]
@@ -204,20 +210,7 @@ mod edge_tests {
     fn only_rates_expecting_30_requests_are_judged() {
         // 300 s (the test manifest's MAX_TEST_DURATION) × 0.1 req/s = 30
         // requests: judged (and this scatter warns); × 0.05 = 15: skipped.
-        let at = |lambda: f64| {
-            let rows = [(100, 50.0), (200, -100.0), (300, 50.0)]
-                .iter()
-                .enumerate()
-                .map(|(i, (tokens, residual))| {
-                    let joules = 1000.0 + *tokens as f64 + residual;
-                    let mut r = row_of(Scenario::Server, 1.0, &[joules; 11], &[40.0], *tokens);
-                    r.iteration = i as u32;
-                    r.lambda_qps = Some(lambda);
-                    r
-                })
-                .collect();
-            judge_rows(SERVER_LOAD_FIT.id, rows).0
-        };
+        let at = |lambda: f64| judge_rows(SERVER_LOAD_FIT.id, server_rows(50.0, lambda)).0;
         assert_eq!(at(0.1), CheckOutcome::Warn);
         assert_eq!(at(0.05), CheckOutcome::Skip);
     }

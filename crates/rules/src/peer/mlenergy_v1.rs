@@ -20,7 +20,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::{PeerConfig, PeerError, PeerFolder, PeerRelease, PeerSource, SourceInfo};
 use crate::catalog;
-use crate::digest::sha256_hex;
 
 pub const INFO: SourceInfo = SourceInfo {
     origin: "peer:mlenergy-v1",
@@ -98,24 +97,6 @@ struct Schema {
     task: Vec<String>,
 }
 
-fn read_bytes(
-    folder: &mut dyn PeerFolder,
-    path: &str,
-    files: &mut Vec<super::PeerFile>,
-) -> Result<Vec<u8>, PeerError> {
-    let bytes = folder.read(path).map_err(|e| PeerError {
-        file: path.into(),
-        pointer: String::new(),
-        rule: format!("cannot be read: {e}"),
-    })?;
-    files.push(super::PeerFile {
-        path: path.into(),
-        sha256: sha256_hex(&bytes),
-        bytes: bytes.len() as u64,
-    });
-    Ok(bytes)
-}
-
 /// Reads the legacy folder; `stated` maps a published family ("A100") to
 /// the catalogue board the operator says it was.
 pub fn read(
@@ -128,7 +109,7 @@ pub fn read(
         rule: format!("cannot be listed: {e}"),
     })?;
     let mut files = Vec::new();
-    let schema_bytes = read_bytes(folder, "schema.yaml", &mut files)?;
+    let schema_bytes = super::read_file(folder, "schema.yaml", &mut files)?;
     let schema: Schema = serde_yaml_ng::from_slice(&schema_bytes).map_err(|e| PeerError {
         file: "schema.yaml".into(),
         pointer: String::new(),
@@ -172,7 +153,7 @@ pub fn read(
             let tdp_w = catalog::gpu_by_nvml_name(gpu_name)
                 .map(|g| g.tdp_w)
                 .expect("a candidate is a catalogue GPU");
-            let bytes = read_bytes(folder, &path, &mut files)?;
+            let bytes = super::read_file(folder, &path, &mut files)?;
             read_paths.insert(path.clone());
             read_csv(
                 &path,

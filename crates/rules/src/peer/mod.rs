@@ -206,17 +206,7 @@ impl PeerRelease {
     /// a re-import is recognised whatever the folder's name or the date,
     /// and the same files read under another statement are another release.
     pub fn files_sha256(&self) -> String {
-        if self.statements.is_empty() {
-            return files_sha256(&self.files);
-        }
-        let mut lines: Vec<String> = self
-            .files
-            .iter()
-            .map(|f| format!("{}\t{}\n", f.path, f.sha256))
-            .collect();
-        lines.sort();
-        lines.extend(self.statements.iter().map(|s| format!("statement\t{s}\n")));
-        sha256_hex(lines.concat().as_bytes())
+        digest_of(&self.files, &self.statements)
     }
 }
 
@@ -363,11 +353,18 @@ pub struct PeerPage {
 }
 
 pub fn files_sha256(files: &[PeerFile]) -> String {
+    digest_of(files, &[])
+}
+
+/// SHA-256 over `path\tsha256\n` of every file, sorted by path, then
+/// `statement\t<text>\n` of each operator's statement.
+fn digest_of(files: &[PeerFile], statements: &[String]) -> String {
     let mut lines: Vec<String> = files
         .iter()
         .map(|f| format!("{}\t{}\n", f.path, f.sha256))
         .collect();
     lines.sort();
+    lines.extend(statements.iter().map(|s| format!("statement\t{s}\n")));
     sha256_hex(lines.concat().as_bytes())
 }
 
@@ -392,11 +389,11 @@ impl std::fmt::Display for PeerError {
 impl std::error::Error for PeerError {}
 
 /// Reads one file through the loader and records its digest.
-pub(crate) fn load_file(
+pub(crate) fn read_file(
     folder: &mut dyn PeerFolder,
     path: &str,
     files: &mut Vec<PeerFile>,
-) -> Result<serde_json::Value, PeerError> {
+) -> Result<Vec<u8>, PeerError> {
     let bytes = folder.read(path).map_err(|e| PeerError {
         file: path.into(),
         pointer: String::new(),
@@ -407,6 +404,16 @@ pub(crate) fn load_file(
         sha256: sha256_hex(&bytes),
         bytes: bytes.len() as u64,
     });
+    Ok(bytes)
+}
+
+/// [`read_file`], parsed as JSON.
+pub(crate) fn load_file(
+    folder: &mut dyn PeerFolder,
+    path: &str,
+    files: &mut Vec<PeerFile>,
+) -> Result<serde_json::Value, PeerError> {
+    let bytes = read_file(folder, path, files)?;
     serde_json::from_slice(&bytes).map_err(|e| PeerError {
         file: path.into(),
         pointer: String::new(),

@@ -52,17 +52,20 @@ fn protocol_words(r: &SubmissionRecord) -> String {
     match &r.protocol {
         None => "protocol not yet recorded".into(),
         Some(p) => {
-            let batch = p.batch_prompts.is_some();
-            let server = p.server_duration_s.is_some();
-            let mut parts = Vec::new();
-            for (ran, scenario) in [(batch, Scenario::Batch), (server, Scenario::Server)] {
-                if ran {
-                    parts.push(format!("{}: {}", scenario.as_str(), p.label(scenario)));
-                }
-            }
-            if parts.iter().all(|p| p.ends_with(": reference")) {
+            let ran: Vec<Scenario> = [
+                (p.batch_prompts.is_some(), Scenario::Batch),
+                (p.server_duration_s.is_some(), Scenario::Server),
+            ]
+            .into_iter()
+            .filter_map(|(ran, s)| ran.then_some(s))
+            .collect();
+            if ran.iter().all(|s| p.is_reference(*s)) {
                 "reference protocol".into()
             } else {
+                let parts: Vec<String> = ran
+                    .iter()
+                    .map(|s| format!("{}: {}", s.as_str(), p.label(*s)))
+                    .collect();
                 format!("protocol {}", parts.join("; "))
             }
         }
@@ -124,6 +127,17 @@ fn item(base: &str, r: &SubmissionRecord, models: &[String]) -> Item {
     item
 }
 
+/// A channel's head: what it is, where its page is, who wrote it.
+fn channel(base: &str, title: String, page: &str, description: String) -> Channel {
+    let mut channel = Channel::default();
+    channel.set_title(title);
+    channel.set_link(format!("{base}{page}"));
+    channel.set_description(description);
+    channel.set_language("en".to_string());
+    channel.set_generator(format!("wattcounts {}", crate::VERSION));
+    channel
+}
+
 async fn channel_of(
     s: &AppState,
     title: String,
@@ -134,12 +148,7 @@ async fn channel_of(
     let base = base(s);
     let ids: Vec<_> = records.iter().map(|r| r.id).collect();
     let models = s.service.models_of(&ids).await?;
-    let mut channel = Channel::default();
-    channel.set_title(title);
-    channel.set_link(format!("{base}{page}"));
-    channel.set_description(description);
-    channel.set_language("en".to_string());
-    channel.set_generator(format!("wattcounts {}", crate::VERSION));
+    let mut channel = channel(&base, title, page, description);
     if let Some(newest) = records.first() {
         channel.set_last_build_date(newest.received_at.to_rfc2822());
     }
@@ -221,14 +230,12 @@ pub async fn model_feed(
 pub async fn snapshots_feed(State(s): State<AppState>) -> Result<Response, PageError> {
     let base = base(&s);
     let published = super::snapshots::published_views(&s).await?;
-    let mut channel = Channel::default();
-    channel.set_title("Watt Counts: dataset snapshots".to_string());
-    channel.set_link(format!("{base}/snapshots"));
-    channel.set_description(
-        "Each published snapshot of the accepted data: its manifest's SHA-256 to cite and verify, and what it covers.".to_string(),
+    let mut channel = channel(
+        &base,
+        "Watt Counts: dataset snapshots".into(),
+        "/snapshots",
+        "Each published snapshot of the accepted data: its manifest's SHA-256 to cite and verify, and what it covers.".into(),
     );
-    channel.set_language("en".to_string());
-    channel.set_generator(format!("wattcounts {}", crate::VERSION));
     channel.set_items(
         published
             .iter()
