@@ -213,3 +213,65 @@ async fn the_snapshot_feed_lists_published_snapshots() {
         item.description()
     );
 }
+
+/// The model feed's store read walks the model's configurations newest
+/// first in pages (2 × the limit): with 3 configurations of Qwen 0.5B per
+/// fixture copy (batch and two arrival rates), a limit of 3 needs a second
+/// page. Worked by hand: copies s1..s4 accepted in that order, s4 then
+/// withdrawn, one more waiting for review: the newest accepted are s3, s2,
+/// s1.
+#[tokio::test]
+async fn the_model_feed_reads_the_newest_accepted_on_both_backends() {
+    let mut apps = vec![TestApp::new().await];
+    apps.extend(TestApp::postgres().await);
+    for app in apps {
+        let alice = app.register("alice").await;
+        let mut ids = Vec::new();
+        for n in 1..=4 {
+            let (id, models) = submit_accepted(
+                &app,
+                BundleBuilder::fixture().marked(n).by("alice", &alice),
+                &alice,
+            )
+            .await;
+            assert!(models.iter().any(|m| m == QWEN), "{models:?}");
+            ids.push(id);
+        }
+        let (status, body) = app
+            .admin_post(
+                &format!("/api/v1/admin/submissions/{}/decision", ids[3]),
+                json!({"decision": "reject", "reason": "withdrawn"}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let gz = BundleBuilder::faulty(Fault::WarmStart, 43)
+            .by("alice", &alice)
+            .build();
+        let (_, pending) = app.submit(&gz, &sign(&alice, &gz)).await;
+        assert_eq!(pending["status"], "needs_review", "{pending}");
+
+        let newest = |limit| {
+            let store = app.store.clone();
+            async move {
+                store
+                    .submissions_with_model(QWEN, limit)
+                    .await
+                    .unwrap()
+                    .iter()
+                    .map(|r| r.id.to_string())
+                    .collect::<Vec<_>>()
+            }
+        };
+        assert_eq!(newest(1).await, vec![ids[2].clone()]);
+        assert_eq!(newest(2).await, vec![ids[2].clone(), ids[1].clone()]);
+        let three = vec![ids[2].clone(), ids[1].clone(), ids[0].clone()];
+        assert_eq!(newest(3).await, three);
+        assert_eq!(newest(50).await, three);
+        assert!(app
+            .store
+            .submissions_with_model("nobody/no-such-model", 50)
+            .await
+            .unwrap()
+            .is_empty());
+    }
+}

@@ -78,6 +78,10 @@ const RELEASED: &[(&str, &str)] = &[
         "5fa39523963261254920406f8f64e953bb4641e5843bca768f5f8d18e5cae2a0",
     ),
     (
+        "migrations/sqlite/0016_model_recent.sql",
+        "22ee0db536e02692f1c2ac6feebe00f441b7e4fbeb3c40445891c9df8f7a032e",
+    ),
+    (
         "migrations/postgres/0001_init.sql",
         "1b9a90f450b12d36d8f020c1f324fc6214e2141addad5b7c453a62d0837cb5d4",
     ),
@@ -137,6 +141,10 @@ const RELEASED: &[(&str, &str)] = &[
         "migrations/postgres/0015_request_sums.sql",
         "573e32ebb8c904b3e99b3d0913e0fd93ea7ada1de5d2b55f5efe94ff86ff2e98",
     ),
+    (
+        "migrations/postgres/0016_model_recent.sql",
+        "22ee0db536e02692f1c2ac6feebe00f441b7e4fbeb3c40445891c9df8f7a032e",
+    ),
 ];
 
 #[test]
@@ -165,9 +173,12 @@ fn released_migrations_are_never_edited_and_new_ones_are_pinned() {
     }
 }
 
-/// What migration 0015 added, taken away again: the database as a
-/// deployment at migration 0014 held it (0015 only adds columns and an index).
+/// What migrations 0015 and 0016 added, taken away again: the database as
+/// a deployment at migration 0014 held it (they only add columns and
+/// indexes).
 const BEFORE_0015: &[&str] = &[
+    "DROP INDEX configurations_model_recent",
+    "DELETE FROM _sqlx_migrations WHERE version = 16",
     "DROP INDEX runs_missing_request_sums",
     "ALTER TABLE runs DROP COLUMN timed_requests",
     "ALTER TABLE runs DROP COLUMN ttft_sum_s",

@@ -96,7 +96,8 @@ pub trait Intake: Send + Sync {
         limit: u32,
     ) -> Result<Vec<SubmissionRecord>, StoreError>;
     /// Most recent accepted submissions that measured `model`, newest first
-    /// (reads the model's configurations, never a run).
+    /// (reads the model's newest configurations, never a run, and never
+    /// all of the model's: the cost follows `limit`).
     async fn submissions_with_model(
         &self,
         model: &str,
@@ -481,16 +482,54 @@ macro_rules! intake_sql {
 
             async fn submissions_with_model(&self, model: &str, limit: u32) -> Result<Vec<SubmissionRecord>, StoreError> {
                 self.calls.run($crate::calls::CallKind::Request, "submissions_with_model", async move {
-                    let rows = sqlx::query(&format!(
-                        "{SUBMISSION_SELECT} WHERE s.status = 'accepted'
-                           AND s.id IN (SELECT c.submission_id FROM configurations c WHERE c.model = $1)
-                         ORDER BY s.received_at DESC LIMIT $2"
-                    ))
-                    .bind(model)
-                    .bind(limit as i64)
-                    .fetch_all(&self.pool)
-                    .await
-                    .map_err(db_err)?;
+                    // The model's configurations newest first (their ids are
+                    // the order they were stored), walked down the index
+                    // configurations_model_recent in pages of 2 × `limit`
+                    // until `limit` accepted submissions are found: a
+                    // submission holds a few configurations of one model (3
+                    // or 4 on the reference protocol: 2 or 3 pages for a
+                    // feed), so this reads about `limit` × that many rows
+                    // however many the model has.
+                    let page = (limit as i64).max(1) * 2;
+                    let mut ids: Vec<String> = Vec::new();
+                    let mut before = i64::MAX;
+                    loop {
+                        let rows = sqlx::query(
+                            "SELECT c.id, c.submission_id FROM configurations c
+                               JOIN submissions s ON s.id = c.submission_id
+                              WHERE c.model = $1 AND c.id < $2 AND s.status = 'accepted'
+                              ORDER BY c.id DESC LIMIT $3",
+                        )
+                        .bind(model)
+                        .bind(before)
+                        .bind(page)
+                        .fetch_all(&self.pool)
+                        .await
+                        .map_err(db_err)?;
+                        for r in &rows {
+                            before = r.get(0);
+                            let id: String = r.get(1);
+                            if ids.len() < limit as usize && !ids.contains(&id) {
+                                ids.push(id);
+                            }
+                        }
+                        if (rows.len() as i64) < page || ids.len() >= limit as usize {
+                            break;
+                        }
+                    }
+                    if ids.is_empty() {
+                        return Ok(Vec::new());
+                    }
+                    let marks: Vec<String> = (1..=ids.len()).map(|i| format!("${i}")).collect();
+                    let sql = format!(
+                        "{SUBMISSION_SELECT} WHERE s.id IN ({}) ORDER BY s.received_at DESC",
+                        marks.join(", ")
+                    );
+                    let mut q = sqlx::query(&sql);
+                    for id in &ids {
+                        q = q.bind(id);
+                    }
+                    let rows = q.fetch_all(&self.pool).await.map_err(db_err)?;
                     rows.iter().map(submission_record).collect()
                 }).await
             }
