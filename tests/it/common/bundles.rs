@@ -111,6 +111,17 @@ impl<'a> BundleBuilder<'a> {
         })
     }
 
+    /// The seed of a generated run (its protocol's unless set): another
+    /// seed, other measurements.
+    pub fn seeded(mut self, s: u64) -> Self {
+        if let Source::Generate { seed, .. } = &mut self.source {
+            *seed = Some(s);
+        } else {
+            panic!("only a generated run has a seed to choose");
+        }
+        self
+    }
+
     /// The physics of a generated run (the demo's unless set).
     pub fn physics(mut self, p: synth::Physics) -> Self {
         if let Source::Generate { physics, .. } = &mut self.source {
