@@ -6,9 +6,11 @@
 // - expected text missing (in the whole page or in one element);
 // - on the phone: horizontal overflow of the page, or a key column of a
 //   folding table (GPU, model, J/token and its interval: the cells not
-//   marked `.more`) reaching past the screen's edge;
+//   marked `.more`) reaching past the screen's edge (a `.matrix` of more
+//   than four GPUs scrolls in its box instead, its model column sticky);
 // - in every chart: two text labels whose boxes overlap, or text rendered
 //   under 11 px (font size × the chart's scale).
+// - at 1,280 px, on the pages marked `fit`, a table wider than its box;
 // - any axe-core violation of the WCAG 2.1 A and AA rules (tags wcag2a,
 //   wcag2aa, wcag21a, wcag21aa), at both widths, named by page, width, rule
 //   and element.
@@ -19,7 +21,8 @@
 // PAGES_JSON: [{"path": "/gpus", "expect": "table tbody tr",
 //               "text": "optional", "within": "optional selector for text",
 //               "name": "optional screenshot name",
-//               "status": "optional, 200 unless given (an error page's 404)"}]
+//               "status": "optional, 200 unless given (an error page's 404)",
+//               "fit": "optional: true where every table must fit its box at 1,280 px"}]
 import { chromium } from "playwright-core";
 import { mkdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -37,13 +40,21 @@ const executablePath = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
 const browser = await chromium.launch({ executablePath, args: ["--no-sandbox"] });
 const problems = [];
 let current = "";
-const figures = { loads: 0, charts: 0, labels: 0, minFontPx: Infinity, keyCells: 0, maxPageWidth: 0, axeRules: 0, axeViolations: 0 };
+const figures = { fits: [], loads: 0, charts: 0, labels: 0, minFontPx: Infinity, keyCells: 0, maxPageWidth: 0, axeRules: 0, axeViolations: 0 };
 
 // Runs in the page: what the layout and the charts look like.
 function measure() {
   const result = { pageWidth: document.documentElement.scrollWidth, viewport: window.innerWidth, overflowing: [], keyCells: 0, charts: [] };
   for (const table of document.querySelectorAll("table.folding")) {
-    for (const cell of table.querySelectorAll("tbody tr:first-child > td:not(.more)")) {
+    const keys = [...table.querySelectorAll("tbody tr:first-child > td:not(.more)")];
+    // A matrix of more GPUs than a phone holds scrolls in its box: there
+    // the model column must stay put (sticky) instead.
+    if (table.classList.contains("matrix") && keys.length > 5) {
+      result.keyCells++;
+      if (getComputedStyle(keys[0]).position !== "sticky") result.overflowing.push(`${table.className}: ${keys.length} key columns and a model column that scrolls away (not sticky)`);
+      continue;
+    }
+    for (const cell of keys) {
       const r = cell.getBoundingClientRect();
       if (r.width === 0) continue;
       result.keyCells++;
@@ -68,6 +79,14 @@ function measure() {
     }
     result.charts.push({ id: svg.id, labels: boxes.length, minPx: Math.min(...boxes.map((b) => b.px)), overlaps, titled: !!svg.querySelector(":scope > title") && !!svg.querySelector(":scope > desc") });
   }
+  // Each table against the box it sits in (its scrolling div, or main):
+  // where one is wider, a reader scrolls sideways to find its figures.
+  result.tables = [...document.querySelectorAll("main table")].map((t) => {
+    const box = t.parentElement.classList.contains("scroll") ? t.parentElement : t.closest("main");
+    const cs = getComputedStyle(box);
+    const inner = box.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+    return { what: t.className || t.closest("section[id]")?.id || "table", width: Math.round(t.getBoundingClientRect().width), box: Math.round(inner) };
+  }).filter((t) => t.width > 0);
   return result;
 }
 
@@ -155,6 +174,13 @@ try {
         if (g.first < Math.min(10, g.rows)) problems.push(`desktop /leaderboard: ${g.first} ranked rows in the first ${height} px (at least ${Math.min(10, g.rows)} wanted)`);
         if (g.wrapped) problems.push(`desktop /leaderboard: ${g.wrapped} model names break over lines`);
       }
+      if (label === "desktop" && p.fit) {
+        // Pages marked `fit`: every table fits its box at 1,280 px (long
+        // cells wrap, the rest folds behind "show every column").
+        for (const t of m.tables) if (t.width > t.box) problems.push(`desktop ${p.path}: table ${t.what} is ${t.width} px wide in a ${t.box} px box`);
+        const widest = m.tables.reduce((a, t) => (t.width > a.width ? t : a), { width: 0, box: 0 });
+        figures.fits.push(`${p.name || p.path} ${widest.width} px in ${widest.box}`);
+      }
       figures.maxPageWidth = Math.max(figures.maxPageWidth, m.pageWidth);
       if (label === "phone") {
         if (m.pageWidth > m.viewport + 1) problems.push(`${label} ${p.path}: the page is ${m.pageWidth} px wide on a ${m.viewport} px screen`);
@@ -193,7 +219,7 @@ try {
 } finally {
   await browser.close();
 }
-console.log(`measured: ${figures.loads} page loads, ${figures.charts} charts with ${figures.labels} labels, 0 overlaps allowed, smallest chart text ${figures.minFontPx.toFixed(1)} px, ${figures.keyCells} key cells on the phone inside 390 px, widest page ${figures.maxPageWidth} px, axe-core ${figures.axeRules} WCAG 2.1 A/AA rules per page, ${figures.axeViolations} violating elements, ${figures.keyboardControls} leaderboard controls reached by Tab; leaderboard at 1,280 px: table ${figures.board?.table} px in a ${figures.board?.box} px box, ${figures.board?.first} of ${figures.board?.rows} rows in the first screen`);
+console.log(`measured: ${figures.loads} page loads, ${figures.charts} charts with ${figures.labels} labels, 0 overlaps allowed, smallest chart text ${figures.minFontPx.toFixed(1)} px, ${figures.keyCells} key cells on the phone inside 390 px, widest page ${figures.maxPageWidth} px, axe-core ${figures.axeRules} WCAG 2.1 A/AA rules per page, ${figures.axeViolations} violating elements, ${figures.keyboardControls} leaderboard controls reached by Tab; leaderboard at 1,280 px: table ${figures.board?.table} px in a ${figures.board?.box} px box, ${figures.board?.first} of ${figures.board?.rows} rows in the first screen; widest table at 1,280 px: ${figures.fits.join(", ")}`);
 if (problems.length) {
   console.error(problems.join("\n"));
   process.exit(1);

@@ -83,6 +83,28 @@ async fn every_page_in_headless_chromium() {
         }
     }
     let (verdict_model, verdict_at) = verdict_page.expect("the fixture has a verdict");
+    // The other eight GPUs of the paper, with the one model the search
+    // above leaves alone: /compare with all eleven side by side.
+    let paper: Vec<&str> = wattcounts::catalog::paper_gpus()
+        .map(|g| g.id.as_str())
+        .collect();
+    assert_eq!(paper.len(), 11);
+    for gpu in paper
+        .iter()
+        .filter(|g| !["l4", "h100-pcie", "h100-nvl"].contains(g))
+    {
+        let run = BundleBuilder::on(gpu, &[MID]).generate();
+        let gz = BundleBuilder::of(&run).by("alice", &key).build();
+        service.submit(gz.clone(), sign(&key, &gz)).await.unwrap();
+    }
+    let compare_all = format!(
+        "/compare?{}&scenario=server@0.33",
+        paper
+            .iter()
+            .map(|g| format!("gpu={g}"))
+            .collect::<Vec<_>>()
+            .join("&")
+    );
     let (tie_model, tie_at) = tie_page.expect("the fixture has a tie");
     // A model named like a script: it must show as text (and await review).
     let gz = BundleBuilder::fixture()
@@ -129,19 +151,21 @@ async fn every_page_in_headless_chromium() {
     let pages = json!([
         {"path": "/", "expect": "form.picker select[name=model]", "name": "index"},
         {"path": "/models", "expect": "table.models tbody tr"},
-        {"path": format!("/models/{LLAMA}"), "expect": "section#server-0-33 table.choices", "name": "model-llama",
+        {"path": format!("/models/{LLAMA}"), "expect": "section#server-0-33 table.choices", "name": "model-llama", "fit": true,
          "text": "TTFT p50 ≤ 100 ms", "within": "section#server-0-33"},
         {"path": format!("/models/{LLAMA}?ttft_ms=100"), "expect": "tr.asked", "name": "model-llama-deadline"},
         {"path": format!("/models/{verdict_model}"), "expect": "p.verdict", "name": "model-verdict",
          "text": "uses less energy than the runner-up", "within": format!("section#{verdict_at} p.verdict")},
         {"path": format!("/models/{tie_model}"), "expect": "p.verdict", "name": "model-tie",
          "text": "tie within measurement noise", "within": format!("section#{tie_at} p.verdict")},
-        {"path": "/leaderboard", "expect": "table tbody tr"},
+        {"path": "/leaderboard", "expect": "table tbody tr", "fit": true},
         {"path": "/leaderboard?scenario=server@0.33&sort=ttft", "expect": "table tbody tr"},
         {"path": "/leaderboard?include_review=true", "expect": "span.tag.review", "text": HOSTILE},
         {"path": "/gpus", "expect": "table tbody tr"},
         {"path": "/gpus/l4", "expect": "svg.chart .bar, svg.chart .dot"},
         {"path": "/compare?gpu=l4&gpu=h100-pcie&gpu=h100-nvl&scenario=server@0.33", "expect": "td.best", "name": "compare"},
+        {"path": compare_all, "expect": "td.best", "name": "compare-all", "fit": true,
+         "text": "show every column", "within": "main"},
         {"path": "/insights", "expect": "section.finding figure svg", "name": "insights",
          "text": "best against worst GPU per model", "within": "main"},
         {"path": "/estimate", "expect": "form select[name=model]", "name": "estimate-form",
@@ -150,7 +174,7 @@ async fn every_page_in_headless_chromium() {
          "text": "Estimate:", "within": "main"},
         {"path": format!("/models/{LLAMA}#estimates"), "expect": "section#estimates tr.estimate", "name": "model-estimates"},
         {"path": "/methodology", "expect": "table.coverage tbody tr", "text": "tie within measurement noise"},
-        {"path": format!("/submissions/{first_id}"), "expect": "table.checks tbody tr", "name": "submission"},
+        {"path": format!("/submissions/{first_id}"), "expect": "table.checks tbody tr", "name": "submission", "fit": true},
         {"path": "/submit", "expect": "form[action='/submit'] input[type=file]"},
         {"path": "/checks", "expect": "table tbody tr"},
         {"path": "/admin", "expect": "form[action='/admin/login']"},

@@ -72,7 +72,8 @@ async fn comparison(
 #[derive(Template)]
 #[template(path = "compare.html")]
 struct ComparePage {
-    gpus: Vec<(String, String)>,
+    /// Id, full name and the column's name (the full one in its title).
+    gpus: Vec<(String, String, String)>,
     all_gpus: Vec<(String, String, bool)>,
     references: Vec<(String, String, bool)>,
     scenarios: Vec<(String, String, bool)>,
@@ -214,7 +215,14 @@ pub async fn compare_page(
                 format!("&{}", view.query)
             }
         ),
-        gpus: c.gpus,
+        gpus: c
+            .gpus
+            .into_iter()
+            .map(|(id, name)| {
+                let short = column_name(&name).to_string();
+                (id, name, short)
+            })
+            .collect(),
         demo: view.demo,
         view,
         version: VERSION,

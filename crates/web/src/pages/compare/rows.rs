@@ -30,6 +30,15 @@ pub(crate) struct HeadlineRow {
     pub(crate) vs_reference: String,
 }
 
+/// A GPU's name as a column of the side-by-side table: without the maker's
+/// prefix every column shares ("NVIDIA ", "Tesla "), so eleven fit a wide
+/// screen; the full name stays in the column's title.
+pub(crate) fn column_name(name: &str) -> &str {
+    name.strip_prefix("NVIDIA ")
+        .or_else(|| name.strip_prefix("Tesla "))
+        .unwrap_or(name)
+}
+
 pub(crate) fn pct(v: Option<f64>) -> String {
     v.map_or("–".into(), |p| format!("{p:.0} %"))
 }
