@@ -86,6 +86,25 @@ mod tests {
     }
 
     #[test]
+    fn length_has_edges_at_3_and_39() {
+        assert_eq!(handle_fault("abc"), None);
+        assert_eq!(handle_fault(&"a".repeat(39)), None);
+        for bad in ["ab".to_string(), "a".repeat(40), String::new()] {
+            let why = handle_fault(&bad).unwrap_or_else(|| panic!("'{bad}' passed"));
+            assert!(why.contains("3 to 39"), "{why}");
+        }
+        // One '-' between words is a separator; the letters and digits of
+        // ASCII only.
+        assert_eq!(handle_fault("a-b"), None);
+        for bad in ["a b", "a.b", "älice", "a_b"] {
+            assert!(
+                handle_fault(bad).unwrap().contains("ASCII letters"),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
     fn collisions_group_by_skeleton() {
         let found = collisions(["alice", "bob", "aIice", "carol", "a1ice", "b0b", "dave"]);
         assert_eq!(

@@ -16,7 +16,7 @@ mod physics;
 mod repeatability;
 mod sampling;
 #[cfg(test)]
-mod test_support;
+pub(crate) mod test_support;
 mod thresholds;
 
 use std::fmt;
