@@ -171,6 +171,44 @@ mod tests {
     }
 
     #[test]
+    fn reads_every_kind_of_value_as_serde_json_does() {
+        let text =
+            br#"[true, false, -3, 18446744073709551615, 0.5, "s", null, {"k/~": [], "e": {}}]"#;
+        let want: Value = serde_json::from_slice(text).unwrap();
+        assert_eq!(parse(text).unwrap(), want);
+    }
+
+    #[test]
+    fn a_duplicate_s_pointer_escapes_and_counts() {
+        // RFC 6901: '/' in a key is ~1, '~' is ~0; array items by index.
+        let e = parse(br#"{"a/b": [{}, {"x~y": {"k": 1, "k": 2}}]}"#).unwrap_err();
+        assert_eq!(e.pointer.as_deref(), Some("/a~1b/1/x~0y"));
+        assert!(
+            e.message.starts_with("duplicate key \"k\" at line 1"),
+            "{}",
+            e.message
+        );
+        assert_eq!(escape_pointer_token("~/"), "~0~1");
+    }
+
+    #[test]
+    fn nan_is_named_on_its_own_line_and_only_near_the_error() {
+        let e = parse(b"{\n  \"a\": 1,\n  \"b\": NaN\n}").unwrap_err();
+        assert!(e.message.contains("NaN and Infinity"), "{}", e.message);
+        let padded = format!("{{\"pad\": \"{}\", \"a\": NaN}}", "x".repeat(200));
+        let e = parse(padded.as_bytes()).unwrap_err();
+        assert!(e.message.contains("NaN and Infinity"), "{}", e.message);
+        // "NaN" as text well before or after another error is not it.
+        for text in [
+            &br#"{"note": "NaN", "padding": "xxxxxxxxxxxx", "a": tru}"#[..],
+            br#"{"a": tru, "nnnnnnnnnnnnnnnnnnnnnnnn": "NaN"}"#,
+        ] {
+            let e = parse(text).unwrap_err();
+            assert!(!e.message.contains("NaN and"), "{}", e.message);
+        }
+    }
+
+    #[test]
     fn refuses_trailing_garbage() {
         let e = parse(b"{} {}").unwrap_err();
         assert!(e.message.contains("trailing characters"), "{}", e.message);
