@@ -397,6 +397,133 @@ mod tests {
     }
 
     #[test]
+    fn names_read_back_as_they_are_written() {
+        for st in [Status::Accepted, Status::NeedsReview, Status::Rejected] {
+            assert_eq!(Status::parse(st.as_str()), Some(st));
+            assert_eq!(st.to_string(), st.as_str());
+        }
+        assert_eq!(Status::NeedsReview.as_str(), "needs_review");
+        assert_eq!(Status::parse("Accepted"), None);
+        for sc in [Scenario::Batch, Scenario::Server] {
+            assert_eq!(Scenario::parse(sc.as_str()), Some(sc));
+        }
+        assert_eq!(Scenario::parse("offline"), None);
+        assert_eq!(Origin::of_demo(true), Origin::Demo);
+        assert_eq!(Origin::of_demo(false), Origin::Real);
+        for o in [Origin::Real, Origin::Demo] {
+            assert_eq!(Origin::parse(o.as_str()), Some(o));
+        }
+        assert_eq!(
+            (Origin::Real.as_str(), Origin::parse("peer")),
+            ("real", None)
+        );
+    }
+
+    #[test]
+    fn a_scenario_key_s_names_and_sameness() {
+        let server = ScenarioKey {
+            scenario: Scenario::Server,
+            lambda_qps: Some(0.33),
+        };
+        let batch = ScenarioKey {
+            scenario: Scenario::Batch,
+            lambda_qps: None,
+        };
+        assert_eq!(
+            (server.param(), server.slug(), server.label()),
+            (
+                "server@0.33".into(),
+                "server-0-33".into(),
+                "server at 0.33 req/s".into()
+            )
+        );
+        assert_eq!(
+            (batch.param(), batch.slug(), batch.label()),
+            ("batch".into(), "batch".into(), "batch".into())
+        );
+        // A rate must be a positive number.
+        for bad in ["server@0", "server@inf", "server@0.33x"] {
+            assert!(ScenarioKey::parse(bad).is_none(), "{bad}");
+        }
+        assert_eq!(
+            ScenarioKey::parse("server@0.5").unwrap().lambda_qps,
+            Some(0.5)
+        );
+        // One rate within 1e-9 is the same key; more apart is not.
+        let near = ScenarioKey {
+            lambda_qps: Some(0.33 + 1e-10),
+            ..server
+        };
+        let far = ScenarioKey {
+            lambda_qps: Some(0.33 + 1e-8),
+            ..server
+        };
+        assert!(server.same(&near) && !server.same(&far));
+        assert!(batch.same(&batch) && !batch.same(&server) && !server.same(&batch));
+        let rateless = ScenarioKey {
+            lambda_qps: None,
+            ..server
+        };
+        assert!(!server.same(&rateless) && !rateless.same(&server));
+    }
+
+    #[test]
+    fn the_reference_protocol_s_text_and_ids() {
+        let r = Protocol::reference();
+        assert_eq!(
+            r.projection(Scenario::Batch),
+            "wattcounts-protocol;version=1;scenario=batch;prompts=1000;max_tokens=256;temperature=0;context=1024;precision=harness"
+        );
+        // The first 12 hex digits of those texts' sha256 (Python hashlib);
+        // the ids every stored reference row carries.
+        assert_eq!(r.id(Scenario::Batch), "04768740c41a");
+        assert_eq!(r.id(Scenario::Server), "09bea327e761");
+        let unstated = Protocol {
+            version: "2".into(),
+            max_tokens: None,
+            temperature: Some(0.7),
+            context_length: None,
+            precision: "fp16".into(),
+            ..Protocol::reference()
+        };
+        assert_eq!(
+            unstated.projection(Scenario::Server),
+            "wattcounts-protocol;version=2;scenario=server;duration_s=300;max_tokens=unstated;temperature=0.7;context=unstated;precision=fp16"
+        );
+        assert_eq!(
+            unstated.label(Scenario::Batch),
+            "protocol 2, max_tokens unstated, temperature 0.7, context unstated, precision fp16"
+        );
+        assert!(!unstated.is_reference(Scenario::Batch));
+    }
+
+    #[test]
+    fn a_group_key_is_one_json_array() {
+        let key = |lambda: Option<f64>| GroupKey {
+            gpu_id: "l4".into(),
+            model: "a/\"b\"".into(),
+            scenario: ScenarioKey {
+                scenario: if lambda.is_some() {
+                    Scenario::Server
+                } else {
+                    Scenario::Batch
+                },
+                lambda_qps: lambda,
+            },
+            protocol_id: "04768740c41a".into(),
+            origin: Origin::Demo,
+        };
+        assert_eq!(
+            key(Some(0.33)).canonical(),
+            r#"["l4","a/\"b\"","server",0.33,"04768740c41a","demo"]"#
+        );
+        assert_eq!(
+            key(None).canonical(),
+            r#"["l4","a/\"b\"","batch",null,"04768740c41a","demo"]"#
+        );
+    }
+
+    #[test]
     fn protocols_compare_per_scenario() {
         let r = Protocol::reference();
         assert_eq!(r.label(Scenario::Batch), "reference");
