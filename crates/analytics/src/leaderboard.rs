@@ -461,3 +461,264 @@ pub struct Facets {
     pub gpus: Vec<(String, String)>,
     pub rates: Vec<f64>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use uuid::Uuid;
+
+    fn iv(lo: f64, hi: f64, confidence: f64) -> Interval {
+        Interval { lo, hi, confidence }
+    }
+
+    /// A member with these figures; its own intervals say (0, 1) at 0.5 so
+    /// that a group of one shows them and a larger group never does.
+    #[allow(clippy::too_many_arguments)]
+    fn member(
+        n: u128,
+        submitter_id: i64,
+        status: Status,
+        iterations: u32,
+        ept: f64,
+        cv: f64,
+        epr: Option<f64>,
+        throughput: f64,
+        power: f64,
+        ttft: Option<f64>,
+    ) -> Member {
+        let own = Some(iv(0.0, 1.0, 0.5));
+        Member {
+            submission_id: Uuid::from_u128(n),
+            submitter_id,
+            status,
+            iterations,
+            ept_median: ept,
+            ept_interval: iv(ept * 0.9, ept * 1.1, 0.75),
+            ept_cv: cv,
+            epr_median: epr,
+            throughput_median: throughput,
+            power_median: power,
+            ttft_median: ttft,
+            itl_median: None,
+            concurrency_median: (n == 1).then_some(1.0),
+            prefill_share_median: (n == 1).then_some(0.01),
+            intervals: FigureIntervals {
+                energy_per_request_j: own,
+                throughput_tok_s: own,
+                ttft_p50_s: own,
+                itl_s: own,
+                mean_concurrency: own,
+                prefill_energy_share: own,
+            },
+        }
+    }
+
+    fn four() -> Vec<Member> {
+        use Status::*;
+        vec![
+            member(
+                1,
+                1,
+                Accepted,
+                3,
+                1.0,
+                0.05,
+                Some(10.0),
+                100.0,
+                50.0,
+                Some(0.1),
+            ),
+            member(2, 2, NeedsReview, 5, 3.0, 0.2, None, 300.0, 70.0, Some(0.3)),
+            member(3, 1, Accepted, 3, 2.0, 0.1, Some(30.0), 200.0, 60.0, None),
+            member(
+                4,
+                3,
+                Accepted,
+                4,
+                10.0,
+                0.01,
+                Some(20.0),
+                400.0,
+                80.0,
+                Some(0.2),
+            ),
+        ]
+    }
+
+    #[test]
+    fn four_members_worked_by_hand() {
+        let f = aggregate(&four()).unwrap();
+        // Energy per token: members' medians sorted 1, 2, 3, 10; the median
+        // of an even count is the mean of the middle two, 2.5. Deviations
+        // from it 1.5, 0.5, 0.5, 7.5 → sorted 0.5, 0.5, 1.5, 7.5 → MAD 1.0.
+        assert_eq!((f.ept_median, f.ept_mad), (2.5, 1.0));
+        // n = 4: (x(2), x(3)) covers 1 − 2·P(Bin(4, ½) ≤ 1) = 1 − 2·5/16 =
+        // 0.375 < 0.95, so min–max: 1 − 2/16 = 0.875.
+        assert_eq!(f.ept_interval, iv(1.0, 10.0, 0.875));
+        // The largest CV; J/request over the three that have one: 10, 20,
+        // 30 → 20, and min–max of three covers 1 − 2/8 = 0.75.
+        assert_eq!(f.ept_cv, 0.2);
+        assert_eq!(f.epr_median, Some(20.0));
+        assert_eq!(f.intervals.energy_per_request_j, Some(iv(10.0, 30.0, 0.75)));
+        // Throughput 100, 200, 300, 400 → 250; power 50…80 → 65.
+        assert_eq!((f.throughput_median, f.power_median), (250.0, 65.0));
+        assert_eq!(f.intervals.throughput_tok_s, Some(iv(100.0, 400.0, 0.875)));
+        // TTFT over the three that have one: 0.1, 0.2, 0.3.
+        assert_eq!(f.ttft_median, Some(0.2));
+        assert_eq!(f.intervals.ttft_p50_s, Some(iv(0.1, 0.3, 0.75)));
+        // Nobody has an ITL: no figure and no interval.
+        assert_eq!((f.itl_median, f.intervals.itl_s), (None, None));
+        // One member of four has a concurrency: its value, an interval
+        // that claims nothing (a single value), never its own interval.
+        assert_eq!(f.concurrency_median, Some(1.0));
+        assert_eq!(f.intervals.mean_concurrency, Some(iv(1.0, 1.0, 0.0)));
+        assert_eq!(f.prefill_share_median, Some(0.01));
+        assert_eq!(f.intervals.prefill_energy_share, Some(iv(0.01, 0.01, 0.0)));
+        // 3 + 5 + 3 + 4 iterations; submitters 1, 2, 1, 3 are three; one
+        // member awaits review; evidence in the members' order.
+        assert_eq!(
+            (f.iterations, f.submissions, f.submitters, f.in_review),
+            (15, 4, 3, 1)
+        );
+        let ids: Vec<u128> = f.evidence.iter().map(|u| u.as_u128()).collect();
+        assert_eq!(ids, vec![1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn one_member_keeps_its_own_intervals_and_none_is_no_group() {
+        assert_eq!(aggregate(&[]), None);
+        let one = &four()[1..2];
+        let f = aggregate(one).unwrap();
+        assert_eq!((f.ept_median, f.ept_mad), (3.0, 0.0));
+        assert_eq!(f.ept_interval, one[0].ept_interval);
+        assert_eq!(f.intervals, one[0].intervals);
+        assert_eq!(
+            (f.submissions, f.submitters, f.in_review, f.iterations),
+            (1, 1, 1, 5)
+        );
+    }
+
+    #[test]
+    fn evidence_keeps_the_first_twenty() {
+        let members: Vec<Member> = (1..=25)
+            .map(|n| {
+                member(
+                    n,
+                    1,
+                    Status::Accepted,
+                    3,
+                    n as f64,
+                    0.0,
+                    None,
+                    1.0,
+                    1.0,
+                    None,
+                )
+            })
+            .collect();
+        let f = aggregate(&members).unwrap();
+        assert_eq!(f.evidence.len(), EVIDENCE_KEPT);
+        assert_eq!(f.evidence[19], Uuid::from_u128(20));
+        // 25 values 1..25: median 13. P(Bin(25, ½) ≤ 7) = 0.0216 and ≤ 8 is
+        // 0.0539, so the 8th and 18th values are the narrowest pair covering
+        // 95 %: 1 − 2·0.02164 = 0.95671 (Python: sum of C(25, i), i < 8, / 2^25).
+        assert_eq!(f.ept_median, 13.0);
+        assert_eq!((f.ept_interval.lo, f.ept_interval.hi), (8.0, 18.0));
+        assert!((f.ept_interval.confidence - 0.956_714_749_336_242_7).abs() < 1e-12);
+        assert_eq!(f.submissions, 25);
+    }
+
+    #[test]
+    fn sort_and_size_names_read_back() {
+        for (name, key, _) in SortKey::ALL {
+            assert_eq!(SortKey::parse(name), Some(key));
+            assert_eq!(key.name(), name);
+        }
+        assert_eq!(SortKey::parse("watts"), None);
+        for (name, class, _) in SizeClass::ALL {
+            assert_eq!(SizeClass::parse(name), Some(class));
+            assert_eq!(class.name(), name);
+        }
+        assert_eq!(SizeClass::parse("huge"), None);
+        // The classes' edges, on catalogue models: 9 B is small, 10.7 B
+        // medium, 30 B still medium; a model outside the catalogue has none.
+        assert_eq!(
+            SizeClass::of_model("01-ai/Yi-1.5-9B-Chat"),
+            Some(SizeClass::Small)
+        );
+        assert_eq!(
+            SizeClass::of_model("upstage/SOLAR-10.7B-Instruct-v1.0"),
+            Some(SizeClass::Medium)
+        );
+        assert_eq!(
+            SizeClass::of_model("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"),
+            Some(SizeClass::Medium)
+        );
+        assert_eq!(SizeClass::of_model("nobody/none"), None);
+    }
+
+    #[test]
+    fn a_configuration_s_group_and_member_figures() {
+        use wattcounts_rules::derived::Spread;
+        let spread = |m: f64| Spread::of(&[m * 0.9, m, m * 1.1]).unwrap();
+        let c = ConfigurationMetrics {
+            model: "01-ai/Yi-1.5-9B-Chat".into(),
+            scenario: Scenario::Server,
+            lambda_qps: Some(0.33),
+            iterations: 3,
+            energy_per_token_j: spread(1.0),
+            energy_per_request_j: Some(spread(100.0)),
+            throughput_tok_s: spread(50.0),
+            power_mean_w: spread(60.0),
+            itl_s: Some(spread(0.02)),
+            ttft_p50_s: None,
+            e2e_p50_s: None,
+            mean_concurrency: Some(spread(2.0)),
+            prefill_energy_share: None,
+        };
+        let p = Protocol::reference();
+        let g = group_of(Some("l4"), "NVIDIA L4", false, &p, &c);
+        assert_eq!(
+            g.key.canonical(),
+            r#"["l4","01-ai/Yi-1.5-9B-Chat","server",0.33,"09bea327e761","real"]"#
+        );
+        assert_eq!(
+            (g.gpu_name.as_str(), g.protocol_label.as_str(), g.reference),
+            ("NVIDIA L4", "reference", true)
+        );
+        assert_eq!(g.size_class, Some(SizeClass::Small));
+        // A GPU the catalogue lacks gets the id its NVML name derives; demo
+        // data its own origin.
+        let g = group_of(None, "NVIDIA Future GPU", true, &p, &c);
+        assert_eq!(
+            g.key.gpu_id,
+            wattcounts_rules::catalog::gpu_id("NVIDIA Future GPU")
+        );
+        assert_eq!(g.key.origin, Origin::Demo);
+        let m = member_figures(&c);
+        assert_eq!(m.ept_interval, c.energy_per_token_j.median_interval(3));
+        assert_eq!(
+            (m.epr_median, m.itl_median, m.ttft_median),
+            (Some(100.0), Some(0.02), None)
+        );
+        assert_eq!(
+            (m.concurrency_median, m.prefill_share_median),
+            (Some(2.0), None)
+        );
+        // Three iterations: min–max, 1 − 2/8 = 0.75.
+        assert_eq!(
+            m.intervals.throughput_tok_s,
+            Some(iv(45.0, 55.00000000000001, 0.75))
+        );
+        assert_eq!(m.intervals.ttft_p50_s, None);
+        assert!(m.intervals.energy_per_request_j.is_some() && m.intervals.itl_s.is_some());
+        assert!(
+            m.intervals.mean_concurrency.is_some() && m.intervals.prefill_energy_share.is_none()
+        );
+        let json = m.intervals.to_json();
+        assert!(
+            json.contains("\"ttft_p50_s\":null") && !json.contains("prefill_energy_share"),
+            "{json}"
+        );
+    }
+}
