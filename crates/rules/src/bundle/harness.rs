@@ -637,6 +637,455 @@ pub fn parse_details(
 mod tests {
     use super::*;
 
+    /// A value for each results column, each different, so that a field
+    /// read from the wrong column shows.
+    fn cell(col: &str) -> &'static str {
+        match col {
+            "measurement_duration" => "2.5",
+            "measurement_timestamp" => "1700000000.5",
+            "measurement_datetime" => "2023-11-14 22:13:20",
+            "gpu_0_memory_used_mb" => "[1000.0, 1002.0]",
+            "gpu_0_utilization_percent" => "[90.0, 92.0, 94.0]",
+            "gpu_0_power_draw_watts" => "[60.0, 62.0, 64.0, 66.0]",
+            "gpu_0_temp" => "[40.0]",
+            "gpu_0_clock" => "[1800.0, 1810.0, 1820.0, 1830.0, 1840.0]",
+            "cpu_memory_used_mb" => "[2000.0, 2001.0, 2002.0, 2003.0, 2004.0, 2005.0]",
+            "cpu_utilization_percent" => "[]",
+            "cpu_energy" => "11.5",
+            "dram_energy" => "2.25",
+            "gpu_energy" => "150.0",
+            "disk_energy" => "0.5",
+            "time_to_first_token_seconds_events" => "[0.1, 0.2]",
+            "e2e_request_latency_seconds_events" => "[1.0, 2.0, 3.0]",
+            "tokens_per_second_events" => "[100.0]",
+            "request_success_total" => "4",
+            "request_failure_total" => "1",
+            "prompt_tokens_total" => "40",
+            "generation_tokens_total" => "46",
+            "request_prompt_tokens" => "[10.0, 30.0]",
+            "request_generation_tokens" => "[20.0, 26.0, 0.0]",
+            "iteration" => "2",
+            "sampling_params" => "SamplingParams(n=1, max_tokens=256)",
+            "model" => "Qwen/Qwen2.5-0.5B-Instruct",
+            "queries_submitted" => "5",
+            "processed_queries" => "4",
+            "lambda_qps" => "0.33",
+            other => panic!("no value for {other}"),
+        }
+    }
+
+    /// A results CSV of `scenario`: the header, then one row per entry of
+    /// `rows`, each the default cells with some replaced.
+    fn results(scenario: Scenario, rows: &[&[(&str, &str)]]) -> Vec<u8> {
+        let cols = result_columns(scenario);
+        let quote = |v: &str| {
+            if v.contains([',', '"', '\n']) {
+                format!("\"{}\"", v.replace('"', "\"\""))
+            } else {
+                v.to_string()
+            }
+        };
+        let mut out = cols.join(",") + "\n";
+        for changes in rows {
+            let row: Vec<String> = cols
+                .iter()
+                .map(|c| {
+                    quote(
+                        changes
+                            .iter()
+                            .find(|(k, _)| k == c)
+                            .map_or(cell(c), |(_, v)| v),
+                    )
+                })
+                .collect();
+            out += &(row.join(",") + "\n");
+        }
+        out.into_bytes()
+    }
+
+    const FILE: &str = "m/llm_batch_optimized_results.csv";
+
+    fn refused(scenario: Scenario, rows: &[&[(&str, &str)]]) -> Rejection {
+        parse_results(FILE, &results(scenario, rows), scenario).expect_err("refused")
+    }
+
+    #[test]
+    fn every_results_column_lands_in_its_field() {
+        let rows = parse_results(FILE, &results(Scenario::Batch, &[&[]]), Scenario::Batch).unwrap();
+        let r = &rows[0];
+        assert_eq!(
+            (r.file.as_str(), r.line, r.scenario),
+            (FILE, 2, Scenario::Batch)
+        );
+        assert_eq!(
+            (r.model.as_str(), r.lambda_qps, r.iteration),
+            ("Qwen/Qwen2.5-0.5B-Instruct", None, 2)
+        );
+        assert_eq!((r.duration_s, r.started_at_unix), (2.5, 1_700_000_000.5));
+        assert_eq!(r.started_at, "2023-11-14 22:13:20");
+        // Each list column by its count of samples: 2, 3, 4, 1, 5, 6, 0.
+        let counts = [
+            r.gpu_memory_mb.n,
+            r.gpu_utilization_pct.n,
+            r.power_w.n,
+            r.temperature_c.n,
+            r.sm_clock_mhz.n,
+            r.cpu_memory_mb.n,
+            r.cpu_utilization_pct.n,
+        ];
+        assert_eq!(counts, [2, 3, 4, 1, 5, 6, 0]);
+        assert_eq!(
+            (r.power_w.sum, r.power_w.first, r.power_w.last),
+            (252.0, 60.0, 66.0)
+        );
+        assert_eq!((r.power_w.min, r.power_w.max), (60.0, 66.0));
+        assert_eq!(
+            (
+                r.cpu_energy_j,
+                r.dram_energy_j,
+                r.reported_gpu_energy_j,
+                r.disk_energy_j
+            ),
+            (11.5, 2.25, 150.0, 0.5)
+        );
+        assert_eq!(
+            (r.ttft_s.clone(), r.e2e_s.clone(), r.tokens_per_s.clone()),
+            (vec![0.1, 0.2], vec![1.0, 2.0, 3.0], vec![100.0])
+        );
+        assert_eq!(
+            (
+                r.requests_ok,
+                r.requests_failed,
+                r.prompt_tokens_total,
+                r.generation_tokens_total
+            ),
+            (4, 1, 40, 46)
+        );
+        assert_eq!(
+            (
+                r.request_prompt_tokens.clone(),
+                r.request_generation_tokens.clone()
+            ),
+            (vec![10.0, 30.0], vec![20.0, 26.0, 0.0])
+        );
+        assert_eq!(r.sampling_params, "SamplingParams(n=1, max_tokens=256)");
+        assert_eq!((r.queries_submitted, r.processed_queries), (5, 4));
+        // Server rows read their rate; a second row is line 3.
+        let rows = parse_results(
+            FILE,
+            &results(Scenario::Server, &[&[], &[("lambda_qps", "2.0")]]),
+            Scenario::Server,
+        )
+        .unwrap();
+        assert_eq!(
+            rows.iter()
+                .map(|r| (r.line, r.lambda_qps))
+                .collect::<Vec<_>>(),
+            vec![(2, Some(0.33)), (3, Some(2.0))]
+        );
+    }
+
+    #[test]
+    fn each_bad_cell_is_named_by_row_and_column() {
+        let cases: [(Scenario, &[(&str, &str)], &str, &str, &str); 10] = [
+            (
+                Scenario::Batch,
+                &[("gpu_energy", "lots")],
+                "csv_bad_number",
+                "gpu_energy",
+                "'lots' is not a finite number",
+            ),
+            (
+                Scenario::Batch,
+                &[("gpu_energy", "inf")],
+                "csv_bad_number",
+                "gpu_energy",
+                "'inf' is not a finite number",
+            ),
+            (
+                Scenario::Batch,
+                &[("request_success_total", "-1")],
+                "csv_bad_number",
+                "request_success_total",
+                "-1 is not a non-negative whole number",
+            ),
+            (
+                Scenario::Batch,
+                &[("request_success_total", "2.5")],
+                "csv_bad_number",
+                "request_success_total",
+                "2.5 is not a non-negative whole number",
+            ),
+            (
+                Scenario::Batch,
+                &[("prompt_tokens_total", "2e15")],
+                "csv_bad_number",
+                "prompt_tokens_total",
+                "2000000000000000 is not a non-negative whole number",
+            ),
+            (
+                Scenario::Batch,
+                &[("iteration", "5000000000")],
+                "csv_bad_number",
+                "iteration",
+                "iteration 5000000000 is too large",
+            ),
+            (
+                Scenario::Server,
+                &[("lambda_qps", "0")],
+                "csv_bad_number",
+                "lambda_qps",
+                "arrival rate 0 must be positive",
+            ),
+            (
+                Scenario::Batch,
+                &[("gpu_0_temp", "40.0")],
+                "csv_bad_list",
+                "gpu_0_temp",
+                "expected a Python list like [1.0, 2.5], found '40.0'",
+            ),
+            (
+                Scenario::Batch,
+                &[("model", "Qwen\tX")],
+                "csv_control_character",
+                "model",
+                "cell holds the control character U+0009",
+            ),
+            (
+                Scenario::Batch,
+                &[("sampling_params", "a\u{1}b")],
+                "csv_control_character",
+                "sampling_params",
+                "cell holds the control character U+0001",
+            ),
+        ];
+        for (scenario, changes, code, col, message) in cases {
+            let r = refused(scenario, &[&[], changes]);
+            assert_eq!(r.code, code, "{col}: {}", r.message);
+            assert_eq!(
+                r.message,
+                format!("{FILE} row 3, column '{col}': {message}")
+            );
+            let d = &r.details[0];
+            assert_eq!(
+                (d.file.as_deref(), d.row, d.column.as_deref()),
+                (Some(FILE), Some(3), Some(col))
+            );
+        }
+        // Outside a model id, tab and newline are text.
+        let ok = parse_results(
+            FILE,
+            &results(Scenario::Batch, &[&[("sampling_params", "a\tb\nc")]]),
+            Scenario::Batch,
+        )
+        .unwrap();
+        assert_eq!(ok[0].sampling_params, "a\tb\nc");
+        // A count at the edge of the bound, and zero, are whole numbers.
+        let ok = parse_results(
+            FILE,
+            &results(
+                Scenario::Batch,
+                &[&[
+                    ("prompt_tokens_total", "1e15"),
+                    ("request_failure_total", "0"),
+                ]],
+            ),
+            Scenario::Batch,
+        )
+        .unwrap();
+        assert_eq!(
+            (ok[0].prompt_tokens_total, ok[0].requests_failed),
+            (1_000_000_000_000_000, 0)
+        );
+    }
+
+    #[test]
+    fn a_file_s_shape_is_refused_by_name() {
+        let r = parse_results(FILE, b"", Scenario::Batch).unwrap_err();
+        assert_eq!(
+            (r.code, r.message.as_str()),
+            ("csv_empty", "m/llm_batch_optimized_results.csv is empty")
+        );
+        let header_only = results(Scenario::Batch, &[]);
+        let r = parse_results(FILE, &header_only, Scenario::Batch).unwrap_err();
+        assert_eq!((r.code, r.details[0].row), ("csv_empty", Some(2)));
+        assert_eq!(r.message, format!("{FILE} has a header but no rows"));
+        // Two columns gone: each named on the header row.
+        let text = String::from_utf8(results(Scenario::Batch, &[&[]])).unwrap();
+        let text = text
+            .replacen("gpu_energy", "gpu_energy_x", 1)
+            .replacen("model", "modelx", 1);
+        let r = parse_results(FILE, text.as_bytes(), Scenario::Batch).unwrap_err();
+        assert_eq!(
+            (r.code, r.message.as_str()),
+            (
+                "csv_missing_column",
+                "m/llm_batch_optimized_results.csv lacks 2 required column(s)"
+            )
+        );
+        let named: Vec<_> = r
+            .details
+            .iter()
+            .map(|d| (d.column.as_deref(), d.row))
+            .collect();
+        assert_eq!(
+            named,
+            vec![(Some("gpu_energy"), Some(1)), (Some("model"), Some(1))]
+        );
+        // A short row: the first column it lacks, by name and row.
+        let short = format!("{}\n2.5,1.0\n", result_columns(Scenario::Batch).join(","));
+        let r = parse_results(FILE, short.as_bytes(), Scenario::Batch).unwrap_err();
+        assert_eq!((r.code, r.details[0].row), ("csv_bad_row", Some(2)));
+        assert!(
+            r.details[0].message.starts_with("row has 2 cells"),
+            "{}",
+            r.details[0].message
+        );
+        // Not UTF-8 where text is read.
+        let mut bytes = results(Scenario::Batch, &[&[("model", "QWEN")]]);
+        let at = bytes.windows(4).position(|w| w == b"QWEN").unwrap();
+        bytes[at] = 0xff;
+        let r = parse_results(FILE, &bytes, Scenario::Batch).unwrap_err();
+        assert_eq!(
+            (r.code, r.details[0].column.as_deref()),
+            ("csv_bad_text", Some("model"))
+        );
+        // Headers are matched trimmed.
+        let spaced = String::from_utf8(results(Scenario::Batch, &[&[]]))
+            .unwrap()
+            .replacen("model", " model ", 1);
+        assert!(parse_results(FILE, spaced.as_bytes(), Scenario::Batch).is_ok());
+    }
+
+    #[test]
+    fn files_are_classified_by_their_names() {
+        assert_eq!(
+            classify(BATCH_RESULTS),
+            Some(FileKind::Results(Scenario::Batch))
+        );
+        assert_eq!(
+            classify(BATCH_DETAILS),
+            Some(FileKind::Details(Scenario::Batch))
+        );
+        assert_eq!(
+            classify(SERVER_RESULTS),
+            Some(FileKind::Results(Scenario::Server))
+        );
+        assert_eq!(
+            classify(SERVER_DETAILS),
+            Some(FileKind::Details(Scenario::Server))
+        );
+        assert_eq!(classify("notes.txt"), None);
+        assert_eq!(detail_columns(Scenario::Batch), BATCH_DETAIL_COLUMNS);
+        assert_eq!(detail_columns(Scenario::Server), SERVER_DETAIL_COLUMNS);
+        assert_eq!(iteration_key(1, Some(0.5)), (1, Some(0.5f64.to_bits())));
+        assert_eq!(
+            sampling_param("SamplingParams(min_seed=1, seed=7)", "seed"),
+            Some("7")
+        );
+        assert_eq!(
+            sampling_param("SamplingParams(seed=7)", "temperature"),
+            None
+        );
+        assert_eq!(
+            sampling_param("x(max_tokens= 256 )", "max_tokens"),
+            Some("256")
+        );
+    }
+
+    #[test]
+    fn power_traces_and_detail_counts() {
+        let data = results(
+            Scenario::Server,
+            &[
+                &[],
+                &[("iteration", "3"), ("gpu_0_power_draw_watts", "[1.0]")],
+            ],
+        );
+        let t = parse_power_traces("s.csv", &data, Scenario::Server).unwrap();
+        assert_eq!(t.len(), 2);
+        assert_eq!(
+            (t[0].model.as_str(), t[0].lambda_qps, t[0].iteration),
+            ("Qwen/Qwen2.5-0.5B-Instruct", Some(0.33), 2)
+        );
+        assert_eq!(
+            (t[0].watts.clone(), t[1].watts.clone(), t[1].iteration),
+            (vec![60.0, 62.0, 64.0, 66.0], vec![1.0], 3)
+        );
+        let batch = results(Scenario::Batch, &[&[]]);
+        assert_eq!(
+            parse_power_traces("b.csv", &batch, Scenario::Batch).unwrap()[0].lambda_qps,
+            None
+        );
+
+        let detail = |rows: &[&str]| {
+            format!(
+                "iteration,model,query_id,response_text,timestamp\n{}",
+                rows.join("\n")
+            )
+            .into_bytes()
+        };
+        let d = parse_details(
+            "d.csv",
+            &detail(&["0,m/a,1,x,1", "0,m/a,2,y,2", "1,m/a,3,z,3"]),
+            Scenario::Batch,
+        )
+        .unwrap();
+        assert_eq!(d.model.as_deref(), Some("m/a"));
+        assert_eq!(
+            (
+                d.requests[&(0, None)],
+                d.requests[&(1, None)],
+                d.requests.len()
+            ),
+            (2, 1, 2)
+        );
+        let r = parse_details(
+            "d.csv",
+            &detail(&["0,m/a,1,x,1", "0,m/b,2,y,2"]),
+            Scenario::Batch,
+        )
+        .unwrap_err();
+        assert_eq!(r.code, "csv_mixed_models");
+        assert_eq!(
+            r.message,
+            "d.csv row 3, column 'model': 'm/b' differs from 'm/a' earlier in the file"
+        );
+        // Server details: the per-request figures must be numbers.
+        let head = SERVER_DETAIL_COLUMNS.join(",");
+        let row = |ttft: &str| {
+            SERVER_DETAIL_COLUMNS
+                .iter()
+                .map(|c| match *c {
+                    "iteration" => "0",
+                    "model" => "m/a",
+                    "lambda_qps" => "0.5",
+                    "ttft_seconds" => ttft,
+                    "response_text" => "x",
+                    _ => "1",
+                })
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let ok = parse_details(
+            "s.csv",
+            format!("{head}\n{}\n{}\n", row("0.1"), row("0.2")).as_bytes(),
+            Scenario::Server,
+        )
+        .unwrap();
+        assert_eq!(ok.requests[&iteration_key(0, Some(0.5))], 2);
+        let r = parse_details(
+            "s.csv",
+            format!("{head}\n{}\n", row("soon")).as_bytes(),
+            Scenario::Server,
+        )
+        .unwrap_err();
+        assert_eq!(
+            (r.code, r.details[0].column.as_deref(), r.details[0].row),
+            ("csv_bad_number", Some("ttft_seconds"), Some(2))
+        );
+    }
+
     #[test]
     fn list_cells() {
         let mut v = Vec::new();
