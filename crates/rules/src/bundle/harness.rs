@@ -787,7 +787,15 @@ mod tests {
 
     #[test]
     fn each_bad_cell_is_named_by_row_and_column() {
-        let cases: [(Scenario, &[(&str, &str)], &str, &str, &str); 10] = [
+        // (scenario, cells changed in row 3, code, column, message)
+        type Case<'a> = (
+            Scenario,
+            &'a [(&'a str, &'a str)],
+            &'a str,
+            &'a str,
+            &'a str,
+        );
+        let cases: [Case; 10] = [
             (
                 Scenario::Batch,
                 &[("gpu_energy", "lots")],
