@@ -565,6 +565,61 @@ mod tests {
     };
 
     #[test]
+    fn scenarios_in_order_and_the_small_rules() {
+        let e = vec![
+            entry("l4", "m", Some(2.0), 1.0, 0.2),
+            entry("l4", "m", Some(0.33), 1.0, 0.2),
+            entry("l4", "m", None, 1.0, 0.2),
+            entry("a30", "m", Some(0.33), 1.0, 0.2),
+            entry("l4", "m", Some(0.017), 1.0, 0.2),
+        ];
+        // Batch first, then rates ascending, each once.
+        let keys: Vec<String> = scenarios(&e).iter().map(|k| k.param()).collect();
+        assert_eq!(keys, ["batch", "server@0.017", "server@0.33", "server@2"]);
+        assert_eq!(key_of(&e[1]), SERVER);
+        // 1 against 4: 75 % less; against itself nothing; a worse "best"
+        // is a negative saving.
+        assert_eq!(saving_pct(1.0, 4.0), 75.0);
+        assert_eq!(saving_pct(2.0, 2.0), 0.0);
+        assert_eq!(saving_pct(3.0, 2.0), -50.0);
+        // The reference: the H100 PCIe, else another H100, else none.
+        let ids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            default_reference(&ids(&["l4", "h100-nvl", "h100-pcie"])).as_deref(),
+            Some("h100-pcie")
+        );
+        assert_eq!(
+            default_reference(&ids(&["l4", "h100-nvl"])).as_deref(),
+            Some("h100-nvl")
+        );
+        assert_eq!(default_reference(&ids(&["l4", "h200"])), None);
+        // Server rows are judged by TTFT, batch rows by time per token,
+        // each with its own interval.
+        assert_eq!(
+            (
+                latency_name(Scenario::Server),
+                latency_name(Scenario::Batch)
+            ),
+            ("TTFT p50", "time per output token")
+        );
+        let mut batch = entry("l4", "m", None, 1.0, 0.2);
+        batch.itl_s = Some(0.004);
+        batch.intervals.itl_s = Some(around(0.004, 0.5));
+        let near = |got: Estimate, want: [f64; 3]| {
+            [got.median, got.lo, got.hi]
+                .iter()
+                .zip(want)
+                .all(|(g, w)| (g - w).abs() < 1e-12)
+        };
+        assert!(near(latency_of(&batch).unwrap(), [0.004, 0.002, 0.006]));
+        assert!(near(latency_of(&e[1]).unwrap(), [0.2, 0.18, 0.22]));
+        batch.itl_s = None;
+        assert!(latency_of(&batch).is_none());
+        let e0 = energy_of(&e[0]);
+        assert!(near(e0, [1.0, 0.98, 1.02]) && e0.confidence == 0.75);
+    }
+
+    #[test]
     fn best_savings_and_headline() {
         let e = vec![
             entry("l4", "m1", Some(0.33), 1.0, 0.2),
