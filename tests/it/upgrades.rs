@@ -213,6 +213,27 @@ fn copy_files(from: &Path) -> tempfile::TempDir {
     to
 }
 
+/// SQLite's own copy of `app`'s live database file, at `to`.
+async fn sqlite_copy(app: &TestApp, to: &Path) {
+    let RawDb::Sqlite(pool) = app.raw.as_ref().unwrap() else {
+        unreachable!("a SQLite app")
+    };
+    sqlx::query(&format!("VACUUM INTO '{}'", to.display()))
+        .execute(pool)
+        .await
+        .unwrap();
+}
+
+/// A PostgreSQL deployment in a schema of its own, filled: its URL,
+/// schema, app and submission ids (None where PostgreSQL is not set).
+async fn postgres_original() -> Option<(String, String, TestApp, Vec<String>)> {
+    let url = pg_url()?;
+    let schema = pg_schema();
+    let original = TestApp::postgres_in(&schema, |_| {}).await?;
+    let ids = fill(&original).await;
+    Some((url, schema, original, ids))
+}
+
 /// Submits the fixture and two more runs; returns their ids.
 async fn fill(app: &TestApp) -> Vec<String> {
     let key = app.register("alice").await;
@@ -274,13 +295,7 @@ async fn a_sqlite_deployment_at_migration_14_upgrades() {
     let dir = copy_files(original.dir.path());
     let db = dir.path().join("test.db");
     // SQLite's own copy of the live file, then taken back to 0014.
-    sqlx::query(&format!("VACUUM INTO '{}'", db.display()))
-        .execute(match original.raw.as_ref().unwrap() {
-            RawDb::Sqlite(p) => p,
-            RawDb::Pg(_) => unreachable!(),
-        })
-        .await
-        .unwrap();
+    sqlite_copy(&original, &db).await;
     let old = sqlx::SqlitePool::connect(&format!("sqlite:{}", db.display()))
         .await
         .unwrap();
@@ -294,12 +309,9 @@ async fn a_sqlite_deployment_at_migration_14_upgrades() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_postgres_deployment_at_migration_14_upgrades() {
-    let Some(url) = pg_url() else { return };
-    let schema = pg_schema();
-    let Some(original) = TestApp::postgres_in(&schema, |_| {}).await else {
+    let Some((url, schema, original, ids)) = postgres_original().await else {
         return;
     };
-    let ids = fill(&original).await;
     // The same rows in a second schema (a copy of this deployment), taken
     // back to 0014 there.
     let copy_schema = pg_schema();
@@ -456,13 +468,7 @@ async fn a_sqlite_deployment_of_the_first_release_upgrades() {
     // Today's rows, in a copy SQLite makes of the live file.
     let head = tempfile::tempdir().unwrap();
     let head_db = head.path().join("head.db");
-    sqlx::query(&format!("VACUUM INTO '{}'", head_db.display()))
-        .execute(match original.raw.as_ref().unwrap() {
-            RawDb::Sqlite(p) => p,
-            RawDb::Pg(_) => unreachable!(),
-        })
-        .await
-        .unwrap();
+    sqlite_copy(&original, &head_db).await;
     // The first release's schema, and in it what each of its tables'
     // columns hold today.
     use sqlx::{Connection, Row};
@@ -509,12 +515,9 @@ async fn a_sqlite_deployment_of_the_first_release_upgrades() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_postgres_deployment_of_the_first_release_upgrades() {
-    let Some(url) = pg_url() else { return };
-    let schema = pg_schema();
-    let Some(original) = TestApp::postgres_in(&schema, |_| {}).await else {
+    let Some((url, schema, original, ids)) = postgres_original().await else {
         return;
     };
-    let ids = fill(&original).await;
     // The first release's schema in a schema of its own, and in it what
     // each of its tables' columns hold today (identity values kept, their
     // sequences moved past them).

@@ -459,6 +459,16 @@ mod tests {
             ..server
         };
         assert!(server.same(&near) && !server.same(&far));
+        // Exactly 1e-9 apart is apart.
+        let zero = ScenarioKey {
+            lambda_qps: Some(0.0),
+            ..server
+        };
+        let nano = ScenarioKey {
+            lambda_qps: Some(1e-9),
+            ..server
+        };
+        assert!(!zero.same(&nano));
         assert!(batch.same(&batch) && !batch.same(&server) && !server.same(&batch));
         let rateless = ScenarioKey {
             lambda_qps: None,

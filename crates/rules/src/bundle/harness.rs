@@ -914,6 +914,19 @@ mod tests {
             (r.code, r.message.as_str()),
             ("csv_empty", "m/llm_batch_optimized_results.csv is empty")
         );
+        // A lone empty header is no header; one real column, or an empty
+        // first of several, is a header that lacks columns.
+        let r = parse_results(FILE, b"\"\"\n1\n", Scenario::Batch).unwrap_err();
+        assert_eq!(r.code, "csv_empty");
+        for text in [&b"model\n"[..], b",model\n"] {
+            let r = parse_results(FILE, text, Scenario::Batch).unwrap_err();
+            assert_eq!(
+                r.code,
+                "csv_missing_column",
+                "{}",
+                String::from_utf8_lossy(text)
+            );
+        }
         let header_only = results(Scenario::Batch, &[]);
         let r = parse_results(FILE, &header_only, Scenario::Batch).unwrap_err();
         assert_eq!((r.code, r.details[0].row), ("csv_empty", Some(2)));
@@ -963,6 +976,18 @@ mod tests {
             .unwrap()
             .replacen("model", " model ", 1);
         assert!(parse_results(FILE, spaced.as_bytes(), Scenario::Batch).is_ok());
+    }
+
+    #[test]
+    fn the_trapezoid_needs_two_samples() {
+        // [10, 20] at 0.1 s: one span of 0.1 s at a mean 15 W = 1.5 J; [10,
+        // 20, 30]: 0.1 · (60 − 20) = 4 J; one sample or none span no time.
+        assert_eq!(SeriesStats::of(&[10.0, 20.0]).trapezoid(0.1), 1.5);
+        assert!((SeriesStats::of(&[10.0, 20.0, 30.0]).trapezoid(0.1) - 4.0).abs() < 1e-12);
+        assert_eq!(SeriesStats::of(&[10.0]).trapezoid(0.1), 0.0);
+        assert_eq!(SeriesStats::of(&[]).trapezoid(0.1), 0.0);
+        assert_eq!(SeriesStats::of(&[10.0, 20.0]).mean(), 15.0);
+        assert_eq!(SeriesStats::of(&[]).mean(), 0.0);
     }
 
     #[test]
