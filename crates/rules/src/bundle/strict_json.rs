@@ -102,13 +102,10 @@ impl<'de> Visitor<'de> for ValueVisitor {
     fn visit_str<E>(self, v: &str) -> Result<Value, E> {
         Ok(Value::String(v.to_owned()))
     }
-    fn visit_string<E>(self, v: String) -> Result<Value, E> {
-        Ok(Value::String(v))
-    }
+    // serde_json hands a slice's strings to visit_str and `null` to
+    // visit_unit; serde's defaults forward visit_string to visit_str, and it
+    // never calls visit_none.
     fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-    fn visit_none<E>(self) -> Result<Value, E> {
         Ok(Value::Null)
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
