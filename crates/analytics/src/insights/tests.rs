@@ -238,3 +238,131 @@ fn too_little_data_is_said_instead_of_a_number() {
         .contains("3 or more dense models"));
     assert!(findings(&[]).is_empty());
 }
+
+/// Rows on GPUs a, b, c for each model, ±1 % intervals.
+fn clear(model: &str, k: ScenarioKey, a: f64, b: f64, c: f64) -> Vec<LeaderboardRow> {
+    [("a", a), ("b", b), ("c", c)]
+        .into_iter()
+        .map(|(g, e)| row(g, model, k, e, e * 0.99, e * 1.01))
+        .collect()
+}
+
+#[test]
+fn against_the_single_best_gpu_where_another_is_better() {
+    // The single GPU is c (best for two models); b is best for the first,
+    // where choosing it saves (0.8 − 0.5) ÷ 0.8 = 37.5 %, and 0 on the
+    // others: a mean of 37.5 ÷ 3 = 12.5 %.
+    let m = three_models();
+    let mut rows = clear(m[0].0, BATCH, 1.0, 0.5, 0.8);
+    rows.extend(clear(m[1].0, BATCH, 1.0, 0.9, 0.6));
+    rows.extend(clear(m[2].0, BATCH, 1.0, 0.9, 0.6));
+    let f = findings(&rows);
+    let s = by_id(&f, "gpu_choice.vs_single_best.batch");
+    assert_eq!(s.single_gpu.as_deref(), Some("GPU c"));
+    assert!((s.mean_saving_pct.unwrap() - 12.5).abs() < 1e-9, "{s:?}");
+    assert!((s.max_saving_pct.unwrap() - 37.5).abs() < 1e-9);
+    assert_eq!(
+        (s.model.as_deref(), s.best_gpu.as_deref()),
+        (Some(m[0].0), Some("GPU b"))
+    );
+    let first = &s.savings[0];
+    // Its range: b at its top against c at its bottom, and the other way.
+    assert!((first.interval_pct.lo - (0.792 - 0.505) / 0.792 * 100.0).abs() < 1e-9);
+    assert!((first.interval_pct.hi - (0.808 - 0.495) / 0.808 * 100.0).abs() < 1e-9);
+    // Where c is itself the best, nothing is saved and nothing is ranged.
+    for other in &s.savings[1..] {
+        assert_eq!(other.saving_pct, 0.0);
+        assert_eq!((other.interval_pct.lo, other.interval_pct.hi), (0.0, 0.0));
+    }
+}
+
+#[test]
+fn wins_by_size_class_leaders_ties_and_idle_power() {
+    // Yi 9 B (small): c clear. SOLAR 10.7 B and Nemotron 30 B (medium): b
+    // clear, then c clear. A model outside the catalogue (no size class):
+    // a tie, counted in "all" only.
+    let mut rows = clear("01-ai/Yi-1.5-9B-Chat", BATCH, 1.0, 0.9, 0.5);
+    rows.extend(clear(
+        "upstage/SOLAR-10.7B-Instruct-v1.0",
+        BATCH,
+        1.0,
+        0.5,
+        0.9,
+    ));
+    rows.extend(clear(
+        "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
+        BATCH,
+        1.0,
+        0.9,
+        0.5,
+    ));
+    let tie = "lab/custom-model";
+    rows.push(row("a", tie, BATCH, 1.0, 0.9, 1.3));
+    rows.push(row("c", tie, BATCH, 0.95, 0.85, 1.2));
+    // Server rows for idle power: at the lowest rate (0.1) the L4 draws
+    // 30 and 34 W (median 32); the T4 ran only at 0.5.
+    let low = ScenarioKey {
+        scenario: Scenario::Server,
+        lambda_qps: Some(0.1),
+    };
+    for (gpu, model, k, w) in [
+        ("l4", "01-ai/Yi-1.5-9B-Chat", low, 30.0),
+        ("l4", "upstage/SOLAR-10.7B-Instruct-v1.0", low, 34.0),
+        ("l4", "01-ai/Yi-1.5-9B-Chat", SERVER, 50.0),
+        ("t4", "01-ai/Yi-1.5-9B-Chat", SERVER, 60.0),
+    ] {
+        let mut r = row(gpu, model, k, 1.0, 0.99, 1.01);
+        r.power_mean_w = w;
+        rows.push(r);
+    }
+    let f = findings(&rows);
+    let w = by_id(&f, "which_gpu_wins.batch");
+    let of = |class: &str| -> Vec<(&str, usize, usize)> {
+        w.wins
+            .iter()
+            .filter(|x| x.size_class == class)
+            .map(|x| (x.gpu_id.as_str(), x.best_for, x.ties))
+            .collect()
+    };
+    assert_eq!(of("all"), vec![("c", 2, 1), ("b", 1, 0)]);
+    assert_eq!(of("small"), vec![("c", 1, 0)]);
+    assert_eq!(of("medium"), vec![("b", 1, 0), ("c", 1, 0)]);
+    assert_eq!(of("large"), vec![]);
+    assert!(
+        w.statement.contains("the GPU c uses the least energy per token, its interval clear of every other GPU's, for 2 of the 4 models")
+            && w.statement.contains("; among small models (under 10 B) the GPU c leads with 1; 1 of them are ties"),
+        "{}",
+        w.statement
+    );
+    // The batch view's GPUs have no server rows: idle power unknown there.
+    assert!(w
+        .idle_power
+        .iter()
+        .all(|p| p.measured_w.is_none() && p.lowest_rate_qps.is_none()));
+    let s = by_id(&f, "which_gpu_wins.server@0.5");
+    let idle: Vec<(&str, Option<f64>, Option<f64>, Option<f64>)> = s
+        .idle_power
+        .iter()
+        .map(|p| {
+            (
+                p.gpu_id.as_str(),
+                p.catalogue_idle_w,
+                p.lowest_rate_qps,
+                p.measured_w,
+            )
+        })
+        .collect();
+    // The catalogue's loaded idle: L4 24 W, T4 28 W.
+    assert_eq!(
+        idle,
+        vec![
+            ("l4", Some(24.0), Some(0.1), Some(32.0)),
+            ("t4", Some(28.0), None, None)
+        ]
+    );
+    // Without the tie, no ties are said at all.
+    let clean: Vec<LeaderboardRow> = rows.into_iter().filter(|r| r.model != tie).collect();
+    let f = findings(&clean);
+    let w = by_id(&f, "which_gpu_wins.batch");
+    assert!(!w.statement.contains("ties"), "{}", w.statement);
+}
