@@ -630,6 +630,9 @@ mod tests {
             entry("h100-pcie", "m3", Some(0.33), 3.0, 0.05),
             entry("l4", "m1", None, 1.0, 0.2),
         ];
+        let mut e = e;
+        // A model only an unchosen GPU measured is no row.
+        e.push(entry("t4", "only-t4", Some(0.33), 0.5, 0.2));
         let c = compare(&e, &["l4".into(), "h100-pcie".into()], SERVER, None);
         // Case-insensitive: m1, M2, m3.
         let models: Vec<&str> = c.rows.iter().map(|r| r.model.as_str()).collect();
@@ -699,6 +702,19 @@ mod tests {
             .map(|p| (p.gpu_id.as_str(), p.pareto))
             .collect();
         assert_eq!(front, vec![("a", true), ("b", true), ("c", false)]);
+        // Equal energy, slower: dominated; equal latency, more energy: too.
+        let e2 = vec![
+            entry("a", "m", Some(1.0), 1.0, 0.5),
+            entry("b", "m", Some(1.0), 1.0, 0.6),
+            entry("c", "m", Some(1.0), 2.0, 0.5),
+        ];
+        let s2 = model_summary(&e2, "m", &[]);
+        let front: Vec<(&str, bool)> = s2[0]
+            .points
+            .iter()
+            .map(|p| (p.gpu_id.as_str(), p.pareto))
+            .collect();
+        assert_eq!(front, vec![("a", true), ("b", false), ("c", false)]);
         assert!(!s[0].verdict.as_ref().unwrap().is_tie());
         // Presets first, then the one asked for: under 300 ms only b.
         let asked = s[0].choices.last().unwrap();

@@ -212,6 +212,34 @@ fn every_gpu_scales_as_the_square_root_of_parameters() {
     }
     assert!((s.median_exponent.unwrap() - 0.5).abs() < 1e-12);
     assert!(s.statement.contains("parameters^0.50"), "{}", s.statement);
+    // 3 GPUs × 3 models fitted.
+    assert_eq!((s.groups, s.models, s.gpus), (9, 3, 3));
+    // A mixture of experts (reads fewer parameters than it holds) and a
+    // row of zero energy are left out of the fit: the same slopes.
+    let mut more = view();
+    more.push(row(
+        "a",
+        "allenai/OLMoE-1B-7B-0924",
+        BATCH,
+        50.0,
+        49.0,
+        51.0,
+    ));
+    more.push(row("a", three_models()[0].0, SERVER, 0.0, 0.0, 0.0));
+    let mut zero = row("b", "01-ai/Yi-1.5-9B-Chat", BATCH, 0.0, 0.0, 0.0);
+    zero.energy_per_token_interval = Interval {
+        lo: 0.0,
+        hi: 0.0,
+        confidence: 0.75,
+    };
+    more.push(zero);
+    let f = findings(&more);
+    let s = by_id(&f, "size_scaling.batch");
+    assert_eq!((s.groups, s.models, s.gpus), (9, 3, 3));
+    assert!(s
+        .slopes
+        .iter()
+        .all(|g| (g.exponent - 0.5).abs() < 1e-12 && g.models == 3));
     // Three models: too few for the second fit's three coefficients and a
     // residual.
     assert_eq!(s.exponent_with_kv_ratio, None);
