@@ -368,7 +368,7 @@ fn wins_by_size_class_leaders_ties_and_idle_power() {
         .iter()
         .all(|p| p.measured_w.is_none() && p.lowest_rate_qps.is_none()));
     let s = by_id(&f, "which_gpu_wins.server@0.5");
-    let idle: Vec<(&str, Option<f64>, Option<f64>, Option<f64>)> = s
+    let idle: Vec<_> = s
         .idle_power
         .iter()
         .map(|p| {
