@@ -169,11 +169,14 @@ fn an_upload_past_its_deadline_gets_408() {
 #[test]
 fn connections_over_the_cap_wait_for_a_free_slot() {
     let (server, _d) = serve(&["--max-connections", "3", "--header-timeout-secs", "30"]);
-    // Three silent connections fill the cap.
+    // Three silent connections fill the cap. No sleep orders them before
+    // the fourth: connect() returns once the handshake is done, so the
+    // three sit in the kernel's accept queue ahead of it, and the server
+    // accepts in queue order, a slot for each, before it would reach the
+    // fourth.
     let held: Vec<TcpStream> = (0..3)
         .map(|_| TcpStream::connect(addr(&server)).unwrap())
         .collect();
-    std::thread::sleep(Duration::from_millis(300));
     // A fourth is accepted by the kernel but not served: its read times
     // out (a refused or reset connection would be another failure).
     let fourth = get(&server, "/healthz", Duration::from_millis(1500)).unwrap_err();
