@@ -394,3 +394,46 @@ fn wins_by_size_class_leaders_ties_and_idle_power() {
     let w = by_id(&f, "which_gpu_wins.batch");
     assert!(!w.statement.contains("ties"), "{}", w.statement);
 }
+
+#[test]
+fn the_second_fit_separates_size_from_the_kv_ratio() {
+    // Four dense catalogue models of different sizes and KV-head ratios,
+    // energy per token exactly c_g · P^0.5 · e^(0.7 · kv/heads): the fit of
+    // log J/token on log P and the ratio gives back 0.5 and 0.7.
+    let ratio = |m: &wattcounts_rules::catalog::ModelSpec| {
+        f64::from(m.kv_heads) / f64::from(m.attention_heads)
+    };
+    let mut picked: Vec<&wattcounts_rules::catalog::ModelSpec> = Vec::new();
+    for m in wattcounts_rules::catalog::models()
+        .iter()
+        .filter(|m| m.active_params_b == m.params_b)
+    {
+        if picked
+            .iter()
+            .all(|p| p.params_b != m.params_b && ratio(p) != ratio(m))
+        {
+            picked.push(m);
+        }
+        if picked.len() == 4 {
+            break;
+        }
+    }
+    assert_eq!(picked.len(), 4);
+    let mut rows = Vec::new();
+    for (gpu, c) in [("a", 1.0), ("b", 0.8), ("c", 0.6)] {
+        for m in &picked {
+            let ept = c * m.params_b.sqrt() * (0.7 * ratio(m)).exp();
+            rows.push(row(gpu, &m.id, BATCH, ept, ept * 0.99, ept * 1.01));
+        }
+    }
+    let f = findings(&rows);
+    let s = by_id(&f, "size_scaling.batch");
+    assert!(
+        (s.exponent_with_kv_ratio.unwrap() - 0.5).abs() < 1e-9,
+        "{s:?}"
+    );
+    assert!(
+        (s.kv_ratio_coefficient.unwrap() - 0.7).abs() < 1e-9,
+        "{s:?}"
+    );
+}
