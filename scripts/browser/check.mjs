@@ -159,8 +159,9 @@ try {
       }
       const m = await page.evaluate(measure);
       if (label === "desktop" && p.path === "/leaderboard") {
-        // At a glance: the default table fits its box, and the first screen
-        // shows at least 10 ranked rows (all of them when there are fewer).
+        // At a glance: the first screen shows at least 10 ranked rows (all
+        // of them when there are fewer), each model name on one line. (The
+        // table's fit in its box is the `fit` check below.)
         const g = await page.evaluate(() => {
           const t = document.querySelector("table.board");
           const box = t.parentElement;
@@ -170,7 +171,6 @@ try {
           return { table: Math.round(t.getBoundingClientRect().width), box: box.clientWidth, rows: rows.length, first, wrapped: lines };
         });
         figures.board = g;
-        if (g.table > g.box) problems.push(`desktop /leaderboard: the table is ${g.table} px wide in a ${g.box} px box`);
         if (g.first < Math.min(10, g.rows)) problems.push(`desktop /leaderboard: ${g.first} ranked rows in the first ${height} px (at least ${Math.min(10, g.rows)} wanted)`);
         if (g.wrapped) problems.push(`desktop /leaderboard: ${g.wrapped} model names break over lines`);
       }

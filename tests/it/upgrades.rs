@@ -247,6 +247,25 @@ async fn fill(app: &TestApp) -> Vec<String> {
     ids
 }
 
+/// Every leaderboard view of `original` answers the same JSON on
+/// `upgraded`; returns the upgraded views' answers.
+async fn same_leaderboard_views(original: &TestApp, upgraded: &TestApp) -> Vec<serde_json::Value> {
+    let (_, board) = original.get("/api/v1/leaderboard").await;
+    let mut answers = Vec::new();
+    for view in board["views"].as_array().unwrap() {
+        let path = format!(
+            "/api/v1/leaderboard?origin={}&protocol={}&per_page=100",
+            view["origin"].as_str().unwrap(),
+            view["protocol_id"].as_str().unwrap()
+        );
+        let (status, rows) = upgraded.get(&path).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(rows, original.get(&path).await.1, "{path}");
+        answers.push(rows);
+    }
+    answers
+}
+
 /// The upgraded instance, after the rebuild `serve` runs at start, serves
 /// what the original served: every submission's JSON, every leaderboard
 /// view's JSON, and the log.
@@ -259,16 +278,7 @@ async fn same_as_before(original: &TestApp, upgraded: &TestApp, ids: &[String]) 
         let path = format!("/api/v1/submissions/{id}");
         assert_eq!(upgraded.get(&path).await, original.get(&path).await, "{id}");
     }
-    let (_, board) = original.get("/api/v1/leaderboard").await;
-    for view in board["views"].as_array().unwrap() {
-        let path = format!(
-            "/api/v1/leaderboard?origin={}&protocol={}&per_page=100",
-            view["origin"].as_str().unwrap(),
-            view["protocol_id"].as_str().unwrap()
-        );
-        let (status, upgraded_rows) = upgraded.get(&path).await;
-        assert_eq!(status, StatusCode::OK);
-        assert_eq!(upgraded_rows, original.get(&path).await.1, "{path}");
+    for upgraded_rows in same_leaderboard_views(original, upgraded).await {
         // The figures 0015 added are there after the upgrade.
         for r in upgraded_rows["entries"].as_array().unwrap() {
             if r["scenario"] == "server" {
@@ -401,19 +411,10 @@ async fn same_as_first_release(original: &TestApp, upgraded: &TestApp, ids: &[St
         }
         assert_eq!(now, then, "{id}");
     }
-    let (_, board) = original.get("/api/v1/leaderboard").await;
-    let views = board["views"].as_array().unwrap();
+    let views = same_leaderboard_views(original, upgraded).await;
     assert!(!views.is_empty());
-    for view in views {
-        let path = format!(
-            "/api/v1/leaderboard?origin={}&protocol={}&per_page=100",
-            view["origin"].as_str().unwrap(),
-            view["protocol_id"].as_str().unwrap()
-        );
-        let (status, rows) = upgraded.get(&path).await;
-        assert_eq!(status, StatusCode::OK);
-        assert!(!rows["entries"].as_array().unwrap().is_empty(), "{path}");
-        assert_eq!(rows, original.get(&path).await.1, "{path}");
+    for rows in views {
+        assert!(!rows["entries"].as_array().unwrap().is_empty(), "{rows}");
     }
     let verifier = test_log_verifier();
     let (_, log) = upgraded.get("/api/v1/log").await;

@@ -520,10 +520,9 @@ macro_rules! intake_sql {
                     if ids.is_empty() {
                         return Ok(Vec::new());
                     }
-                    let marks: Vec<String> = (1..=ids.len()).map(|i| format!("${i}")).collect();
                     let sql = format!(
                         "{SUBMISSION_SELECT} WHERE s.id IN ({}) ORDER BY s.received_at DESC",
-                        marks.join(", ")
+                        $crate::tlog::placeholders(ids.len())
                     );
                     let mut q = sqlx::query(&sql);
                     for id in &ids {
@@ -539,11 +538,10 @@ macro_rules! intake_sql {
                     return Ok(Vec::new());
                 }
                 self.calls.run($crate::calls::CallKind::Request, "models_of", async move {
-                    let marks: Vec<String> = (1..=ids.len()).map(|i| format!("${i}")).collect();
                     let sql = format!(
                         "SELECT submission_id, model FROM configurations WHERE submission_id IN ({})
                          ORDER BY submission_id, position",
-                        marks.join(", ")
+                        $crate::tlog::placeholders(ids.len())
                     );
                     let mut q = sqlx::query(&sql);
                     for id in ids {

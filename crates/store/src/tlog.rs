@@ -87,7 +87,7 @@ pub(super) fn parse_hash(s: &str) -> Result<Hash, StoreError> {
 }
 
 /// `$1, $2, … $n`
-pub(super) fn placeholders(n: usize) -> String {
+pub(crate) fn placeholders(n: usize) -> String {
     (1..=n)
         .map(|i| format!("${i}"))
         .collect::<Vec<_>>()
