@@ -46,7 +46,8 @@ fn main() -> anyhow::Result<()> {
         let bundle = demo::demo_bundle(cache.path(), gpu, &key, &cfg.public_url, &opts)?;
         let mut t = StageTimings::default();
         let start = Instant::now();
-        let a = analyse(&bundle, &schema, &cfg, &mut t).map_err(|r| anyhow::anyhow!("{r}"))?;
+        let a = analyse(&bundle, &schema, &cfg, chrono::Utc::now(), &mut t)
+            .map_err(|r| anyhow::anyhow!("{r}"))?;
         total_checks += t.checks;
         let status = checks::status_from_checks(&a.checks);
         println!(

@@ -6,14 +6,20 @@
 # harness's code is not part of this repository; bring a checkout.
 #
 #   git clone https://github.com/maufadel/sw-energy-benchmark /tmp/harness
-#   scripts/harness-fixtures/run.sh /tmp/harness            # about 6 minutes
+#   scripts/harness-fixtures/run.sh /tmp/harness            # about 10 minutes
+#   CASES="l4-late-108ms l4-late-150ms" scripts/harness-fixtures/run.sh /tmp/harness
+#
+# CASES (space-separated case names; default: all of them) selects which
+# cases are written; the others' folders are left as they are.
 #
 # Each case is a run folder as run_benchmark.sh lays it out (system_info.txt,
 # one folder per model named by its own sed/tr pipeline) plus the config it
 # ran with. See tests/fixtures/harness/README.md for what each case is for.
+# scripts/harness-fixtures/check_spacing.py <case folder> prints each row's
+# sample spacing and how the meter's gpu_energy compares with it.
 set -euo pipefail
 
-HARNESS=${1:?usage: run.sh <harness checkout> [output folder]}
+HARNESS=${1:?usage: [CASES="<case>..."] run.sh <harness checkout> [output folder]}
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 OUT=${2:-$ROOT/tests/fixtures/harness}
@@ -56,10 +62,21 @@ YAML
     for m in "$@"; do echo "  - \"$m\""; done
 }
 
-# One case: <name> <NVML name> <STANDIN_FAIL or -> <models...>
+ALL_CASES="l4 a100-sxm4-80gb l4-late-108ms l4-late-150ms"
+CASES=${CASES:-$ALL_CASES}
+for c in $CASES; do
+    case " $ALL_CASES " in
+        *" $c "*) ;;
+        *) echo "run.sh: no case $c (cases: $ALL_CASES)" >&2; exit 2 ;;
+    esac
+done
+selected() { case " $CASES " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+
+# One case: <name> <NVML name> <STANDIN_FAIL or -> <STANDIN_NVML_READ_S> <models...>
 run_case() {
-    local name=$1 gpu=$2 fail=$3
-    shift 3
+    local name=$1 gpu=$2 fail=$3 read_s=$4
+    shift 4
+    selected "$name" || return 0
     local case_dir=$OUT/$name
     rm -rf "$case_dir"
     mkdir -p "$case_dir"
@@ -70,6 +87,7 @@ run_case() {
     mkdir -p "$results"
     export STANDIN_GPU=$gpu
     if [ "$fail" = - ]; then unset STANDIN_FAIL; else export STANDIN_FAIL=$fail; fi
+    export STANDIN_NVML_READ_S=$read_s
     export PYTHONPATH=$HERE/standins PYTHONUNBUFFERED=1 HF_TOKEN=unused MPLBACKEND=Agg
     export PATH=$HERE/standins:$PATH
 
@@ -113,7 +131,12 @@ run_case() {
     echo "$COMMIT" > "$case_dir/HARNESS_COMMIT"
 }
 
-run_case l4 "NVIDIA L4" "Qwen/Qwen2.5-1.5B-Instruct@batch:3" \
+run_case l4 "NVIDIA L4" "Qwen/Qwen2.5-1.5B-Instruct@batch:3" 0 \
     Qwen/Qwen2.5-0.5B-Instruct Qwen/Qwen2.5-1.5B-Instruct
-run_case a100-sxm4-80gb "NVIDIA A100-SXM4-80GB" - Qwen/Qwen2.5-0.5B-Instruct
-echo "== wrote $OUT (harness $COMMIT)"
+run_case a100-sxm4-80gb "NVIDIA A100-SXM4-80GB" - 0 Qwen/Qwen2.5-0.5B-Instruct
+# The meter's sampler running late (standins/pynvml.py): each power read
+# takes STANDIN_NVML_READ_S, so the samples lie about 0.1 s + that (and the
+# meter's own overhead, 0.2 to 0.8 ms here) apart: about 108 ms and 150 ms.
+run_case l4-late-108ms "NVIDIA L4" - 0.0075 Qwen/Qwen2.5-0.5B-Instruct
+run_case l4-late-150ms "NVIDIA L4" - 0.0495 Qwen/Qwen2.5-0.5B-Instruct
+echo "== wrote $CASES in $OUT (harness $COMMIT)"

@@ -63,7 +63,8 @@ pub enum Command {
     /// Database tools: back up and restore a deployment, copy SQLite to PostgreSQL, rebuild the read model, audit stored bundles.
     #[command(subcommand)]
     Db(db::DbCommand),
-    /// Published measurements of other benchmarks (ML.ENERGY v3): import and list.
+    /// Published measurements of other benchmarks: import and list the
+    /// ML.ENERGY leaderboards mlenergy-v3, mlenergy-v2 and mlenergy-v1.
     #[command(subcommand)]
     Peer(peer::PeerCommand),
     /// Dataset snapshots: publish (maintainers) and list.

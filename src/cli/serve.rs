@@ -93,6 +93,14 @@ pub async fn run(cfg: ServeConfig) -> anyhow::Result<()> {
             .clone()
             .watch_other_writers(std::time::Duration::from_secs(2)),
     );
+    // A `peer import` run beside it writes releases the data stamp above
+    // does not count: notice them too, so they are served at once.
+    tokio::spawn(
+        state
+            .service
+            .clone()
+            .watch_peer_imports(std::time::Duration::from_secs(1)),
+    );
     if cfg.demo {
         // Load in the background: the service answers while it fills up.
         let service = state.service.clone();

@@ -107,3 +107,70 @@ async fn a_full_disk_answers_507_and_recovers_without_a_restart() {
     assert_eq!(status, StatusCode::CREATED, "{body}");
     drop(app);
 }
+
+/// Writes that fail inside the intake's transaction leave no pooled
+/// connection inside it (issue #53): SQLite rolls such a transaction back
+/// itself (here a trigger's `RAISE(ROLLBACK)`, as it does on a full disk
+/// or an I/O error), so the ROLLBACK sqlx sends after fails and it still
+/// counts the connection inside a transaction; the next upload on it used
+/// to answer 500 ("begin_with at non-zero transaction depth"). PostgreSQL
+/// gets the error a full disk raises (53100). Each failed upload stores
+/// nothing; once writes work again, 20 uploads in a row are all stored.
+async fn failed_writes_leave_every_pooled_connection_clean(app: TestApp) {
+    let key = app.register("alice").await;
+    let raw = app.raw.as_ref().unwrap();
+    let fail = match raw {
+        RawDb::Sqlite(_) => vec![
+            "CREATE TRIGGER fail_writes BEFORE INSERT ON runs BEGIN SELECT RAISE(ROLLBACK, 'database or disk is full'); END",
+        ],
+        RawDb::Pg(_) => vec![
+            "CREATE FUNCTION fail_writes() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = 'disk_full'; END $$",
+            "CREATE TRIGGER fail_writes BEFORE INSERT ON runs FOR EACH ROW EXECUTE FUNCTION fail_writes()",
+        ],
+    };
+    for sql in fail {
+        raw.exec(sql).await;
+    }
+    let before = app.stored().await;
+    // More failures than the pool has connections (SQLite 8, PostgreSQL 16).
+    for n in 0..20 {
+        let gz = BundleBuilder::fixture().marked(n).by("alice", &key).build();
+        let (status, body) = app.submit(&gz, &sign(&key, &gz)).await;
+        // PostgreSQL's disk_full is the database unavailable (503); the
+        // SQLite trigger's error is its own (a constraint), an internal one.
+        let expected = match raw {
+            RawDb::Pg(_) => status == StatusCode::SERVICE_UNAVAILABLE,
+            RawDb::Sqlite(_) => status.is_server_error(),
+        };
+        assert!(expected, "upload {n} while writes fail: {status} {body}");
+    }
+    app.assert_nothing_stored_since(&before).await;
+
+    raw.exec(match raw {
+        RawDb::Sqlite(_) => "DROP TRIGGER fail_writes",
+        RawDb::Pg(_) => "DROP TRIGGER fail_writes ON runs",
+    })
+    .await;
+    for n in 100..120 {
+        let gz = BundleBuilder::fixture().marked(n).by("alice", &key).build();
+        let (status, body) = app.submit(&gz, &sign(&key, &gz)).await;
+        assert_eq!(
+            status,
+            StatusCode::CREATED,
+            "upload {n} after recovery: {body}"
+        );
+    }
+    assert_eq!(app.counts().await.submissions, 20);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn failed_writes_leave_the_sqlite_pool_clean() {
+    failed_writes_leave_every_pooled_connection_clean(TestApp::new().await).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn failed_writes_leave_the_postgres_pool_clean() {
+    if let Some(app) = TestApp::postgres().await {
+        failed_writes_leave_every_pooled_connection_clean(app).await
+    }
+}

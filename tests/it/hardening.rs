@@ -480,3 +480,92 @@ async fn with_manifest_of_fixture(
     assert_eq!(status, StatusCode::CREATED, "{r}");
     r
 }
+
+/// A multipart part whose headers never end (issue #53): a 1 MiB header
+/// line in the bundle part, and one in the signature part after a whole
+/// bundle, are refused 431 before the parser buffers them, and nothing
+/// is stored; the same upload with ordinary headers is stored.
+#[tokio::test]
+async fn a_part_header_over_8_kib_is_refused_with_nothing_stored() {
+    let app = TestApp::new().await;
+    let key = app.register("alice").await;
+    let gz = BundleBuilder::fixture().by("alice", &key).build();
+    let sig = sign(&key, &gz);
+    let boundary = "b0undaryOfTheTest";
+    let body = |long_in: &str| {
+        let mut body = Vec::new();
+        for (name, data) in [("bundle", &gz[..]), ("signature", &sig[..])] {
+            let extra = if name == long_in {
+                format!("X-Padding: {}\r\n", "p".repeat(1 << 20))
+            } else {
+                String::new()
+            };
+            body.extend_from_slice(format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n{extra}Content-Type: application/octet-stream\r\n\r\n").as_bytes());
+            body.extend_from_slice(data);
+            body.extend_from_slice(b"\r\n");
+        }
+        body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+        axum::http::Request::post("/api/v1/submissions")
+            .header(
+                "content-type",
+                format!("multipart/form-data; boundary={boundary}"),
+            )
+            .body(axum::body::Body::from(body))
+            .unwrap()
+    };
+    let before = app.stored().await;
+    for part in ["bundle", "signature"] {
+        let (status, _, bytes) = app.raw(body(part)).await;
+        let answer: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(
+            status,
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            "{part}: {answer}"
+        );
+        assert_error(&answer, "part_header_too_large");
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("8192 bytes"),
+            "{answer}"
+        );
+    }
+    app.assert_nothing_stored_since(&before).await;
+    let (status, _, bytes) = app.raw(body("neither")).await;
+    assert_eq!(
+        status,
+        StatusCode::CREATED,
+        "{}",
+        String::from_utf8_lossy(&bytes)
+    );
+}
+
+/// A snapshot file name that decodes to a path (issue #53): `..%2f` was
+/// redirected from `latest` into a Location header. Such names answer
+/// 400, for `latest` and for a snapshot id alike, and no answer carries a
+/// Location.
+#[tokio::test]
+async fn a_snapshot_file_name_that_is_a_path_is_refused() {
+    let app = TestApp::new().await;
+    for path in [
+        "/snapshots/latest/..%2f..%2fadmin",
+        "/snapshots/latest/..%2Fmanifest.json",
+        "/snapshots/latest/a%5Cb",
+        "/snapshots/0123/..%2fmanifest.json",
+    ] {
+        let req = axum::http::Request::get(path)
+            .body(axum::body::Body::empty())
+            .unwrap();
+        let (status, headers, body) = app.raw(req).await;
+        assert_eq!(
+            status,
+            StatusCode::BAD_REQUEST,
+            "{path}: {}",
+            String::from_utf8_lossy(&body)
+        );
+        assert!(headers.get("location").is_none(), "{path}: {headers:?}");
+        let answer: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_error(&answer, "bad_file_name");
+    }
+}

@@ -431,3 +431,59 @@ async fn a_cut_during_commit_is_a_503_and_the_retry_finds_the_bundle_stored_once
     app.service.rebuild(|_| {}).await.unwrap();
     assert_eq!(crate::backends::read_model(&app).await, kept);
 }
+
+/// An object store that goes silent (issue #53): the relay holds every
+/// byte, so the bucket neither answers nor refuses. An upload answers 503
+/// `storage_unavailable` within 5 s (it waited 30.1 s on the client's own
+/// timeout), `/readyz` 503 within 2 s (it answered 408 after 30 s),
+/// nothing is stored, and once the link speaks again the same bytes are
+/// accepted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_silent_object_store_is_a_503_within_5_s_and_heals() {
+    let s3 = s3::shared();
+    let relay = SilentRelay::start(s3.addr.to_string(), b"\0never sent\0").await;
+    let url = s3.fresh_url();
+    let app =
+        TestApp::sqlite_with_bucket(s3.objects_via(&format!("http://{}", relay.addr), &url)).await;
+    let key = app.register("alice").await;
+    let first = BundleBuilder::fixture().by("alice", &key).build();
+    assert_eq!(
+        app.submit(&first, &sign(&key, &first)).await.0,
+        StatusCode::CREATED
+    );
+    let before = app.stored().await;
+
+    relay.silence_all();
+    let second = BundleBuilder::fixture().marked(1).by("alice", &key).build();
+    let sig = sign(&key, &second);
+    let t = Instant::now();
+    let (status, headers, body) = app
+        .raw(multipart(&[("bundle", &second), ("signature", &sig)]))
+        .await;
+    let waited = t.elapsed();
+    let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_error(&body, "storage_unavailable");
+    assert_eq!(headers["retry-after"], "30");
+    assert!(waited < Duration::from_secs(5), "answered after {waited:?}");
+    eprintln!("silent object store, upload: 503 after {waited:?}");
+    app.assert_nothing_stored_since(&before).await;
+
+    let t = Instant::now();
+    let (status, body) = app.get("/readyz").await;
+    let waited = t.elapsed();
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    let why = body["error"]["message"].as_str().unwrap();
+    assert!(
+        why.contains("blob store") && why.contains("did not answer"),
+        "{body}"
+    );
+    assert!(waited < Duration::from_secs(2), "answered after {waited:?}");
+    eprintln!("silent object store, /readyz: 503 after {waited:?}");
+
+    relay.heal();
+    let (status, body) = app.get("/readyz").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = app.submit(&second, &sig).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+}

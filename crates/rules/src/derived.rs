@@ -2,7 +2,7 @@
 //!
 //! Per iteration (HARNESS-FORMAT.md, "Derived metrics"): energy from the
 //! power trace by the meter's own rule (the trapezoid over the samples at
-//! the sampling period, [`ENERGY_RULE`]), energy per token and per request,
+//! their real spacing, [`ENERGY_RULE`]), energy per token and per request,
 //! throughput, power statistics, and for server runs TTFT / end-to-end
 //! percentiles and the inter-token latency. Per configuration (model ×
 //! scenario × arrival rate): median, min, max and coefficient of variation
@@ -15,23 +15,44 @@ use crate::stats::{percentile, percentile_sorted};
 
 /// The harness's energy meter (ai-energymeter 2.0.2, `gpu_sampling_rate`
 /// 0.1) reads NVML, then sleeps this long: samples are this far apart plus
-/// the few milliseconds the reads take.
+/// the time the reads take (more when its thread waits for Python's GIL
+/// beside vLLM), never less.
 pub const METER_PERIOD_S: f64 = 0.1;
 
 /// How published energy is derived from a power trace; named on the
 /// snapshot card and `/methodology` so a figure says which rule made it.
 /// Version 1 (until 2026-12) was mean(samples) × measurement_duration,
-/// which overstates by about one sampling period ÷ duration.
-pub const ENERGY_RULE: &str = "trapezoid over the power samples at 0.1 s (energy rule 2)";
+/// which overstates by about one sampling period ÷ duration; version 2
+/// (December 2026) was the trapezoid at exactly 0.1 s, which understates
+/// by as much as the sampler ran late (7.4 % at 0.108 s).
+pub const ENERGY_RULE: &str =
+    "trapezoid over the power samples at their real spacing, measurement_duration ÷ samples (energy rule 3)";
 
 /// The number in [`ENERGY_RULE`]: stored with each submission, so `db
 /// rebuild` knows which stored runs were derived by an older rule.
-pub const ENERGY_RULE_VERSION: i64 = 2;
+pub const ENERGY_RULE_VERSION: i64 = 3;
 
-/// The energy of one iteration by the meter's rule: the trapezoid over the
-/// power samples at [`METER_PERIOD_S`].
+/// The seconds between an iteration's power samples, as the files carry
+/// them: the meter's thread takes a sample, sleeps, and stops when its
+/// sleep ends after `end()` was called, so its `measurement_duration`
+/// (from `begin()` to the end of `end()`) holds n whole periods plus the
+/// thread's start and join, a few milliseconds (0.2 % of a 3.5 s batch
+/// iteration in the harness-written fixtures, 0.03 % of a 10 s server run).
+/// The CSV has no per-sample timestamps, so this is the only spacing the
+/// files tell; it is the mean of the real spacings, which a late sampler
+/// stretches (0.1006–0.111 s measured beside vLLM). None without samples
+/// or a positive duration.
+pub fn sample_spacing_s(duration_s: f64, samples: u64) -> Option<f64> {
+    (samples > 0 && duration_s > 0.0 && duration_s.is_finite()).then(|| duration_s / samples as f64)
+}
+
+/// The energy of one iteration by [`ENERGY_RULE`]: the trapezoid over the
+/// power samples at their real spacing ([`sample_spacing_s`]), which is
+/// what the meter's own `np.trapezoid` over its timestamps gives when the
+/// spacings are even, and its mean when they are not.
 pub fn trace_energy_j(row: &IterationRow) -> f64 {
-    row.power_w.trapezoid(METER_PERIOD_S)
+    sample_spacing_s(row.duration_s, row.power_w.n)
+        .map_or(0.0, |spacing| row.power_w.trapezoid(spacing))
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -46,7 +67,7 @@ pub struct IterationMetrics {
     pub requests_failed: u64,
     pub prompt_tokens: u64,
     pub generation_tokens: u64,
-    /// The trapezoid over the power trace at the meter's period ([`ENERGY_RULE`]).
+    /// The trapezoid over the power trace at its real spacing ([`ENERGY_RULE`]).
     pub gpu_energy_j: f64,
     pub reported_gpu_energy_j: f64,
     pub cpu_energy_j: f64,
@@ -398,7 +419,8 @@ mod tests {
     /// One results row as the harness's pandas writes it (list cells as
     /// Python lists), with every value chosen by hand so that each
     /// derived figure below can be worked out on paper, by the rules
-    /// `/methodology` states (energy = the trapezoid over the samples at 0.1 s;
+    /// `/methodology` states (energy = the trapezoid over the samples at
+    /// duration ÷ samples;
     /// percentiles interpolated between closest ranks).
     fn csv(scenario: Scenario, row: &[&str]) -> Vec<u8> {
         let cols = result_columns(scenario);
@@ -511,17 +533,119 @@ mod tests {
         );
     }
 
+    /// What the meter does (ai-energymeter 2.0.2): `begin()` notes the
+    /// time, its thread starts `start_s` later and loops `sample; sleep`,
+    /// each loop `spacing_s` long give or take `jitter_s` (the GIL); `end()`
+    /// sets the stop flag, the thread leaves after its sleep, and the join
+    /// returns `join_s` later. The meter integrates with `np.trapezoid`
+    /// over the real timestamps, written out here on its own: Σ (t[k+1] −
+    /// t[k]) × (p[k] + p[k+1]) / 2. Returns (duration, samples, energy).
+    fn meter(
+        seconds: f64,
+        spacing_s: f64,
+        jitter_s: f64,
+        power: impl Fn(f64) -> f64,
+    ) -> (f64, Vec<f64>, f64) {
+        let (start_s, join_s) = (0.003, 0.002);
+        let mut t = start_s;
+        let (mut times, mut watts) = (Vec::new(), Vec::new());
+        let mut k = 0u32;
+        while t < seconds {
+            times.push(t);
+            watts.push(power(t));
+            // A fixed pattern of late and early loops around the mean.
+            let wobble = [0.0, 1.0, -0.5, 0.8, -1.0, -0.3][k as usize % 6] * jitter_s;
+            t += spacing_s + wobble;
+            k += 1;
+        }
+        // The loop after the last sample ends its sleep, sees the flag.
+        let duration = t + join_s;
+        let energy: f64 = (1..times.len())
+            .map(|i| (times[i] - times[i - 1]) * (watts[i] + watts[i - 1]) / 2.0)
+            .sum();
+        (duration, watts, energy)
+    }
+
+    #[test]
+    fn energy_rule_3_by_hand_at_0_108_s() {
+        // 28 samples of 100 W, 0.108 s apart: they span 27 × 0.108 =
+        // 2.916 s, and the meter reports 291.6 J. The duration holds the
+        // 28 loops and 5 ms of start and join: 3.029 s. Spacing 3.029 /
+        // 28 = 0.1081786 s; trapezoid 27 × 0.1081786 × 100 = 292.08 J,
+        // 0.16 % over the meter. Rule 2 (0.1 s) gave 270 J: 7.4 % low.
+        let (duration, watts, energy) = meter(3.0, 0.108, 0.0, |_| 100.0);
+        assert_eq!(watts.len(), 28);
+        assert!((duration - 3.029).abs() < 1e-9, "{duration}");
+        assert!((energy - 291.6).abs() < 1e-9, "{energy}");
+        let row =
+            crate::checks::test_support::row_of(Scenario::Batch, duration, &watts, &[40.0], 100);
+        close(trace_energy_j(&row), 27.0 * 3.029 / 28.0 * 100.0);
+        assert!((trace_energy_j(&row) - 292.08).abs() < 0.005);
+        assert_eq!(sample_spacing_s(3.029, 28), Some(3.029 / 28.0));
+        assert_eq!(sample_spacing_s(3.029, 0), None);
+        assert_eq!(sample_spacing_s(0.0, 28), None);
+        // One sample spans no time: 0 J, as the meter's trapezoid.
+        let one = crate::checks::test_support::row_of(Scenario::Batch, 0.1, &[100.0], &[40.0], 1);
+        assert_eq!(trace_energy_j(&one), 0.0);
+    }
+
+    #[test]
+    fn the_published_energy_is_the_meters_at_any_sampler_pace() {
+        // A load that rises, holds and falls (idle 30 W, busy 200 W with a
+        // ripple), sampled on time and late, with and without jitter,
+        // over a 3 s batch iteration and a 300 s server run: the published
+        // energy stays within 0.5 % of the meter's own.
+        let load = |t: f64, length: f64| {
+            let busy = if t < 0.3 || t > length - 0.3 {
+                30.0
+            } else {
+                200.0
+            };
+            busy + 10.0 * (t * 2.1).sin()
+        };
+        for scenario in [Scenario::Batch, Scenario::Server] {
+            for seconds in [3.0, 300.0] {
+                for spacing in [0.100, 0.104, 0.108, 0.115, 0.125, 0.150] {
+                    for jitter in [0.0, 0.004] {
+                        let (duration, watts, meter_j) =
+                            meter(seconds, spacing, jitter, |t| load(t, seconds));
+                        let row = crate::checks::test_support::row_of(
+                            scenario,
+                            duration,
+                            &watts,
+                            &[40.0],
+                            100,
+                        );
+                        let published = trace_energy_j(&row);
+                        let gap = (published / meter_j - 1.0) * 100.0;
+                        assert!(
+                            gap.abs() < 0.5,
+                            "{scenario:?} {seconds} s at {spacing} s ± {jitter}: {published} J against the meter's {meter_j} J ({gap:+.3} %)"
+                        );
+                        // Rule 2 at 0.1 s read low by about the lateness.
+                        let rule_2 = row.power_w.trapezoid(METER_PERIOD_S);
+                        if spacing >= 0.108 {
+                            assert!(rule_2 < meter_j * 0.93, "{spacing}: {rule_2} {meter_j}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn batch_figures_by_hand() {
         let m = derive(&batch_row());
-        // Energy: the trapezoid over the samples 0.1 s apart
-        // = 0.1 s × (100/2 + 110 + 120 + 130/2) W = 0.1 × 345 = 34.5 J
-        // (not mean × duration = 115 W × 2 s: the meter's own rule).
+        // Energy: the trapezoid over the samples at their real spacing,
+        // 2.0 s ÷ 4 samples = 0.5 s apart:
+        // 0.5 s × (100/2 + 110 + 120 + 130/2) W = 0.5 × 345 = 172.5 J
+        // (not mean × duration = 115 W × 2 s = 230 J: the meter's own rule
+        // spans one spacing less than the duration).
         close(m.power_mean_w, 115.0);
-        close(m.gpu_energy_j, 34.5);
-        // Per token: 34.5 J / 46 tokens = 0.75 J; per request: 34.5 / 4 = 8.625 J.
-        close(m.energy_per_token_j.unwrap(), 0.75);
-        close(m.energy_per_request_j.unwrap(), 8.625);
+        close(m.gpu_energy_j, 172.5);
+        // Per token: 172.5 J / 46 tokens = 3.75 J; per request: 172.5 / 4 = 43.125 J.
+        close(m.energy_per_token_j.unwrap(), 3.75);
+        close(m.energy_per_request_j.unwrap(), 43.125);
         // Throughput: 46 tokens / 2 s = 23 tok/s.
         close(m.throughput_tok_s, 23.0);
         // Batch time per output token: 2.0 s / 46 = 0.0434782608695652 s.
@@ -536,11 +660,12 @@ mod tests {
     #[test]
     fn server_figures_by_hand() {
         let m = derive(&server_row());
-        // 0.1 s × (200/2 + 220 + 240 + 260 + 280/2) W = 0.1 × 960 = 96 J.
-        close(m.gpu_energy_j, 96.0);
-        // 96 J / 80 tokens = 1.2 J; / 5 requests = 19.2 J; 80 / 10 s = 8 tok/s.
-        close(m.energy_per_token_j.unwrap(), 1.2);
-        close(m.energy_per_request_j.unwrap(), 19.2);
+        // 10.0 s ÷ 5 samples = 2.0 s apart:
+        // 2.0 s × (200/2 + 220 + 240 + 260 + 280/2) W = 2.0 × 960 = 1920 J.
+        close(m.gpu_energy_j, 1920.0);
+        // 1920 J / 80 tokens = 24 J; / 5 requests = 384 J; 80 / 10 s = 8 tok/s.
+        close(m.energy_per_token_j.unwrap(), 24.0);
+        close(m.energy_per_request_j.unwrap(), 384.0);
         close(m.throughput_tok_s, 8.0);
         // ITL: mean over requests with ≥ 2 tokens of (e2e − ttft)/(tokens − 1):
         // (1.1 − 0.1)/10 = 0.1, (2.2 − 0.2)/15 = 0.13̅, (2.3 − 0.3)/20 = 0.1,
@@ -564,9 +689,9 @@ mod tests {
         // Little's law: 10 request-seconds over a 10 s window = 1 request
         // in the system on average.
         close(m.mean_concurrency.unwrap(), 1.0);
-        // Prefill's share by time 1.5 / 10 = 0.15, of 96 J = 14.4 J.
+        // Prefill's share by time 1.5 / 10 = 0.15, of 1920 J = 288 J.
         close(m.prefill_share().unwrap(), 0.15);
-        close(m.prefill_energy_j.unwrap(), 14.4);
+        close(m.prefill_energy_j.unwrap(), 288.0);
     }
 
     #[test]

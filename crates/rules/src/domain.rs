@@ -344,6 +344,9 @@ pub struct SubmissionRecord {
     /// The submission's leaf in the transparency log (None only before
     /// the start-up backfill has run).
     pub log_index: Option<u64>,
+    /// The energy rule its runs were derived by
+    /// ([`crate::derived::ENERGY_RULE_VERSION`] once `db rebuild` has run).
+    pub energy_rule: i64,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, utoipa::ToSchema)]

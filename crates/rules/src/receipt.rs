@@ -26,6 +26,13 @@ pub struct Receipt {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub content_sha256: Option<String>,
     pub counts: Counts,
+    /// What decided the status, a line each: every check that failed or
+    /// warned, and every configuration rejected on its own with the rule
+    /// that rejected it; one line saying so when none did. (The
+    /// bundle's `checks` judge only what was kept, so they can all pass
+    /// while a configuration was left out.)
+    #[serde(default)]
+    pub summary: Vec<String>,
     /// Every check's outcome, figure and threshold, in report order.
     pub checks: Vec<CheckResult>,
     pub configurations: Vec<ConfigurationMetrics>,
@@ -59,6 +66,42 @@ pub struct RejectedConfigurationReceipt {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lambda_qps: Option<f64>,
     pub checks: Vec<CheckResult>,
+}
+
+/// The lines of [`Receipt::summary`].
+pub fn summary(checks: &[CheckResult], rejected: &[RejectedConfigurationReceipt]) -> Vec<String> {
+    use crate::checks::CheckOutcome;
+    let mut lines: Vec<String> = checks
+        .iter()
+        .filter(|c| matches!(c.outcome, CheckOutcome::Fail | CheckOutcome::Warn))
+        .map(|c| format!("{} {}: {}", c.outcome.as_str(), c.id, c.message))
+        .collect();
+    for r in rejected {
+        let rate = r
+            .lambda_qps
+            .map(|l| format!(" at {l} req/s"))
+            .unwrap_or_default();
+        for c in &r.checks {
+            lines.push(format!(
+                "configuration {} {}{rate} rejected on its own (not published; the rest was judged without it): {}: {}",
+                r.model,
+                r.scenario.as_str(),
+                c.id,
+                c.message
+            ));
+        }
+    }
+    if lines.is_empty() {
+        let passed = checks
+            .iter()
+            .filter(|c| c.outcome == CheckOutcome::Pass)
+            .count();
+        lines.push(format!(
+            "no check failed or warned: {passed} passed, {} did not apply",
+            checks.len() - passed
+        ));
+    }
+    lines
 }
 
 impl RejectedConfigurationReceipt {
@@ -175,4 +218,88 @@ pub struct ModerationEvent {
     /// The decision's leaf in the transparency log.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_index: Option<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::{CheckOutcome, Location, Severity};
+
+    fn result(id: &str, outcome: CheckOutcome, message: &str) -> CheckResult {
+        CheckResult {
+            id: id.into(),
+            severity: Severity::Hard,
+            outcome,
+            figure: None,
+            threshold: None,
+            unit: String::new(),
+            evaluated: 1,
+            failing: u32::from(outcome != CheckOutcome::Pass),
+            message: message.into(),
+            location: None,
+            rejects_configuration: false,
+        }
+    }
+
+    #[test]
+    fn the_summary_names_what_decided_the_status() {
+        let passing = vec![
+            result("a.x", CheckOutcome::Pass, "fine"),
+            result("a.y", CheckOutcome::Skip, "n/a"),
+        ];
+        assert_eq!(
+            summary(&passing, &[]),
+            vec!["no check failed or warned: 1 passed, 1 did not apply"]
+        );
+
+        // Every bundle check passed, yet a configuration was left out: the
+        // summary says so, with its rule, and does not claim all passed.
+        let mut cut = result(
+            "method.iterations_minimum",
+            CheckOutcome::Fail,
+            "2 iterations",
+        );
+        cut.rejects_configuration = true;
+        cut.location = Some(Location {
+            model: Some("Qwen/Qwen2.5-1.5B-Instruct".into()),
+            scenario: Some(crate::domain::Scenario::Batch),
+            ..Default::default()
+        });
+        let mut stored = passing.clone();
+        stored.push(cut);
+        let (checks, rejected) = RejectedConfigurationReceipt::split(stored);
+        assert_eq!(
+            summary(&checks, &rejected),
+            vec!["configuration Qwen/Qwen2.5-1.5B-Instruct batch rejected on its own (not published; the rest was judged without it): method.iterations_minimum: 2 iterations"]
+        );
+
+        // Warnings and failures, in report order, before the cut ones.
+        let mixed = vec![
+            result(
+                "sampling.sampler_late",
+                CheckOutcome::Warn,
+                "111.1 ms apart",
+            ),
+            result("a.x", CheckOutcome::Pass, "fine"),
+            result("arithmetic.gpu_energy", CheckOutcome::Fail, "5 % off"),
+        ];
+        let server = RejectedConfigurationReceipt {
+            model: "m".into(),
+            scenario: crate::domain::Scenario::Server,
+            lambda_qps: Some(0.33),
+            checks: vec![result(
+                "sampling.server_duration",
+                CheckOutcome::Fail,
+                "150 s",
+            )],
+        };
+        assert_eq!(
+            summary(&mixed, &[server]),
+            vec![
+                "warn sampling.sampler_late: 111.1 ms apart",
+                "fail arithmetic.gpu_energy: 5 % off",
+                "configuration m server at 0.33 req/s rejected on its own (not published; the rest was judged without it): sampling.server_duration: 150 s",
+            ]
+        );
+    }
 }

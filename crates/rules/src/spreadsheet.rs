@@ -1,5 +1,6 @@
 //! Text that spreadsheets would run as a formula. CSV files we publish (the
-//! leaderboard export and snapshots) pass every text cell through
+//! leaderboard export and its twins, snapshots, and the peer releases'
+//! exports, whose text is a third party's) pass every text cell through
 //! [`text_cell`]; numbers are never touched, so they stay numbers.
 
 /// A text cell made safe for spreadsheets: one starting with = + - @ tab or

@@ -156,9 +156,10 @@ pub fn analyse(
     bundle: &[u8],
     schema: &ManifestSchema,
     cfg: &IngestConfig,
+    received_at: chrono::DateTime<chrono::Utc>,
     t: &mut StageTimings,
 ) -> Result<Analysis, Rejection> {
-    analyse_stream(bundle, bundle.len() as u64, schema, cfg, t)
+    analyse_stream(bundle, bundle.len() as u64, schema, cfg, received_at, t)
 }
 
 /// Bytes of parsed entries waiting for, or in, a worker at once: the
@@ -174,6 +175,7 @@ pub fn analyse_stream(
     compressed_len: u64,
     schema: &ManifestSchema,
     cfg: &IngestConfig,
+    received_at: chrono::DateTime<chrono::Utc>,
     t: &mut StageTimings,
 ) -> Result<Analysis, Rejection> {
     // Inflate on this thread while the pool digests and parses each file
@@ -285,6 +287,7 @@ pub fn analyse_stream(
     let (checks, apart) = {
         let input = CheckInput {
             manifest: &manifest,
+            received_at,
             system_info: parsed.system_info.as_ref(),
             gpu,
             rows: &parsed.rows,

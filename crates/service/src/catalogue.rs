@@ -113,17 +113,20 @@ impl Service {
             let config = self.config().clone();
             let path = rec.blob_path.clone();
             let id = rec.id;
+            let received_at = rec.received_at;
             let analysis = tokio::task::spawn_blocking(move || {
                 let bytes = blobs
                     .read(&path)
                     .map_err(|e| format!("reading the stored bundle of {id}: {e}"))?;
                 let mut t = crate::analysis::StageTimings::default();
-                crate::analysis::analyse(&bytes, &schema, &config, &mut t).map_err(|r| {
-                    format!(
-                        "the stored bundle of {id} no longer analyses: {}",
-                        r.message
-                    )
-                })
+                crate::analysis::analyse(&bytes, &schema, &config, received_at, &mut t).map_err(
+                    |r| {
+                        format!(
+                            "the stored bundle of {id} no longer analyses: {}",
+                            r.message
+                        )
+                    },
+                )
             })
             .await
             .map_err(|e| CatalogueError::Internal(e.to_string()))?

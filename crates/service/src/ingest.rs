@@ -359,7 +359,7 @@ impl Ingestor {
                     .map_err(|e| IngestError::Internal(format!("reading the staged bundle: {e}")))
                     .map(|f| {
                         let source = std::io::BufReader::with_capacity(256 * 1024, f);
-                        analyse_stream(source, bundle.len, &schema, &cfg, &mut local)
+                        analyse_stream(source, bundle.len, &schema, &cfg, now, &mut local)
                     });
                 (r, local)
             })

@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
@@ -304,6 +305,41 @@ impl Service {
     /// Every stored release, newest first within each origin.
     pub async fn peer_releases(&self) -> Result<Vec<PeerReleaseRecord>, ServiceError> {
         Ok(self.store.peer_releases().await?)
+    }
+
+    /// The stored releases' ids, sorted: a stored release never changes,
+    /// so a new id is the only news an import brings.
+    async fn peer_release_ids(&self) -> Result<Vec<i64>, ServiceError> {
+        let mut ids: Vec<i64> = self.peer_releases().await?.iter().map(|r| r.id).collect();
+        ids.sort_unstable();
+        Ok(ids)
+    }
+
+    /// Notices releases another process stored in this database (`wattcounts
+    /// peer import` beside a running `serve`, or another instance's import):
+    /// every `every`, reads the stored releases' ids and marks the data
+    /// changed when they moved, so the cached answers, the data control's
+    /// origins and the estimator's real-hardware table follow. The store's
+    /// data stamp, which `watch_other_writers` polls, counts submissions and
+    /// decisions only: an import does not move it. Runs until the process
+    /// ends.
+    pub async fn watch_peer_imports(self: Arc<Self>, every: Duration) {
+        let mut last: Option<Vec<i64>> = None;
+        loop {
+            match self.peer_release_ids().await {
+                Ok(ids) => {
+                    // The first look is news too: what was read before it
+                    // (the estimator's table, at start) may predate an
+                    // import made meanwhile. One extra refresh at start.
+                    if last.as_ref() != Some(&ids) {
+                        self.changed();
+                    }
+                    last = Some(ids);
+                }
+                Err(e) => tracing::warn!(error = %e, "peer releases unavailable"),
+            }
+            tokio::time::sleep(every).await;
+        }
     }
 
     /// The files a release read, with their digests.

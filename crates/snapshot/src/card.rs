@@ -117,9 +117,11 @@ pub fn readme(input: &CardInput<'_>) -> String {
     );
     let _ = writeln!(
         out,
-        "- Energy rule: {}. Snapshots made before December 2026 used mean(power trace) × measurement \
-         duration, which reads about one sampling period ÷ duration higher (+0.5 % on an 18 s batch \
-         iteration, +3 % at 3.3 s); compare figures across snapshots only under the same rule.",
+        "- Energy rule: {}; each row of `runs` and `submissions` names the rule of its figures \
+         (`energy_rule`). Rule 2 (December 2026) integrated at exactly 0.1 s, which reads low by as much \
+         as the meter's sampler ran late (7.4 % at 0.108 s); rule 1 (before) used mean(power trace) × \
+         measurement duration, about one sampling period ÷ duration high (+0.5 % on an 18 s batch \
+         iteration, +3 % at 3.3 s). Compare figures across snapshots only under the same rule.",
         wattcounts_rules::derived::ENERGY_RULE
     );
     if !input.submitters.is_empty() {

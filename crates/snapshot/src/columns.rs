@@ -131,7 +131,7 @@ pub fn runs<'a>() -> Vec<Field<RunRow<'a>>> {
         field!("requests_failed", Int, "requests", "Requests that failed.", |r| int(r.run.requests_failed)),
         field!("prompt_tokens", Int, "tokens", "Prompt tokens processed.", |r| int(r.run.prompt_tokens)),
         field!("generation_tokens", Int, "tokens", "Tokens generated.", |r| int(r.run.generation_tokens)),
-        field!("gpu_energy_j", Float, "J", "GPU energy recomputed by the service from the power trace by the meter's rule: the trapezoid over the samples at 0.1 s, idle included.", |r| Value::Float(Some(r.run.gpu_energy_j))),
+        field!("gpu_energy_j", Float, "J", "GPU energy recomputed by the service from the power trace by the meter's rule (energy_rule; 3: the trapezoid over the samples at their real spacing, duration_s / power_samples), idle included.", |r| Value::Float(Some(r.run.gpu_energy_j))),
         field!("reported_gpu_energy_j", Float, "J", "GPU energy as the harness reported it (gpu_energy).", |r| Value::Float(Some(r.run.reported_gpu_energy_j))),
         field!("cpu_energy_j", Float, "J", "CPU energy from RAPL, as the harness reported it (0 where RAPL is missing).", |r| Value::Float(Some(r.run.cpu_energy_j))),
         field!("dram_energy_j", Float, "J", "DRAM energy from RAPL, as the harness reported it (0 where RAPL is missing).", |r| Value::Float(Some(r.run.dram_energy_j))),
@@ -154,6 +154,7 @@ pub fn runs<'a>() -> Vec<Field<RunRow<'a>>> {
         field!("e2e_sum_s", Float, "s", "Server: sum of end-to-end latency over those requests.", |r| Value::Float(r.run.e2e_sum_s)),
         field!("mean_concurrency", Float, "requests", "Server: requests in the system on average by Little's law, e2e_sum_s / duration_s.", |r| Value::Float(r.run.mean_concurrency)),
         field!("prefill_energy_j", Float, "J", "Server: gpu_energy_j × ttft_sum_s / e2e_sum_s, the energy attributed to prefill by time (an attribution, not a measurement; decode is the rest).", |r| Value::Float(r.run.prefill_energy_j)),
+        field!("energy_rule", Int, "", "The energy rule that derived gpu_energy_j and the figures built on it (see the card's Energy rule): 3 = the trapezoid at the samples' real spacing; 2 = the trapezoid at 0.1 s; 1 = mean power × duration.", |r| Value::Int(Some(r.submission.energy_rule))),
     ]
 }
 
@@ -338,6 +339,7 @@ pub fn submissions() -> Vec<Field<SubmissionRecord>> {
         field!("content_sha256", Text, "", "SHA-256 over the harness files' paths and digests (the manifest left out): the same run packed twice has one content digest.", |s| text(s.content_sha256.as_deref().unwrap_or(""))),
         field!("power_samples", Int, "samples", "GPU power samples behind the submission's iterations.", |s| int(s.power_samples)),
         field!("log_index", Int, "", "The submission's leaf in the transparency log (line log_index + 1 of log.jsonl).", |s| int(s.log_index.unwrap_or(u64::MAX))),
+        field!("energy_rule", Int, "", "The energy rule that derived the submission's figures (see runs.energy_rule).", |s| Value::Int(Some(s.energy_rule))),
     ]
 }
 

@@ -110,7 +110,7 @@ pub trait Intake: Send + Sync {
 
 pub(crate) const SUBMISSION_SELECT: &str = "SELECT s.id, s.bundle_sha256, u.handle, s.status, s.received_at, s.gpu_name, s.gpu_id, s.run_name,
         s.is_demo, s.bundle_bytes, s.blob_path, s.iterations, s.power_samples, s.protocol, s.content_sha256, s.duplicate_of,
-        s.log_index
+        s.log_index, s.energy_rule
      FROM submissions s JOIN submitters u ON u.id = s.submitter_id";
 
 /// Implements [`Intake`] for a backend module (`sqlite`, `postgres`): `$store`
@@ -148,6 +148,7 @@ macro_rules! intake_sql {
                     .map(|d| Uuid::parse_str(&d).map_err(|e| StoreError::Other(e.into())))
                     .transpose()?,
                 log_index: r.get::<Option<i64>, _>(16).map(|i| i as u64),
+                energy_rule: i64::from(r.get::<i32, _>("energy_rule")),
             })
         }
 

@@ -22,6 +22,37 @@ use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutPayload
 /// Files above this go up in parts (S3's multipart upload).
 const PART_BYTES: usize = 8 << 20;
 
+/// How long a small call to a bucket (a HEAD, a DELETE, each step of the
+/// readiness probe) may take before it counts as an outage. The client's
+/// own per-request timeout (30 s) is sized for an 8 MB part: a silent
+/// bucket held an upload for 30 s and `/readyz` past its caller's patience.
+pub const SMALL_CALL: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// A put may take [`SMALL_CALL`] plus the time its bytes need at this rate:
+/// slower than any link a bucket is reached over in practice, so only a
+/// bucket that stopped answering hits the bound.
+const SLOWEST_PUT_BYTES_PER_SEC: u64 = 1 << 20;
+
+/// The whole readiness probe (write, read back, remove).
+pub const PROBE_BOUND: std::time::Duration = std::time::Duration::from_millis(1500);
+
+/// `call` within `limit`, or a `TimedOut` error saying what did not answer.
+async fn bounded<T>(
+    what: &str,
+    limit: std::time::Duration,
+    call: impl std::future::Future<Output = std::io::Result<T>>,
+) -> std::io::Result<T> {
+    tokio::time::timeout(limit, call).await.unwrap_or_else(|_| {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!(
+                "it did not answer {what} within {:.1} s",
+                limit.as_secs_f64()
+            ),
+        ))
+    })
+}
+
 #[derive(Clone)]
 pub struct Objects {
     at: Arc<Place>,
@@ -189,27 +220,34 @@ impl Objects {
             Place::Remote { store, prefix, .. } => {
                 let key = Self::key(prefix, name);
                 let len = tokio::fs::metadata(file).await?.len();
-                if len <= PART_BYTES as u64 {
-                    let bytes = tokio::fs::read(file).await?;
-                    store.put(&key, PutPayload::from(bytes)).await.map_err(io)?;
-                } else {
-                    let mut up = object_store::WriteMultipart::new_with_chunk_size(
-                        store.put_multipart(&key).await.map_err(io)?,
-                        PART_BYTES,
+                let limit = SMALL_CALL
+                    + std::time::Duration::from_secs_f64(
+                        len as f64 / SLOWEST_PUT_BYTES_PER_SEC as f64,
                     );
-                    let mut f = tokio::fs::File::open(file).await?;
-                    let mut buf = vec![0u8; PART_BYTES];
-                    loop {
-                        let n = tokio::io::AsyncReadExt::read(&mut f, &mut buf).await?;
-                        if n == 0 {
-                            break;
+                bounded("a put", limit, async {
+                    if len <= PART_BYTES as u64 {
+                        let bytes = tokio::fs::read(file).await?;
+                        store.put(&key, PutPayload::from(bytes)).await.map_err(io)?;
+                    } else {
+                        let mut up = object_store::WriteMultipart::new_with_chunk_size(
+                            store.put_multipart(&key).await.map_err(io)?,
+                            PART_BYTES,
+                        );
+                        let mut f = tokio::fs::File::open(file).await?;
+                        let mut buf = vec![0u8; PART_BYTES];
+                        loop {
+                            let n = tokio::io::AsyncReadExt::read(&mut f, &mut buf).await?;
+                            if n == 0 {
+                                break;
+                            }
+                            up.wait_for_capacity(4).await.map_err(io)?;
+                            up.write(&buf[..n]);
                         }
-                        up.wait_for_capacity(4).await.map_err(io)?;
-                        up.write(&buf[..n]);
+                        up.finish().await.map_err(io)?;
                     }
-                    up.finish().await.map_err(io)?;
-                }
-                Ok(())
+                    Ok(())
+                })
+                .await
             }
         }
     }
@@ -225,11 +263,14 @@ impl Objects {
         match &*self.at {
             Place::Local(root) => tokio::fs::try_exists(root.join(name)).await,
             Place::Remote { store, prefix, .. } => {
-                match store.head(&Self::key(prefix, name)).await {
-                    Ok(_) => Ok(true),
-                    Err(object_store::Error::NotFound { .. }) => Ok(false),
-                    Err(e) => Err(io(e)),
-                }
+                bounded("a HEAD", SMALL_CALL, async {
+                    match store.head(&Self::key(prefix, name)).await {
+                        Ok(_) => Ok(true),
+                        Err(object_store::Error::NotFound { .. }) => Ok(false),
+                        Err(e) => Err(io(e)),
+                    }
+                })
+                .await
             }
         }
     }
@@ -353,10 +394,13 @@ impl Objects {
                 _ => Ok(()),
             },
             Place::Remote { store, prefix, .. } => {
-                match store.delete(&Self::key(prefix, name)).await {
-                    Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
-                    Err(e) => Err(io(e)),
-                }
+                bounded("a DELETE", SMALL_CALL, async {
+                    match store.delete(&Self::key(prefix, name)).await {
+                        Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+                        Err(e) => Err(io(e)),
+                    }
+                })
+                .await
             }
         }
     }
@@ -384,23 +428,30 @@ impl Objects {
             }
             Place::Remote { store, prefix, .. } => {
                 let key = Self::key(prefix, &name);
-                store
-                    .put(&key, PutPayload::from_static(b"ready"))
-                    .await
-                    .map_err(io)?;
-                let back = store
-                    .get(&key)
-                    .await
-                    .map_err(io)?
-                    .bytes()
-                    .await
-                    .map_err(io)?;
-                store.delete(&key).await.map_err(io)?;
-                if back.as_ref() == b"ready" {
-                    Ok(())
-                } else {
-                    Err(std::io::Error::other("the probe read back other bytes"))
-                }
+                bounded(
+                    "the readiness probe (put, get, delete)",
+                    PROBE_BOUND,
+                    async {
+                        store
+                            .put(&key, PutPayload::from_static(b"ready"))
+                            .await
+                            .map_err(io)?;
+                        let back = store
+                            .get(&key)
+                            .await
+                            .map_err(io)?
+                            .bytes()
+                            .await
+                            .map_err(io)?;
+                        store.delete(&key).await.map_err(io)?;
+                        if back.as_ref() == b"ready" {
+                            Ok(())
+                        } else {
+                            Err(std::io::Error::other("the probe read back other bytes"))
+                        }
+                    },
+                )
+                .await
             }
         }
     }

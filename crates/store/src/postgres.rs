@@ -73,6 +73,7 @@ impl PgStore {
             // service answers 503.
             .acquire_timeout(Duration::from_millis(1500))
             .test_before_acquire(true)
+            .after_release(|conn, _| Box::pin(super::sql::clean_for_reuse(conn)))
             .connect_with(opts)
             .await?;
         // Instances starting together take turns: sqlx holds an advisory

@@ -19,6 +19,26 @@ pub(crate) enum Param {
     Int(i64),
 }
 
+/// Whether a connection may go back to the pool: only outside any
+/// transaction. A write that failed mid-transaction (a full disk, an I/O
+/// error) can leave SQLite to roll the transaction back itself; the
+/// ROLLBACK sqlx then queues fails ("no transaction is active"), and its
+/// count of open transactions stays at 1, so the next borrower's `BEGIN
+/// IMMEDIATE` would fail ("begin_with at non-zero transaction depth", a
+/// 500). The ping first runs what the dropped transaction queued; a
+/// connection still counted inside a transaction is closed, and the pool
+/// opens a fresh one.
+pub(crate) async fn clean_for_reuse<C: sqlx::Connection>(
+    conn: &mut C,
+) -> Result<bool, sqlx::Error> {
+    conn.ping().await?;
+    let clean = !conn.is_in_transaction();
+    if !clean {
+        tracing::warn!("a database connection came back inside a transaction after a failed write; closed it rather than pool it");
+    }
+    Ok(clean)
+}
+
 /// Errors that mean "the database is not answering" become `Unavailable`
 /// (503 at the edge); the rest are internal errors.
 pub(crate) fn db_err(e: sqlx::Error) -> StoreError {

@@ -49,6 +49,7 @@ impl SqliteStore {
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
             .acquire_timeout(Duration::from_secs(10))
+            .after_release(|conn, _| Box::pin(clean_for_reuse(conn)))
             .connect_with(opts)
             .await?;
         sqlx::migrate!("../../migrations/sqlite").run(&pool).await?;

@@ -61,10 +61,15 @@ pub fn run(a: &PackArgs) -> anyhow::Result<()> {
         .and_then(|n| n.to_str())
         .context("the run folder needs a UTF-8 name")?
         .to_string();
-    let files = crate::run_folder::read_run_folder(&a.run_dir)?;
+    let read = crate::run_folder::read_run_folder(&a.run_dir)?;
+    for folder in &read.empty_folders {
+        eprintln!(
+            "note: left out {folder}/: the folder is empty (a model that failed at load leaves it so; the harness logs the failure and goes on), so the bundle holds no figures for it"
+        );
+    }
     let input = PackInput {
         run_name: run_name.clone(),
-        files,
+        files: read.files,
         config_file: a
             .config
             .file_name()

@@ -8,15 +8,40 @@ use std::path::Path;
 use anyhow::{bail, Context};
 use wattcounts_rules::bundle::MANIFEST_NAME;
 
-/// Reads a run folder from disk: every regular file, sorted by path.
-pub fn read_run_folder(dir: &Path) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
+/// A run folder as read from disk.
+pub struct RunFiles {
+    /// Every regular file, sorted by path.
+    pub files: Vec<(String, Vec<u8>)>,
+    /// Model folders (directly under the run folder) that hold no file: a
+    /// model that failed at load leaves its folder empty (the harness logs
+    /// it and goes on). A tar keeps no empty folder, so they are left out.
+    pub empty_folders: Vec<String>,
+}
+
+/// Reads a run folder from disk.
+pub fn read_run_folder(dir: &Path) -> anyhow::Result<RunFiles> {
     let mut out = Vec::new();
     walk(dir, dir, &mut out)?;
     out.sort_by(|a, b| a.0.cmp(&b.0));
     if out.is_empty() {
         bail!("{} holds no files", dir.display());
     }
-    Ok(out)
+    let mut empty_folders = Vec::new();
+    for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let prefix = format!("{name}/");
+            if !out.iter().any(|(p, _)| p.starts_with(&prefix)) {
+                empty_folders.push(name);
+            }
+        }
+    }
+    empty_folders.sort();
+    Ok(RunFiles {
+        files: out,
+        empty_folders,
+    })
 }
 
 fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) -> anyhow::Result<()> {

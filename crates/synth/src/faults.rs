@@ -10,9 +10,7 @@ use wattcounts_rules::catalog::GpuSpec;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fault {
     None,
-    /// arithmetic.gpu_energy: gpu_energy 15 % above the trace's energy (on
-    /// a short iteration an honest meter's figure may already read ~5 %
-    /// above the trapezoid at 0.1 s: its samples can be further apart).
+    /// arithmetic.gpu_energy: gpu_energy 15 % above the trace's energy.
     GpuEnergyMismatch,
     /// arithmetic.token_totals: generation_tokens_total off by 7.
     TokenTotalMismatch,
@@ -147,11 +145,12 @@ impl Table {
     fn number(&self, row: usize, name: &str) -> f64 {
         self.get(row, name).parse().expect("generated number")
     }
-    /// Replaces a row's power trace and recomputes gpu_energy from it.
+    /// Replaces a row's power trace and recomputes gpu_energy from it, as
+    /// a meter whose samples spread over the row's duration reports it.
     fn set_power(&mut self, row: usize, power: &[f64]) {
         self.set_list(row, "gpu_0_power_draw_watts", power);
-        let energy = wattcounts_rules::bundle::harness::SeriesStats::of(power)
-            .trapezoid(wattcounts_rules::derived::METER_PERIOD_S);
+        let spacing = self.number(row, "measurement_duration") / power.len().max(1) as f64;
+        let energy = wattcounts_rules::bundle::harness::SeriesStats::of(power).trapezoid(spacing);
         self.set(row, "gpu_energy", format!("{energy:?}"));
     }
     fn scale_power(&mut self, row: usize, factor: f64) {

@@ -502,10 +502,12 @@ fn results_csv(
     w.write_record(&cols).expect("write to memory");
     for (lambda, iteration, it) in rows {
         let n = it.trace.power.len();
-        // What the meter reports: the trapezoid over its samples, which
-        // this writer places exactly one period apart (as a stand-in NVML
-        // whose reads take no time would).
-        let meter_energy = harness::SeriesStats::of(&it.trace.power).trapezoid(SAMPLE_PERIOD_S);
+        // What the meter reports: the trapezoid over its samples at their
+        // timestamps. This writer spreads them evenly over the window (a
+        // meter's loop takes the window ÷ samples, its sleep plus its
+        // reads), so that is the trapezoid at duration ÷ samples.
+        let meter_energy =
+            harness::SeriesStats::of(&it.trace.power).trapezoid(it.duration / n.max(1) as f64);
         let gen_total: u64 = it.requests.iter().map(|r| r.gen as u64).sum();
         let prompt_total: u64 = it.requests.iter().map(|r| r.prompt as u64).sum();
         let mem = py_list(

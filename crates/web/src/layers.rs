@@ -6,6 +6,7 @@
 pub mod cache_policy;
 pub mod deadline;
 pub mod input_guard;
+pub mod part_headers;
 pub mod response_cache;
 pub mod security_headers;
 pub mod telemetry;

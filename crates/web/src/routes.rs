@@ -86,7 +86,8 @@ fn route_table(state: &AppState) -> Table {
         .route_layer(axum::middleware::from_fn_with_state(
             state.deadlines.upload,
             layers::deadline::deadline,
-        ));
+        ))
+        .route_layer(axum::middleware::map_request(layers::part_headers::guard));
     t.get("/", DataVersioned, pages::index::index)
         .get(
             "/leaderboard",

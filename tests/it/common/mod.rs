@@ -563,6 +563,7 @@ impl TestApp {
                 unpack: Default::default(),
                 thresholds: Default::default(),
             },
+            chrono::Utc::now(),
             &mut StageTimings::default(),
         )
         .unwrap();

@@ -3,7 +3,7 @@
 //! (written past the harness's capture, so a plain `cargo test` names
 //! every skip); with `WATTCOUNTS_TEST_REQUIRE` naming the need (a comma
 //! list of `pg`, `browser`, `python`, `schemathesis`, `ssh-keygen`,
-//! `tmpfs`, or `all`) the skip is a failure that says what is missing and how to get
+//! `tmpfs`, `curl`, or `all`) the skip is a failure that says what is missing and how to get
 //! it. `.ci/run` sets `all`. The older switches
 //! `WATTCOUNTS_{BROWSER,PYTHON,SCHEMATHESIS}_TEST=required` still work.
 //! S3 needs nothing: its server runs in the test process, on SQLite and
@@ -18,6 +18,8 @@ pub enum Need {
     Python,
     Schemathesis,
     SshKeygen,
+    /// curl, which the README's step 5 reads the log key with.
+    Curl,
     /// Mounting a small tmpfs (root), for a disk that fills.
     Tmpfs,
 }
@@ -30,6 +32,7 @@ impl Need {
             Need::Python => "python",
             Need::Schemathesis => "schemathesis",
             Need::SshKeygen => "ssh-keygen",
+            Need::Curl => "curl",
             Need::Tmpfs => "tmpfs",
         }
     }

@@ -32,7 +32,19 @@ pub const MODEL_CATALOGUE: Rule = Rule {
     rule: "every model is in the service's catalogue (otherwise its parameters are unknown)",
     unit: "",
 };
-pub const RULES: &[Rule] = &[GPU_CATALOGUE, GPU_NAME, POWER_LIMIT, MODEL_CATALOGUE];
+pub const CREATED_AT: Rule = Rule {
+    id: "identity.created_at",
+    severity: Severity::Soft,
+    rule: "the manifest's /created_at lies between the harness's first release (2025-02-02) and one day after the service received the bundle",
+    unit: "days",
+};
+pub const RULES: &[Rule] = &[
+    GPU_CATALOGUE,
+    GPU_NAME,
+    POWER_LIMIT,
+    MODEL_CATALOGUE,
+    CREATED_AT,
+];
 
 pub fn checks(input: &CheckInput, _t: &Thresholds) -> Vec<CheckResult> {
     vec![
@@ -40,7 +52,73 @@ pub fn checks(input: &CheckInput, _t: &Thresholds) -> Vec<CheckResult> {
         gpu_name(input),
         power_limit(input),
         model_catalogue(input),
+        created_at(input),
     ]
+}
+
+/// The first commit of the benchmark harness (maufadel/sw-energy-benchmark):
+/// no bundle can have been packed from its output before it.
+pub const HARNESS_FIRST_RELEASE: &str = "2025-02-02T00:00:00Z";
+
+/// A packer's clock may run a little ahead of ours (time zones written as
+/// UTC by hand, a drifting laptop): a day is allowed.
+const CLOCK_SLACK_DAYS: f64 = 1.0;
+
+/// A date that cannot be true says the bundle was edited or packed on a
+/// broken clock: a person should look, but nothing is wrong with the
+/// figures as such (warn, never reject).
+fn created_at(input: &CheckInput) -> CheckResult {
+    let text = &input.manifest.created_at;
+    let at = Location::file(MANIFEST_NAME);
+    let day = 86_400.0;
+    let Ok(created) = chrono::DateTime::parse_from_rfc3339(text) else {
+        // The schema's date-time format let it through; say so all the same.
+        return verdict(
+            CREATED_AT,
+            false,
+            format!("{MANIFEST_NAME} /created_at: '{text}' is not an RFC 3339 date and time"),
+            at,
+        );
+    };
+    let created = created.with_timezone(&chrono::Utc);
+    let first = chrono::DateTime::parse_from_rfc3339(HARNESS_FIRST_RELEASE)
+        .expect("a valid constant")
+        .with_timezone(&chrono::Utc);
+    let ahead_days = (created - input.received_at).num_milliseconds() as f64 / 1000.0 / day;
+    let before_days = (first - created).num_milliseconds() as f64 / 1000.0 / day;
+    let (ok, figure, threshold, message) = if ahead_days > CLOCK_SLACK_DAYS {
+        (
+            false,
+            ahead_days,
+            CLOCK_SLACK_DAYS,
+            format!(
+                "{MANIFEST_NAME} /created_at: {text} is {ahead_days:.1} days after the service received the bundle ({}): a date in the future says the packing machine's clock is wrong or the manifest was edited",
+                crate::timestamp::ts(&input.received_at)
+            ),
+        )
+    } else if before_days > 0.0 {
+        (
+            false,
+            before_days,
+            0.0,
+            format!(
+                "{MANIFEST_NAME} /created_at: {text} is {before_days:.1} days before the benchmark harness existed (first release {}): the packing machine's clock is wrong or the manifest was edited",
+                &HARNESS_FIRST_RELEASE[..10]
+            ),
+        )
+    } else {
+        (
+            true,
+            ahead_days.max(0.0),
+            CLOCK_SLACK_DAYS,
+            format!("{MANIFEST_NAME} /created_at: {text}, packed before it was received"),
+        )
+    };
+    CheckResult {
+        figure: Some(figure),
+        threshold: Some(threshold),
+        ..verdict(CREATED_AT, ok, message, at)
+    }
 }
 
 fn verdict(rule: Rule, ok: bool, message: String, location: Location) -> CheckResult {
@@ -245,6 +323,57 @@ fn model_catalogue(input: &CheckInput) -> CheckResult {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn created_at_from_the_harness_to_a_day_ahead() {
+        use crate::checks::test_support::{manifest, result_of, row};
+        // Received 2026-12-07T00:00Z. A day ahead (2026-12-08T00:00Z) is
+        // the slack and passes; 2099-01-01 is 26,323 days ahead (2026-12-07
+        // to 2099-01-01: 72 years of 365 days and 18 leap days, 26,298,
+        // plus the 25 days of December left) and warns.
+        let at = |created: &str| {
+            let mut m = manifest();
+            m.created_at = created.into();
+            result_of(
+                CREATED_AT.id,
+                &m,
+                None,
+                vec![row(&[50.0; 11], &[40.0], 100)],
+            )
+        };
+        assert_eq!(at("2026-12-06T00:00:00Z").outcome, CheckOutcome::Pass);
+        assert_eq!(at("2026-12-08T00:00:00Z").outcome, CheckOutcome::Pass);
+        let late = at("2026-12-08T00:00:00.001Z");
+        assert_eq!(late.outcome, CheckOutcome::Warn);
+        let far = at("2099-01-01T00:00:00Z");
+        assert_eq!(far.outcome, CheckOutcome::Warn, "{}", far.message);
+        assert_eq!(far.figure, Some(26_323.0));
+        assert!(
+            far.message.contains(
+                "26323.0 days after the service received the bundle (2026-12-07T00:00:00.000Z)"
+            ),
+            "{}",
+            far.message
+        );
+        // The harness's first commit is 2025-02-02: that day passes, the
+        // day before warns, and 1970 is 20,121 days before (55 years of
+        // 365 days and 14 leap days, 1972 to 2024, from 1970-01-01 to
+        // 2025-01-01, then 32 days to 2025-02-02).
+        assert_eq!(at("2025-02-02T00:00:00Z").outcome, CheckOutcome::Pass);
+        assert_eq!(at("2025-02-01T23:59:59Z").outcome, CheckOutcome::Warn);
+        let old = at("1970-01-01T00:00:00Z");
+        assert_eq!(old.outcome, CheckOutcome::Warn);
+        assert_eq!(old.figure, Some(20_121.0));
+        assert!(
+            old.message
+                .contains("before the benchmark harness existed (first release 2025-02-02)"),
+            "{}",
+            old.message
+        );
+        // An offset is honoured: 2026-12-08T01:00+02:00 is 23:00Z the day before.
+        assert_eq!(at("2026-12-08T01:00:00+02:00").outcome, CheckOutcome::Pass);
+        assert_eq!(at("not a date").outcome, CheckOutcome::Warn);
+    }
+
     use super::*;
     use crate::bundle::system_info::SystemInfo;
     use crate::checks::test_support::{judge_case, manifest, result_of, row};

@@ -403,6 +403,9 @@ pub fn fmt_figure(v: f64, unit: &str) -> String {
 /// Everything the checks read.
 pub struct CheckInput<'a> {
     pub manifest: &'a Manifest,
+    /// When the service received the bundle (the manifest's date is
+    /// judged against it).
+    pub received_at: chrono::DateTime<chrono::Utc>,
     /// `system_info.txt`, when the bundle has one.
     pub system_info: Option<&'a SystemInfo>,
     /// The catalogue entry of the manifest's GPU, when it has one.
@@ -485,6 +488,7 @@ pub fn rejected_configurations(
             .collect();
         let alone = CheckInput {
             manifest: input.manifest,
+            received_at: input.received_at,
             system_info: input.system_info,
             gpu: input.gpu,
             rows: &rows,
@@ -705,9 +709,9 @@ mod tests {
     #[test]
     fn every_rule_is_listed_once() {
         let ids: Vec<&str> = rules().iter().map(|r| r.id).collect();
-        // identity 4, arithmetic 3, sampling 2, physics 5, method 4,
+        // identity 5, arithmetic 3, sampling 3, physics 5, method 4,
         // repeatability 2, arrivals 2, consistency 1.
-        assert_eq!(ids.len(), 23, "{ids:?}");
+        assert_eq!(ids.len(), 25, "{ids:?}");
         let mut unique = ids.clone();
         unique.sort_unstable();
         unique.dedup();
@@ -741,6 +745,7 @@ mod tests {
             };
             let input = CheckInput {
                 manifest: &m,
+                received_at: test_support::received(),
                 system_info: Some(&info),
                 gpu: crate::catalog::gpu_by_id("l4"),
                 rows: &rows,

@@ -28,10 +28,24 @@ pub fn manifest() -> Manifest {
     .unwrap()
 }
 
-/// A batch iteration of 1 s at `watts` (0.1 s apart), with temperatures
-/// `temps` and `tokens` generated.
+/// When the test bundles arrive: a day after [`manifest`]'s created_at.
+pub fn received() -> chrono::DateTime<chrono::Utc> {
+    chrono::DateTime::parse_from_rfc3339("2026-12-07T00:00:00Z")
+        .unwrap()
+        .with_timezone(&chrono::Utc)
+}
+
+/// A batch iteration at `watts` taken 0.1 s apart, lasting as long as the
+/// meter's thread takes them (one period a sample: 11 samples, 1.1 s),
+/// with temperatures `temps` and `tokens` generated.
 pub fn row(watts: &[f64], temps: &[f64], tokens: u64) -> IterationRow {
-    row_of(Scenario::Batch, 1.0, watts, temps, tokens)
+    row_of(
+        Scenario::Batch,
+        0.1 * watts.len().max(1) as f64,
+        watts,
+        temps,
+        tokens,
+    )
 }
 
 /// An iteration of `scenario` (server: at 0.33 req/s) lasting `duration_s`.
@@ -134,6 +148,7 @@ pub fn result_under(
     let configurations = aggregate(&runs);
     let input = CheckInput {
         manifest: m,
+        received_at: received(),
         system_info,
         gpu: crate::catalog::gpu_by_nvml_name(&m.system.gpu.name),
         rows: &rows,

@@ -7,10 +7,14 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Thresholds {
-    /// arithmetic.gpu_energy: |gpu_energy − mean(trace) × duration| / that, in %.
+    /// arithmetic.gpu_energy: |gpu_energy − published energy| / that, in %.
     pub energy_tolerance_pct: f64,
-    /// sampling.power_samples: samples ≥ this share of duration / period, in %.
+    /// sampling.power_samples: period ÷ real spacing ≥ this, in %. The
+    /// energy is integrated at the real spacing, so this only refuses a
+    /// trace too sparse to follow the load (60 %: 167 ms apart).
     pub sample_coverage_pct: f64,
+    /// sampling.sampler_late: real spacing ≤ period × (1 + this / 100).
+    pub sampler_late_pct: f64,
     /// The harness's sampling period, seconds.
     pub sample_period_s: f64,
     /// sampling.server_duration: server duration ≥ this × MAX_TEST_DURATION.
@@ -61,7 +65,8 @@ impl Default for Thresholds {
     fn default() -> Self {
         Thresholds {
             energy_tolerance_pct: 2.0,
-            sample_coverage_pct: 75.0,
+            sample_coverage_pct: 60.0,
+            sampler_late_pct: 10.0,
             sample_period_s: 0.1,
             server_duration_fraction: 1.0,
             mean_power_tdp_factor: 1.1,

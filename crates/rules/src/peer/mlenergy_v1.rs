@@ -14,12 +14,16 @@
 //! states which board each family was (`--gpu A100=NVIDIA A100-SXM4-40GB`);
 //! a statement becomes part of the release's identity and its label, so
 //! another statement is another release, never a silent relabelling. A
-//! family the catalogue holds once (A40) needs none.
+//! family the catalogue holds once (A40) needs none. The protocol ran each
+//! model on one GPU in FP16, so a board whose memory cannot hold a row's
+//! model's weights (a 13 B model needs 26 GB; a V100 16GB board has 16)
+//! cannot be the board measured, and is refused by file and row.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{PeerConfig, PeerError, PeerFolder, PeerRelease, PeerSource, SourceInfo};
 use crate::catalog;
+use crate::memory_fit::BYTES_PER_PARAM;
 
 pub const INFO: SourceInfo = SourceInfo {
     origin: "peer:mlenergy-v1",
@@ -89,6 +93,49 @@ fn board(
     }
 }
 
+/// The board a family's files are read as, with what the row checks need
+/// of it.
+struct Board<'a> {
+    /// As the files name it (`V100`).
+    family: &'a str,
+    /// The catalogue board (`Tesla V100-SXM2-32GB`).
+    name: &'static str,
+    tdp_w: f64,
+    memory_gb: f64,
+    /// The operator's statement, not the catalogue's only board.
+    stated: bool,
+}
+
+impl Board<'_> {
+    /// Why this board cannot have held `model_id`'s FP16 weights (v1 ran
+    /// every model on one GPU), or None when it can. The weights alone are
+    /// counted, in the catalogue's decimal GB as `memory_fit` counts them:
+    /// any runtime reserve or KV cache only adds to what is needed.
+    fn cannot_hold(&self, model_id: &str, params_b: f64) -> Option<String> {
+        let per_param = BYTES_PER_PARAM;
+        let needed = params_b * 1e9 * per_param;
+        // A board added without its memory cannot refute anything.
+        let known = self.memory_gb > 0.0;
+        if !known || needed <= self.memory_gb * 1e9 {
+            return None;
+        }
+        let said = if self.stated {
+            format!(
+                "--gpu {}={}, the operator's statement",
+                self.family, self.name
+            )
+        } else {
+            format!("the catalogue's only {}", self.family)
+        };
+        Some(format!(
+            "{model_id} ({params_b} B parameters) needs {needed:.0} bytes ({:.1} GB) of FP16 weights ({params_b} B x {per_param} bytes), more than the {} GB of the {} ({said}): v1 ran each model on one GPU, so this board cannot be the one measured",
+            needed / 1e9,
+            self.memory_gb,
+            self.name
+        ))
+    }
+}
+
 /// `schema.yaml`'s two lists.
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -150,21 +197,17 @@ pub fn read(
                     b
                 }
             };
-            let tdp_w = catalog::gpu_by_nvml_name(gpu_name)
-                .map(|g| g.tdp_w)
-                .expect("a candidate is a catalogue GPU");
+            let spec = catalog::gpu_by_nvml_name(gpu_name).expect("a candidate is a catalogue GPU");
+            let gpu = Board {
+                family: family.as_str(),
+                name: gpu_name,
+                tdp_w: spec.tdp_w,
+                memory_gb: spec.memory_gb,
+                stated: stated.contains_key(family),
+            };
             let bytes = super::read_file(folder, &path, &mut files)?;
             read_paths.insert(path.clone());
-            read_csv(
-                &path,
-                &bytes,
-                task,
-                family,
-                gpu_name,
-                tdp_w,
-                &models,
-                &mut configs,
-            )?;
+            read_csv(&path, &bytes, task, &gpu, &models, &mut configs)?;
         }
     }
     if configs.is_empty() {
@@ -219,14 +262,11 @@ pub fn read(
     Ok(release)
 }
 
-#[allow(clippy::too_many_arguments)]
 fn read_csv(
     path: &str,
     bytes: &[u8],
     task: &str,
-    family: &str,
-    gpu_name: &str,
-    tdp_w: f64,
+    gpu: &Board<'_>,
     models: &BTreeMap<String, (String, f64)>,
     configs: &mut Vec<PeerConfig>,
 ) -> Result<(), PeerError> {
@@ -308,6 +348,9 @@ fn read_csv(
                 format!("{model_id} appears twice in the file"),
             ));
         }
+        if let Some(why) = gpu.cannot_hold(&model_id, *params) {
+            return Err(at(row, "model", why));
+        }
         let pos = f64::MIN_POSITIVE;
         let throughput = num(1, pos, 1e5, "tokens/s")?;
         let length = num(2, 1.0, 1e5, "tokens")?;
@@ -324,12 +367,13 @@ fn read_csv(
         // A unit slip (kJ for J, ms for s) shows as a power no single GPU
         // draws: energy per response / seconds per response.
         let watts = energy / latency;
-        if watts > 1.2 * tdp_w {
+        if watts > 1.2 * gpu.tdp_w {
             return Err(at(
                 row,
                 "energy",
                 format!(
-                    "out of range: {energy} J over {latency} s per response is {watts:.1} W, above 1.2 x the {tdp_w} W TDP of the {gpu_name}"
+                    "out of range: {energy} J over {latency} s per response is {watts:.1} W, above 1.2 x the {} W TDP of the {}",
+                    gpu.tdp_w, gpu.name
                 ),
             ));
         }
@@ -344,8 +388,8 @@ fn read_csv(
             total_params_billions: Some(*params),
             activated_params_billions: None,
             weight_precision: "fp16".into(),
-            gpu_model: family.into(),
-            gpu_name: gpu_name.into(),
+            gpu_model: gpu.family.into(),
+            gpu_name: gpu.name.into(),
             num_gpus: 1,
             max_num_seqs: 1,
             tensor_parallel: 1,

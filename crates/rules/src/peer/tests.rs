@@ -376,3 +376,37 @@ fn v1_refuses_a_power_no_single_gpu_draws() {
         "{e}"
     );
 }
+
+/// v1 ran each model on one GPU in FP16: koala-13b's weights are 13 B x 2
+/// bytes = 26,000,000,000 bytes (26 GB), more than a 16 GB V100 holds and
+/// less than a 32 GB one. Its power (2144.83 J in 12.14 s, 176.6 W) is
+/// within 1.2 x both PCIe boards' 250 W, so memory alone decides.
+#[test]
+fn v1_refuses_a_board_whose_memory_cannot_hold_the_files_models() {
+    let mut files = v1_folder();
+    let csv = files.remove("A100_chat_benchmark.csv").unwrap();
+    files.remove("A40_chat_benchmark.csv");
+    files.insert(
+        "schema.yaml".into(),
+        b"gpu: [\"V100\"]\ntask: [\"chat\"]\n".to_vec(),
+    );
+    files.insert("V100_chat_benchmark.csv".into(), csv);
+    let read = |board: &str| {
+        let stated = GpuStatements::from([("V100".to_string(), board.to_string())]);
+        PeerSource::MlEnergyV1.read_stated(&mut FilesInMemory(files.clone()), &stated)
+    };
+    let e = read("Tesla V100-PCIE-16GB").unwrap_err();
+    assert_eq!(
+        (e.file.as_str(), e.pointer.as_str()),
+        ("V100_chat_benchmark.csv", "row 2 column model")
+    );
+    assert!(
+        e.rule.starts_with(
+            "BAIR/koala-13b (13 B parameters) needs 26000000000 bytes (26.0 GB) of FP16 weights (13 B x 2 bytes), more than the 16 GB of the Tesla V100-PCIE-16GB (--gpu V100=Tesla V100-PCIE-16GB, the operator's statement)"
+        ),
+        "{e}"
+    );
+    let ok = read("Tesla V100-PCIE-32GB").unwrap();
+    assert_eq!(ok.configs.len(), 1);
+    assert_eq!(ok.configs[0].gpu_name, "Tesla V100-PCIE-32GB");
+}

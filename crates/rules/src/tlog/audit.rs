@@ -262,6 +262,7 @@ mod tests {
                 iterations: 1,
                 power_samples: 1,
             },
+            summary: vec![],
             checks: vec![],
             configurations: vec![],
             rejected_configurations: vec![],

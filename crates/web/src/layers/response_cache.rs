@@ -4,7 +4,9 @@
 //! The version moves with every submission stored and every moderation
 //! decision made by this instance (demo loading included) and, through
 //! `Service::watch_other_writers`, within two seconds of another
-//! instance's. One request computes a missing
+//! instance's; a peer release imported by another process (`wattcounts
+//! peer import` beside `serve`) moves it within a second, through
+//! `Service::watch_peer_imports`. One request computes a missing
 //! answer while the others for the same key wait for it, so a change does
 //! not set every connection computing the same page.
 

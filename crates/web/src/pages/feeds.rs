@@ -302,6 +302,7 @@ mod tests {
             content_sha256: None,
             duplicate_of: None,
             log_index: None,
+            energy_rule: 3,
         }
     }
 

@@ -19,6 +19,7 @@ use crate::view::{model_path, url_encode};
 use crate::AppState;
 use crate::VERSION;
 use wattcounts_rules::peer::{PeerConfig, PeerReleaseRecord, PeerSort, SourceInfo};
+use wattcounts_rules::spreadsheet::text_cell;
 use wattcounts_service::peers::{PeerView, PeerViewRequest};
 
 pub mod insights;
@@ -264,40 +265,43 @@ pub async fn peer_csv(
     // Empty where the publisher gives no figure.
     let opt = |x: Option<f64>| x.map_or(String::new(), |x| x.to_string());
     for c in &v.rows {
-        // f64's Display is the shortest text that reads back as the same
-        // number: each figure is the file's own.
+        // Every text cell is a third party's words (a nickname, a file
+        // name): it passes the guard every CSV we publish uses, so
+        // `=HYPERLINK(…)` is shown, never run. f64's Display is the
+        // shortest text that reads back as the same number: each figure
+        // is the file's own, and stays a number.
         w.write_record([
-            v.info.origin,
-            &release,
-            &c.task,
-            &c.model_id,
-            &c.nickname,
-            &c.architecture,
-            &opt(c.total_params_billions),
-            &opt(c.activated_params_billions),
-            &c.weight_precision,
-            &c.gpu_model,
-            &c.gpu_name,
-            &c.num_gpus.to_string(),
-            &c.max_num_seqs.to_string(),
-            &c.tensor_parallel.to_string(),
-            &c.pipeline_parallel.to_string(),
-            &c.expert_parallel.to_string(),
-            &c.data_parallel.to_string(),
-            &opt(c.avg_batch_size),
-            &opt(c.avg_power_watts),
-            &c.energy_per_token_joules.to_string(),
-            &c.energy_per_request_joules.to_string(),
-            &c.output_throughput_tokens_per_sec.to_string(),
-            &c.avg_output_len.to_string(),
-            &opt(c.mean_itl_ms),
-            &opt(c.median_itl_ms),
-            &opt(c.p90_itl_ms),
-            &opt(c.p95_itl_ms),
-            &opt(c.p99_itl_ms),
-            &c.file,
-            &c.pointer,
-            &v.release.files_sha256,
+            text_cell(v.info.origin),
+            release.clone(),
+            text_cell(&c.task),
+            text_cell(&c.model_id),
+            text_cell(&c.nickname),
+            text_cell(&c.architecture),
+            opt(c.total_params_billions),
+            opt(c.activated_params_billions),
+            text_cell(&c.weight_precision),
+            text_cell(&c.gpu_model),
+            text_cell(&c.gpu_name),
+            c.num_gpus.to_string(),
+            c.max_num_seqs.to_string(),
+            c.tensor_parallel.to_string(),
+            c.pipeline_parallel.to_string(),
+            c.expert_parallel.to_string(),
+            c.data_parallel.to_string(),
+            opt(c.avg_batch_size),
+            opt(c.avg_power_watts),
+            c.energy_per_token_joules.to_string(),
+            c.energy_per_request_joules.to_string(),
+            c.output_throughput_tokens_per_sec.to_string(),
+            c.avg_output_len.to_string(),
+            opt(c.mean_itl_ms),
+            opt(c.median_itl_ms),
+            opt(c.p90_itl_ms),
+            opt(c.p95_itl_ms),
+            opt(c.p99_itl_ms),
+            text_cell(&c.file),
+            text_cell(&c.pointer),
+            text_cell(&v.release.files_sha256),
         ])
         .map_err(fail)?;
     }

@@ -232,17 +232,25 @@ pub async fn download(
     Path((id, name)): Path<(String, String)>,
     req: Request,
 ) -> Result<Response, ApiError> {
-    let p = find(&s, &id).await?;
-    if id == "latest" {
-        return Ok(no_store(
-            Redirect::to(&format!("/snapshots/{}/{name}", p.manifest.snapshot_id)).into_response(),
+    // The path segment arrives decoded: `..%2f` is `../` here, and must
+    // never reach a Location header or a file lookup.
+    if !is_file_name(&name) {
+        return Err(ApiError::bad_request(
+            "bad_file_name",
+            format!("'{}' is not a snapshot file name (one path segment, no '/', '\\', '..' or control characters); the snapshot's manifest.json lists its files", name.escape_default()),
         ));
     }
+    let p = find(&s, &id).await?;
     let file = s.service.snapshot_file(&p, &name).ok_or_else(|| {
         ApiError::not_found(format!(
             "snapshot {id} has no file '{name}'; its manifest.json lists the files"
         ))
     })?;
+    if id == "latest" {
+        return Ok(no_store(
+            Redirect::to(&format!("/snapshots/{}/{name}", p.manifest.snapshot_id)).into_response(),
+        ));
+    }
     let sha256 = if name == manifest::FILE_NAME {
         p.manifest_sha256.clone()
     } else {
@@ -338,4 +346,44 @@ pub async fn create_form(
     let traces = f.get("traces").is_some_and(|v| v == "on" || v == "true");
     let p = create_as(&s, &session.name, traces).await?;
     Ok(Redirect::to(&format!("/snapshots/{}", p.manifest.snapshot_id)).into_response())
+}
+
+/// One plain file name: what a snapshot's manifest lists.
+fn is_file_name(name: &str) -> bool {
+    !name.is_empty()
+        && name != "."
+        && !name.contains("..")
+        && !name
+            .chars()
+            .any(|c| c == '/' || c == '\\' || c.is_control())
+}
+
+#[cfg(test)]
+mod file_name_tests {
+    use super::is_file_name;
+
+    #[test]
+    fn only_one_plain_segment_is_a_file_name() {
+        for ok in [
+            "runs.parquet",
+            "manifest.json",
+            "README.md",
+            "power_traces.csv",
+        ] {
+            assert!(is_file_name(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            ".",
+            "..",
+            "../x",
+            "..\\x",
+            "a/b",
+            "a\\b",
+            "x\r\nLocation: y",
+            "a..b",
+        ] {
+            assert!(!is_file_name(bad), "{bad:?}");
+        }
+    }
 }

@@ -112,6 +112,7 @@ pub async fn register(
         (status = 413, description = "Body or unpacked bundle over a limit", body = ErrorBody),
         (status = 422, description = "The bundle breaks a rule (schema, CSV, digests); details name the file, pointer or row", body = ErrorBody),
         (status = 429, description = "Too many uploads from this address or key", body = ErrorBody),
+        (status = 431, description = "A multipart part's headers are over 8 KiB", body = ErrorBody),
         (status = 507, description = "The service's disk is full: nothing was stored; send it again after Retry-After", body = ErrorBody),
     ))]
 pub async fn submit(
@@ -256,7 +257,16 @@ async fn paced<T>(
 }
 
 fn multipart_error(e: axum::extract::multipart::MultipartError, limit: u64) -> ApiError {
-    if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+    if crate::layers::part_headers::caused_by_long_header(&e) {
+        ApiError::new(
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            "part_header_too_large",
+            format!(
+                "a part's headers are over {} bytes; nothing was stored. Send the parts 'bundle' and 'signature' with ordinary headers (Content-Disposition and Content-Type)",
+                crate::layers::part_headers::MAX_PART_HEADER_BYTES
+            ),
+        )
+    } else if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
         ApiError::too_large(limit)
     } else {
         ApiError::bad_request(
