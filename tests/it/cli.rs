@@ -344,7 +344,7 @@ fn the_readmes_five_steps_verbatim() {
         .find_map(|l| {
             l.trim_start_matches(['#', ' '])
                 .strip_prefix("wattcounts demo generate")
-                .map(|rest| format!("wattcounts demo generate{rest}"))
+                .map(|rest| format!("wattcounts demo generate{}", rest.trim_end_matches(')')))
         })
         .expect("the README names its demo folder");
     let tmp = tempfile::tempdir().unwrap();

@@ -76,27 +76,30 @@ async fn metrics_are_derived_from_the_csvs() {
         .unwrap();
     let rows = harness::parse_results("x", csv, harness::Scenario::Batch).unwrap();
     // The energy meter's rule, read and integrated here without the
-    // service's parser: the trapezoid over the trace, samples 0.1 s apart.
+    // service's parser: the trapezoid over the trace, the samples spread
+    // evenly over the measurement (duration ÷ samples apart).
     let mut reader = csv::Reader::from_reader(csv.as_slice());
     let header = reader.headers().unwrap().clone();
     let col = |name: &str| header.iter().position(|h| h == name).unwrap();
-    let (power, tokens) = (
+    let (power, tokens, duration) = (
         col("gpu_0_power_draw_watts"),
         col("generation_tokens_total"),
+        col("measurement_duration"),
     );
-    let trapezoid = |cell: &str| -> f64 {
+    let trapezoid = |cell: &str, seconds: f64| -> f64 {
         let p: Vec<f64> = cell
             .trim_matches(|c| c == '[' || c == ']')
             .split(", ")
             .map(|v| v.parse().unwrap())
             .collect();
-        p.windows(2).map(|w| (w[0] + w[1]) / 2.0 * 0.1).sum()
+        let spacing = seconds / p.len() as f64;
+        p.windows(2).map(|w| (w[0] + w[1]) / 2.0 * spacing).sum()
     };
     let mut ept: Vec<f64> = reader
         .records()
         .map(|r| {
             let r = r.unwrap();
-            trapezoid(&r[power]) / r[tokens].parse::<f64>().unwrap()
+            trapezoid(&r[power], r[duration].parse().unwrap()) / r[tokens].parse::<f64>().unwrap()
         })
         .collect();
     ept.sort_by(f64::total_cmp);
@@ -113,9 +116,9 @@ async fn metrics_are_derived_from_the_csvs() {
         ept[1]
     );
     // The generator's gpu_energy column is the meter's figure for samples
-    // exactly 0.1 s apart: the same integral.
+    // spread evenly over the window: the same integral.
     for r in &rows {
-        let ours = r.power_w.trapezoid(0.1);
+        let ours = r.power_w.trapezoid(r.duration_s / r.power_w.n as f64);
         assert!((ours - r.reported_gpu_energy_j).abs() / ours < 1e-5);
     }
 }

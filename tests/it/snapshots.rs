@@ -428,10 +428,18 @@ async fn downloads_carry_etag_and_ranges_and_latest_moves() {
         .await;
     assert_eq!(status, StatusCode::RANGE_NOT_SATISFIABLE);
 
+    // A name that decodes to a path is refused as such (400).
+    let (status, _, _) = app
+        .raw(
+            Request::get(format!("/snapshots/{id}/..%2F..%2Ftest.db"))
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
     // Only the listed files, only snapshot ids.
     for bad in [
         format!("/snapshots/{id}/wattcounts.db"),
-        format!("/snapshots/{id}/..%2F..%2Ftest.db"),
         "/snapshots/..%2Fblobs/x".to_string(),
         "/snapshots/wc-nothere/runs.csv".to_string(),
         "/api/v1/snapshots/wc-nothere".to_string(),

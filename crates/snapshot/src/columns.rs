@@ -338,8 +338,8 @@ pub fn submissions() -> Vec<Field<SubmissionRecord>> {
         field!("protocol", Text, "", "The protocol the runs followed, as JSON (version, batch_prompts, server_duration_s, max_tokens, temperature, context_length, precision).", |s| text(&s.protocol.as_ref().map(|p| serde_json::to_string(p).unwrap_or_default()).unwrap_or_default())),
         field!("content_sha256", Text, "", "SHA-256 over the harness files' paths and digests (the manifest left out): the same run packed twice has one content digest.", |s| text(s.content_sha256.as_deref().unwrap_or(""))),
         field!("power_samples", Int, "samples", "GPU power samples behind the submission's iterations.", |s| int(s.power_samples)),
-        field!("log_index", Int, "", "The submission's leaf in the transparency log (line log_index + 1 of log.jsonl).", |s| int(s.log_index.unwrap_or(u64::MAX))),
         field!("energy_rule", Int, "", "The energy rule that derived the submission's figures (see runs.energy_rule).", |s| Value::Int(Some(s.energy_rule))),
+        field!("log_index", Int, "", "The submission's leaf in the transparency log (line log_index + 1 of log.jsonl).", |s| int(s.log_index.unwrap_or(u64::MAX))),
     ]
 }
 

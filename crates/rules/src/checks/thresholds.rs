@@ -37,14 +37,14 @@ pub struct Thresholds {
     /// repeatability.batch_energy_cv: CV of energy per token, %.
     pub batch_energy_cv_pct: f64,
     /// repeatability.server_load_fit: residual standard deviation of the
-    /// iterations' energy about its straight line against generated tokens,
-    /// % of the mean energy. (Read from `server_power_cv_pct` too, the name
+    /// iterations' energy about its fit to power × duration plus a cost per
+    /// generated token, % of the mean energy. (Read from `server_power_cv_pct` too, the name
     /// of the raw power CV it replaced.)
     #[serde(alias = "server_power_cv_pct")]
     pub server_load_fit_pct: f64,
     /// repeatability.server_load_fit applies only where λ × MAX_TEST_DURATION
     /// (the expected requests per iteration) reaches this: with fewer, a
-    /// handful of requests leaves the energy mostly idle and the line loose.
+    /// handful of requests leaves the energy mostly idle and the fit loose.
     pub server_cv_min_expected_requests: f64,
     /// arrivals.poisson (unseeded runs only): |requests − λT| ≤ this × √(λT).
     pub poisson_sigmas: f64,
