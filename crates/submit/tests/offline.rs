@@ -151,3 +151,45 @@ fn keygen_pack_and_sign_make_a_bundle_the_service_would_unpack() {
         "one flipped byte still verified"
     );
 }
+
+/// A model that failed at load leaves its folder empty (issue #53): pack
+/// says on stderr which folder it leaves out and why, and packs the rest.
+#[test]
+fn pack_names_the_empty_model_folders_it_leaves_out() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let gpu = catalog::gpu_by_id("l4").unwrap();
+    let model = catalog::model_by_id("Qwen/Qwen2.5-0.5B-Instruct").unwrap();
+    let run_folder = synth::generate_run(gpu, &[model], &SynthOptions::small());
+    let run_dir = synth::write_run(dir, &run_folder).unwrap();
+    // run_benchmark.sh's folder for a model that never loaded.
+    std::fs::create_dir(run_dir.join("_Qwen_Qwen3-8B__")).unwrap();
+    ok(&["keygen", "--out", "keys/me"], dir);
+    let (code, stdout, stderr) = run(
+        &[
+            "pack",
+            run_dir.to_str().unwrap(),
+            "--config",
+            "config-v2.yaml",
+            "--handle",
+            "alice",
+            "--audience",
+            "https://wattcounts.test",
+            "--key",
+            "keys/me.pub",
+            "--out",
+            "run.tar.gz",
+        ],
+        dir,
+    );
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("note: left out _Qwen_Qwen3-8B__/: the folder is empty"),
+        "{stderr}"
+    );
+    // Only that one: the model with files is in the bundle, not named.
+    assert_eq!(stderr.matches("left out").count(), 1, "{stderr}");
+    let bundle = std::fs::read(dir.join("run.tar.gz")).unwrap();
+    let entries = unpack(&bundle, &UnpackLimits::default()).unwrap();
+    assert_eq!(entries.len(), run_folder.files.len() + 1);
+}
