@@ -542,3 +542,34 @@ async fn a_created_at_that_cannot_be_true_waits_for_review() {
         }
     }
 }
+
+/// A limit that rests on a guess never rejects (issue #54): the RTX 5090's
+/// loaded idle is guessed at 15 % of its 575 W TDP (86 W, floor 43 W), and
+/// a run at 0.3 × that (25.8 W) is no proof of anything wrong. It waits
+/// for review with a warning naming the guess; the L4's measured idle
+/// still rejects (`power_below_idle_is_rejected`).
+#[tokio::test]
+async fn power_below_a_guessed_idle_waits_for_review() {
+    let gpu = wattcounts::catalog::gpu_by_nvml_name("NVIDIA GeForce RTX 5090").unwrap();
+    assert!(gpu.idle_is_guessed());
+    let app = TestApp::new().await;
+    let key = app.register("alice").await;
+    let gz = BundleBuilder::faulty(Fault::PowerBelowIdle, 42)
+        .gpu(&gpu.id)
+        .by("alice", &key)
+        .build();
+    let (status, r) = app.submit(&gz, &sign(&key, &gz)).await;
+    assert_eq!(status, StatusCode::CREATED, "{r}");
+    let c = assert_verdict(&r, "physics.idle_floor", "needs_review", "warn");
+    assert!((figure(&c) - 25.8).abs() < 0.01, "{c:#}");
+    assert_eq!(c["threshold"], 43.0);
+    assert_eq!(c["severity"], "soft");
+    assert!(
+        c["message"]
+            .as_str()
+            .unwrap()
+            .contains("rests on a guess: its loaded idle, 86 W, is guessed: 15 % of its 575 W TDP"),
+        "{c:#}"
+    );
+    assert_names_iteration(&c, BATCH, 1);
+}

@@ -122,6 +122,16 @@ impl<'a> BundleBuilder<'a> {
         self
     }
 
+    /// The catalogue GPU (its id) of a generated run.
+    pub fn gpu(mut self, id: &str) -> Self {
+        if let Source::Generate { gpu, .. } = &mut self.source {
+            *gpu = id.into();
+        } else {
+            panic!("only a generated run has a GPU to choose");
+        }
+        self
+    }
+
     /// The physics of a generated run (the demo's unless set).
     pub fn physics(mut self, p: synth::Physics) -> Self {
         if let Source::Generate { physics, .. } = &mut self.source {

@@ -58,6 +58,23 @@ impl GpuSpec {
     pub fn in_paper(&self) -> bool {
         self.idle_basis == "wattgpu"
     }
+
+    /// Whether `idle_w` is a guess (15 % of TDP) rather than measured.
+    /// Measured loaded idles run from 8 % (RTX 4090) to 40 % (T4) of TDP,
+    /// so a limit resting on the guess can only warn.
+    pub fn idle_is_guessed(&self) -> bool {
+        self.idle_basis == "tdp_share_0.15"
+    }
+
+    /// Where `idle_w` comes from, in words: measured, or guessed.
+    pub fn idle_basis_words(&self) -> String {
+        match self.idle_basis.as_str() {
+            "wattgpu" => "measured (the WattGPU release)".into(),
+            "measured" => "measured (a published measurement, see source)".into(),
+            "tdp_share_0.15" => format!("guessed: 15 % of its {:.0} W TDP", self.tdp_w),
+            other => format!("basis '{other}'"),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

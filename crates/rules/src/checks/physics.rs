@@ -57,10 +57,22 @@ pub fn checks(input: &CheckInput, t: &Thresholds) -> Vec<CheckResult> {
             }
             let tdp = gpu.tdp_w;
             let idle_w = gpu.idle_w;
+            let idle = idle.finish(|v| format!("mean power {v:.1} W (loaded idle {idle_w:.0} W)"));
+            let idle = if gpu.idle_is_guessed() {
+                super::on_a_guess(
+                    idle,
+                    &format!(
+                        "its loaded idle, {idle_w:.0} W, is {}",
+                        gpu.idle_basis_words()
+                    ),
+                )
+            } else {
+                idle
+            };
             vec![
                 mean.finish(|v| format!("mean power {v:.1} W (TDP {tdp:.0} W)")),
                 peak.finish(|v| format!("power sample of {v:.1} W (TDP {tdp:.0} W)")),
-                idle.finish(|v| format!("mean power {v:.1} W (loaded idle {idle_w:.0} W)")),
+                idle,
             ]
         }
         None => [MEAN_POWER, PEAK_POWER, IDLE_FLOOR]
@@ -178,6 +190,42 @@ mod tests {
         let (o, m) = judge(IDLE_FLOOR.id, row(&flat(11.9), &[40.0], 100));
         assert_eq!(o, CheckOutcome::Fail);
         assert!(m.contains("11.9 W"), "{m}");
+    }
+
+    #[test]
+    fn a_guessed_idle_warns_and_never_rejects() {
+        use crate::bundle::harness::Scenario;
+        use crate::checks::test_support::{manifest, result_of, row_of};
+        // An RTX 5090 (TDP 575 W; loaded idle guessed at 15 %, 86 W, floor
+        // 0.5 × 86 = 43 W) serving 0.017 req/s with a 30 W loaded idle:
+        // below the guessed floor, an honest run. A warning, naming the
+        // guess; the L4's measured idle still rejects (above).
+        let mut m = manifest();
+        m.system.gpu.name = "NVIDIA GeForce RTX 5090".into();
+        let r = result_of(
+            IDLE_FLOOR.id,
+            &m,
+            None,
+            vec![row_of(Scenario::Server, 300.0, &[30.0; 3000], &[40.0], 100)],
+        );
+        assert_eq!(r.outcome, CheckOutcome::Warn, "{}", r.message);
+        assert_eq!(r.severity, crate::checks::Severity::Soft);
+        assert_eq!(r.figure, Some(30.0));
+        assert_eq!(r.threshold, Some(43.0));
+        assert!(
+            r.message.contains("The limit rests on a guess: its loaded idle, 86 W, is guessed: 15 % of its 575 W TDP; a guess never rejects"),
+            "{}",
+            r.message
+        );
+        // Above the guessed floor it passes, still naming the guess.
+        let r = result_of(
+            IDLE_FLOOR.id,
+            &m,
+            None,
+            vec![row_of(Scenario::Server, 300.0, &[50.0; 3000], &[40.0], 100)],
+        );
+        assert_eq!(r.outcome, CheckOutcome::Pass);
+        assert!(r.message.contains("rests on a guess"), "{}", r.message);
     }
 
     #[test]
