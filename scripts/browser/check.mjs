@@ -17,6 +17,16 @@
 // It saves a full-page screenshot of each page and prints one summary line
 // with what it measured.
 //
+// With FORMS_JSON in the environment it then does, as a person does, what
+// every form that posts is for (issue #55: under the pages' old referrer
+// policy each answered 403 "origin 'null'"): signs in with the maintainer
+// token, approves one submission in review and rejects another, suspends
+// a submitter and revokes a key, publishes a snapshot, signs out, and
+// uploads a signed bundle through /submit; each lands on its page (no
+// 4xx/5xx) and the page says what happened.
+// FORMS_JSON: {"token", "approve", "reject", "suspend", "revoke",
+//              "bundle": file, "signature": file}
+//
 // node scripts/browser/check.mjs BASE_URL OUT_DIR PAGES_JSON
 // PAGES_JSON: [{"path": "/gpus", "expect": "table tbody tr",
 //               "text": "optional", "within": "optional selector for text",
@@ -131,6 +141,52 @@ async function keyboardWalk(page) {
   figures.keyboardControls = reached.length;
 }
 
+// Clicks `button` (a locator) and waits for the page the form lands on;
+// fails on an error status, or when `says` is not shown there.
+async function post(page, what, button, says) {
+  current = what;
+  const [resp] = await Promise.all([page.waitForNavigation({ waitUntil: "load" }), button.click()]);
+  const status = resp ? resp.status() : 0;
+  const shown = await page.locator("main").innerText().catch(() => "");
+  if (status >= 400) problems.push(`form ${what}: landed on ${page.url()} with status ${status}: ${shown.slice(0, 300)}`);
+  else if (says && !shown.includes(says)) problems.push(`form ${what}: landed on ${page.url()}, which does not say "${says}": ${shown.slice(0, 300)}`);
+  else console.log(`ok form ${what} → ${new URL(page.url()).pathname} (${status})`);
+  figures.forms = (figures.forms || 0) + 1;
+}
+
+async function formsAsAPersonDoes(f) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  page.on("pageerror", (e) => problems.push(`forms ${current}: page error: ${e.message}`));
+  await page.goto(base + "/admin", { waitUntil: "load" });
+  await page.fill("input[name=token]", f.token);
+  await post(page, "sign in", page.locator("form[action='/admin/login'] button[type=submit]"), "Signed in as");
+  for (const [id, decision] of [[f.approve, "approve"], [f.reject, "reject"]]) {
+    await page.goto(base + "/admin", { waitUntil: "load" });
+    const form = page.locator(`form[action='/admin/submissions/${id}/decision']`);
+    await form.locator("input[name=reason]").fill(`${decision}d in the browser check`);
+    await post(page, decision, form.locator(`button[value=${decision}]`), decision === "approve" ? "Status: accepted" : "Status: rejected");
+  }
+  await page.goto(base + "/admin", { waitUntil: "load" });
+  let form = page.locator("form[action='/admin/submitters/suspend']");
+  await form.locator("input[name=handle]").fill(f.suspend);
+  await form.locator("input[name=reason]").fill("suspended in the browser check");
+  await post(page, "suspend", form.locator("button[type=submit]"), "Submitter suspended");
+  form = page.locator("form[action='/admin/keys/revoke']");
+  await form.locator("input[name=fingerprint]").fill(f.revoke);
+  await form.locator("input[name=reason]").fill("revoked in the browser check");
+  await post(page, "revoke", form.locator("button[type=submit]"), "Key revoked");
+  form = page.locator("form[action='/admin/snapshots']");
+  await post(page, "publish snapshot", form.locator("button[type=submit]"), "manifest");
+  await page.goto(base + "/admin", { waitUntil: "load" });
+  await post(page, "sign out", page.locator("form[action='/admin/logout'] button[type=submit]"), "Maintainer token");
+  await page.goto(base + "/submit", { waitUntil: "load" });
+  await page.setInputFiles("input[name=bundle]", f.bundle);
+  await page.setInputFiles("input[name=signature]", f.signature);
+  await post(page, "upload", page.locator("form[action='/submit'] button[type=submit]"), "Status: accepted");
+  await context.close();
+}
+
 try {
   for (const [width, height, label] of [[1280, 900, "desktop"], [390, 844, "phone"]]) {
     const context = await browser.newContext({ viewport: { width, height }, javaScriptEnabled: true });
@@ -216,10 +272,11 @@ try {
     if (label === "desktop") await keyboardWalk(page);
     await context.close();
   }
+  if (process.env.FORMS_JSON) await formsAsAPersonDoes(JSON.parse(process.env.FORMS_JSON));
 } finally {
   await browser.close();
 }
-console.log(`measured: ${figures.loads} page loads, ${figures.charts} charts with ${figures.labels} labels, 0 overlaps allowed, smallest chart text ${figures.minFontPx.toFixed(1)} px, ${figures.keyCells} key cells on the phone inside 390 px, widest page ${figures.maxPageWidth} px, axe-core ${figures.axeRules} WCAG 2.1 A/AA rules per page, ${figures.axeViolations} violating elements, ${figures.keyboardControls} leaderboard controls reached by Tab; leaderboard at 1,280 px: table ${figures.board?.table} px in a ${figures.board?.box} px box, ${figures.board?.first} of ${figures.board?.rows} rows in the first screen; widest table at 1,280 px: ${figures.fits.join(", ")}`);
+console.log(`measured: ${figures.loads} page loads, ${figures.charts} charts with ${figures.labels} labels, 0 overlaps allowed, smallest chart text ${figures.minFontPx.toFixed(1)} px, ${figures.keyCells} key cells on the phone inside 390 px, widest page ${figures.maxPageWidth} px, axe-core ${figures.axeRules} WCAG 2.1 A/AA rules per page, ${figures.axeViolations} violating elements, ${figures.keyboardControls} leaderboard controls reached by Tab; leaderboard at 1,280 px: table ${figures.board?.table} px in a ${figures.board?.box} px box, ${figures.board?.first} of ${figures.board?.rows} rows in the first screen; widest table at 1,280 px: ${figures.fits.join(", ")}; ${figures.forms || 0} forms posted as a person does`);
 if (problems.length) {
   console.error(problems.join("\n"));
   process.exit(1);

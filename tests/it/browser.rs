@@ -113,6 +113,36 @@ async fn every_page_in_headless_chromium() {
         .build();
     let (_, r) = service.submit(gz.clone(), sign(&key, &gz)).await.unwrap();
     assert_eq!(r.status, wattcounts::domain::Status::NeedsReview);
+    let approve = r.submission_id.to_string();
+    // The forms' work: another submission in review (a model the
+    // catalogue lacks) to reject, bob to suspend and his key to revoke, and
+    // a bundle of alice's to upload through /submit.
+    let gz = BundleBuilder::fixture()
+        .marked("to reject")
+        .model_named("example-org/Not-In-The-Catalogue")
+        .by("alice", &key)
+        .build();
+    let (_, r) = service.submit(gz.clone(), sign(&key, &gz)).await.unwrap();
+    assert_eq!(r.status, wattcounts::domain::Status::NeedsReview);
+    let reject = r.submission_id.to_string();
+    let bob = new_key();
+    add_submitter(store.as_ref(), "bob", &bob).await;
+    let upload = BundleBuilder::fixture()
+        .marked("uploaded in the browser")
+        .by("alice", &key)
+        .build();
+    let upload_sig = sign(&key, &upload);
+    std::fs::write(data.path().join("upload.tar.gz"), &upload).unwrap();
+    std::fs::write(data.path().join("upload.tar.gz.sig"), &upload_sig).unwrap();
+    let forms = json!({
+        "token": ADMIN_TOKEN,
+        "approve": approve,
+        "reject": reject,
+        "suspend": "bob",
+        "revoke": wattcounts::signing::fingerprint(bob.public_key()),
+        "bundle": data.path().join("upload.tar.gz"),
+        "signature": data.path().join("upload.tar.gz.sig"),
+    });
     // A published snapshot for the snapshot pages.
     let created = service
         .create_snapshot(
@@ -147,6 +177,8 @@ async fn every_page_in_headless_chromium() {
         data.path().to_str().unwrap(),
         "--public-url",
         AUDIENCE,
+        "--admin-token",
+        &admin_token_flag(),
     ]);
     let pages = json!([
         {"path": "/", "expect": "form.picker select[name=model]", "name": "index"},
@@ -203,6 +235,7 @@ async fn every_page_in_headless_chromium() {
         .arg(&server.url)
         .arg(&out)
         .arg(pages.to_string())
+        .env("FORMS_JSON", forms.to_string())
         .status()
         .expect("node runs");
     assert!(

@@ -97,7 +97,7 @@ async fn every_answer_carries_the_security_headers() {
         );
         assert!(!csp.contains("unsafe-inline"), "{path}");
         assert_eq!(h["x-content-type-options"], "nosniff", "{path}");
-        assert_eq!(h["referrer-policy"], "no-referrer", "{path}");
+        assert_eq!(h["referrer-policy"], "same-origin", "{path}");
         // The test service's public URL is https: HSTS too.
         assert_eq!(h["strict-transport-security"], "max-age=31536000", "{path}");
     }

@@ -243,10 +243,15 @@ fn origin_of(url: &str) -> &str {
     }
 }
 
-/// A state-changing form must come from this service's own pages: its
-/// `Origin` (or, where a browser sends none, its `Referer`) names the
-/// public URL. A foreign or `null` origin, or neither header, is refused,
+/// A state-changing form must come from this service's own pages. A
+/// browser says so with `Sec-Fetch-Site: same-origin` (a header no page
+/// can set or forge, sent by every current browser); otherwise its
+/// `Origin` (or, where a browser sends none, its `Referer`) must name the
+/// public URL. A foreign or `null` origin, or none of these, is refused,
 /// so another site cannot post a maintainer's or a submitter's form.
+/// (Pages are served with `Referrer-Policy: same-origin`, under which a
+/// browser names its origin on a same-origin post; under `no-referrer` it
+/// sent `Origin: null`, and every form of the site answered 403.)
 pub fn same_origin(headers: &HeaderMap, public_url: &str) -> Result<(), ApiError> {
     let ours = origin_of(public_url.trim_end_matches('/'));
     let refuse = |what: String| {
@@ -258,6 +263,18 @@ pub fn same_origin(headers: &HeaderMap, public_url: &str) -> Result<(), ApiError
     };
     let text =
         |name: header::HeaderName| headers.get(name).map(|v| v.to_str().unwrap_or("\u{fffd}"));
+    match headers
+        .get("sec-fetch-site")
+        .map(|v| v.to_str().unwrap_or(""))
+    {
+        Some("same-origin") => return Ok(()),
+        Some(site @ ("cross-site" | "same-site")) => {
+            return Err(refuse(format!(
+                "the browser says the request came from a {site} page"
+            )))
+        }
+        _ => {}
+    }
     if let Some(origin) = text(header::ORIGIN) {
         return if origin == ours {
             Ok(())
@@ -304,5 +321,31 @@ mod origin_tests {
         let e = same_origin(&HeaderMap::new(), ours).unwrap_err();
         assert_eq!(e.code, "foreign_origin");
         assert!(e.message.contains("names no origin"), "{}", e.message);
+    }
+
+    #[test]
+    fn what_browsers_send_on_a_same_origin_post() {
+        let ours = "https://wattcounts.example";
+        // Chromium's form post from our own page: Sec-Fetch-Site
+        // same-origin, with Origin null where the page said no-referrer.
+        let mut h = with("sec-fetch-site", "same-origin");
+        h.insert("origin", "null".parse().unwrap());
+        assert!(same_origin(&h, ours).is_ok());
+        // Another site's page posting to us: the browser says so, whatever
+        // Origin or Referer claim.
+        for site in ["cross-site", "same-site"] {
+            let mut h = with("sec-fetch-site", site);
+            h.insert("origin", ours.parse().unwrap());
+            let e = same_origin(&h, ours).unwrap_err();
+            assert_eq!(e.code, "foreign_origin");
+            assert!(e.message.contains(site), "{}", e.message);
+        }
+        // `none` (typed into the address bar) proves nothing: the Origin
+        // rule decides.
+        let mut h = with("sec-fetch-site", "none");
+        h.insert("origin", "null".parse().unwrap());
+        assert!(same_origin(&h, ours).is_err());
+        h.insert("origin", ours.parse().unwrap());
+        assert!(same_origin(&h, ours).is_ok());
     }
 }
