@@ -13,8 +13,8 @@ pub use wattcounts_analytics::{
     compare, deadline, estimator, insights, leaderboard, units, verdict,
 };
 pub use wattcounts_rules::{
-    bundle, catalog, checks, derived, digest, domain, fuzz_targets, handles, pack, peer, protocol,
-    receipt, rejection, signing, spreadsheet, timestamp, tlog,
+    bundle, catalog, checks, derived, digest, domain, fuzz_targets, handles, model_config, pack,
+    peer, protocol, receipt, rejection, signing, spreadsheet, timestamp, tlog,
 };
 pub use wattcounts_service as service;
 pub use wattcounts_service::analysis;

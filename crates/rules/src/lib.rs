@@ -22,6 +22,7 @@ pub mod domain;
 pub mod fuzz_targets;
 pub mod handles;
 pub mod memory_fit;
+pub mod model_config;
 pub mod pack;
 pub mod peer;
 pub mod protocol;
