@@ -66,7 +66,7 @@ pub fn demo_bundle(
     if let Ok(bytes) = std::fs::read(&path) {
         return Ok(bytes);
     }
-    let models: Vec<&catalog::ModelSpec> = catalog::models().iter().collect();
+    let models: Vec<&catalog::ModelSpec> = catalog::shipped_models().iter().collect();
     let run = synth::generate_run(gpu, &models, opts);
     let packed = pack::pack(&PackInput {
         run_name: run.name,

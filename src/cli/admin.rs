@@ -29,6 +29,11 @@ pub enum AdminCommand {
     /// service's maintainer API; waiting submissions are judged again).
     #[command(subcommand)]
     Gpu(super::admin_gpu::GpuCommand),
+    /// The model catalogue: add a model it lacks from its config.json
+    /// (through the running service's maintainer API; waiting submissions
+    /// are judged again).
+    #[command(subcommand)]
+    Model(super::admin_model::ModelCommand),
 }
 
 #[derive(Debug, Args)]
@@ -79,6 +84,7 @@ pub async fn run(cmd: AdminCommand) -> anyhow::Result<std::process::ExitCode> {
         AdminCommand::WeakKeys(a) => weak_keys(&a).await.map(|()| ok),
         AdminCommand::HandleCollisions(a) => handle_collisions(&a).await,
         AdminCommand::Gpu(c) => super::admin_gpu::run(c).await,
+        AdminCommand::Model(c) => super::admin_model::run(c).await,
         AdminCommand::LogKeygen(a) => {
             let origin = a.origin.trim();
             if origin.is_empty() || origin.contains(['+', ' ', '\n']) {

@@ -64,7 +64,7 @@ pub fn select_gpus(names: &[String]) -> anyhow::Result<Vec<&'static catalog::Gpu
 
 pub fn select_models(ids: &[String]) -> anyhow::Result<Vec<&'static catalog::ModelSpec>> {
     if ids.is_empty() {
-        return Ok(catalog::models().iter().collect());
+        return Ok(catalog::shipped_models().iter().collect());
     }
     ids.iter()
         .map(|id| catalog::model_by_id(id).ok_or_else(|| anyhow::anyhow!("unknown model '{id}'")))

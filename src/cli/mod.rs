@@ -5,6 +5,7 @@
 
 pub mod admin;
 pub mod admin_gpu;
+pub mod admin_model;
 pub mod config_cmd;
 pub mod db;
 pub mod demo;

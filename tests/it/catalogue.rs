@@ -235,3 +235,139 @@ async fn an_unknown_gpu_waits_and_is_judged_again_once_added_on_postgres() {
     };
     waiting_then_added(app, "NVIDIA Test Accelerator PostgreSQL 24GB").await;
 }
+
+/// Qwen2.5-0.5B-Instruct's config.json (its shape fields), which the
+/// renamed fixture model below is: tied embeddings 151,936 × 896 =
+/// 136,134,656; a layer's attention 896 × (14 + 2 × 2) × 64 + 896 × 896 =
+/// 1,032,192 + 802,816 = 1,835,008 and MLP 3 × 896 × 4,864 = 13,074,432,
+/// together 14,909,440, × 24 = 357,826,560. Total 493,961,216 (Qwen
+/// states 0.49 B; biases and norms are the rest).
+const QWEN_05B_CONFIG: &str = r#"{
+  "architectures": ["Qwen2ForCausalLM"],
+  "model_type": "qwen2",
+  "hidden_size": 896,
+  "intermediate_size": 4864,
+  "num_hidden_layers": 24,
+  "num_attention_heads": 14,
+  "num_key_value_heads": 2,
+  "vocab_size": 151936,
+  "tie_word_embeddings": true,
+  "max_position_embeddings": 32768,
+  "torch_dtype": "bfloat16"
+}"#;
+
+/// A model the catalogue lacks (issue #54): the bundle waits in review; a
+/// maintainer adds the model from its config.json (figures by the one
+/// formula, a log leaf with the config's digest); the waiting bundle is
+/// judged again and accepted, and the model has its page. Bad additions
+/// are refused with the rule named, and add nothing.
+async fn an_unknown_model_waits_then_is_added(app: TestApp, model: &str) {
+    let key = app.register("alice").await;
+    let gz = BundleBuilder::fixture()
+        .marked(model)
+        .model_named(model)
+        .by("alice", &key)
+        .build();
+    let (status, r) = app.submit(&gz, &sign(&key, &gz)).await;
+    assert_eq!(status, StatusCode::CREATED, "{r}");
+    assert_eq!(r["status"], "needs_review", "{:#}", r["summary"]);
+    let id = r["submission_id"].as_str().unwrap().to_string();
+    let (status, _) = app.get(&format!("/api/v1/models/{model}")).await;
+    assert_eq!(
+        status,
+        StatusCode::NOT_FOUND,
+        "no page before it is catalogued"
+    );
+
+    let path = "/api/v1/admin/catalogue/models";
+    let log_before = app.get("/api/v1/log").await.1["size"].as_u64();
+    for (config, code) in [
+        ("{not json", "implausible_model"),
+        (
+            r#"{"model_type": "llama", "num_hidden_layers": 2}"#,
+            "implausible_model",
+        ),
+    ] {
+        let (status, e) = app
+            .admin_post(
+                path,
+                json!({"id": model, "config": config, "reason": "issue 54"}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{e}");
+        assert_eq!(e["error"]["code"], code, "{e}");
+    }
+    let (status, e) = app
+        .admin_post(
+            path,
+            json!({"id": model, "config": QWEN_05B_CONFIG, "reason": ""}),
+        )
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "a reason is required: {e}"
+    );
+    assert_eq!(app.get("/api/v1/log").await.1["size"].as_u64(), log_before);
+
+    let (status, added) = app
+        .admin_post(
+            path,
+            json!({"id": model, "config": QWEN_05B_CONFIG, "revision": "7ae557604adf67be50417f59c2c2f167def9a775", "reason": "issue 54: a model from a bundle"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{added}");
+    let spec = &added["addition"]["spec"];
+    assert_eq!(spec["params_b"].as_f64().unwrap(), 0.493_961_216);
+    assert_eq!(spec["active_params_b"], spec["params_b"]);
+    assert_eq!(
+        (spec["layers"].as_u64(), spec["kv_heads"].as_u64()),
+        (Some(24), Some(2))
+    );
+    let provenance = &added["addition"]["provenance"];
+    assert_eq!(provenance["precision"], "bf16");
+    assert_eq!(
+        provenance["config_sha256"],
+        wattcounts::digest::sha256_hex(QWEN_05B_CONFIG.as_bytes())
+    );
+    assert_eq!(
+        added["rejudged"],
+        json!([{"submission_id": id, "from": "needs_review", "to": "accepted"}]),
+        "{added:#}"
+    );
+    // One leaf for the addition, one for the decision that moved the bundle.
+    assert_eq!(
+        app.get("/api/v1/log").await.1["size"].as_u64(),
+        log_before.map(|n| n + 2)
+    );
+    let (status, r) = app.get(&format!("/api/v1/submissions/{id}")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(r["status"], "accepted", "{:#}", r["summary"]);
+    let (status, page) = app.get(&format!("/api/v1/models/{model}")).await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    // Once is enough: the same id again is a conflict.
+    let (status, e) = app
+        .admin_post(
+            path,
+            json!({"id": model, "config": QWEN_05B_CONFIG, "reason": "again"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{e}");
+    assert_eq!(e["error"]["code"], "model_exists");
+}
+
+#[tokio::test]
+async fn an_unknown_model_waits_and_is_judged_again_once_added_on_sqlite() {
+    an_unknown_model_waits_then_is_added(
+        TestApp::new().await,
+        "example-org/Renamed-Qwen-0.5B-sqlite",
+    )
+    .await
+}
+
+#[tokio::test]
+async fn an_unknown_model_waits_and_is_judged_again_once_added_on_postgres() {
+    if let Some(app) = TestApp::postgres().await {
+        an_unknown_model_waits_then_is_added(app, "example-org/Renamed-Qwen-0.5B-pg").await
+    }
+}

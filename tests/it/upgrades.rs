@@ -87,6 +87,10 @@ const RELEASED: &[(&str, &str)] = &[
         "22ee0db536e02692f1c2ac6feebe00f441b7e4fbeb3c40445891c9df8f7a032e",
     ),
     (
+        "migrations/sqlite/0017_catalogue_models.sql",
+        "103bdbc3d6e85784157fa5d61f961b6c04c529ef248c8652d92411f34877b89d",
+    ),
+    (
         "migrations/postgres/0001_init.sql",
         "1b9a90f450b12d36d8f020c1f324fc6214e2141addad5b7c453a62d0837cb5d4",
     ),
@@ -150,6 +154,10 @@ const RELEASED: &[(&str, &str)] = &[
         "migrations/postgres/0016_model_recent.sql",
         "22ee0db536e02692f1c2ac6feebe00f441b7e4fbeb3c40445891c9df8f7a032e",
     ),
+    (
+        "migrations/postgres/0017_catalogue_models.sql",
+        "103bdbc3d6e85784157fa5d61f961b6c04c529ef248c8652d92411f34877b89d",
+    ),
 ];
 
 #[test]
@@ -178,10 +186,12 @@ fn released_migrations_are_never_edited_and_new_ones_are_pinned() {
     }
 }
 
-/// What migrations 0015 and 0016 added, taken away again: the database as
-/// a deployment at migration 0014 held it (they only add columns and
-/// indexes).
+/// What migrations 0015 to 0017 added, taken away again: the database as
+/// a deployment at migration 0014 held it (they only add columns, indexes
+/// and a table).
 const BEFORE_0015: &[&str] = &[
+    "DROP TABLE catalogue_models",
+    "DELETE FROM _sqlx_migrations WHERE version = 17",
     "DROP INDEX configurations_model_recent",
     "DELETE FROM _sqlx_migrations WHERE version = 16",
     "DROP INDEX runs_missing_request_sums",

@@ -23,9 +23,9 @@ pub use wattcounts_rules::catalog::CatalogueAddition as Addition;
 pub enum CatalogueError {
     /// The figures break the catalogue's plausibility rules; each problem
     /// names its field and figure.
-    #[error("the GPU's figures are not plausible: {}", .0.join("; "))]
+    #[error("the figures are not plausible: {}", .0.join("; "))]
     Implausible(Vec<String>),
-    /// The catalogue has a GPU of that name already.
+    /// The catalogue has a GPU or model of that name already.
     #[error("the catalogue already has '{0}'")]
     Exists(String),
     #[error(transparent)]
@@ -44,6 +44,17 @@ pub struct Rejudged {
     pub to: Status,
 }
 
+/// A model a maintainer added.
+pub use wattcounts_rules::catalog::CatalogueModelAddition as ModelAddition;
+
+/// What adding a model did.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
+pub struct ModelAdded {
+    pub addition: ModelAddition,
+    /// Submissions that waited on this model, each judged again.
+    pub rejudged: Vec<Rejudged>,
+}
+
 /// What adding a GPU did.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
 pub struct GpuAdded {
@@ -59,7 +70,76 @@ impl Service {
         let added = self.store.catalogue_additions().await?;
         let specs: Vec<GpuSpec> = added.into_iter().map(|a| a.spec).collect();
         catalog::install_additions(&specs);
-        Ok(specs.len())
+        let models: Vec<catalog::ModelSpec> = self
+            .store
+            .catalogue_models()
+            .await?
+            .into_iter()
+            .map(|a| a.spec)
+            .collect();
+        catalog::install_model_additions(&models);
+        Ok(specs.len() + models.len())
+    }
+
+    /// Every model maintainers added, oldest first.
+    pub async fn catalogue_models(&self) -> Result<Vec<ModelAddition>, ServiceError> {
+        self.store
+            .catalogue_models()
+            .await
+            .map_err(ServiceError::from)
+    }
+
+    /// Adds model `id` to the catalogue from its own config.json (`config`,
+    /// the file's bytes; `revision` the repo's commit when known), for
+    /// `actor` with `reason`: its figures by the one formula
+    /// ([`wattcounts_rules::model_config`]), held to the plausibility
+    /// ranges, stored with their provenance and a log leaf. Then every
+    /// submission waiting in review on the model is judged again.
+    pub async fn add_model(
+        &self,
+        id: &str,
+        config: &[u8],
+        revision: Option<&str>,
+        actor: &str,
+        reason: &str,
+    ) -> Result<ModelAdded, CatalogueError> {
+        if catalog::model_by_id(id).is_some() {
+            return Err(CatalogueError::Exists(id.to_string()));
+        }
+        let parsed: serde_json::Value = serde_json::from_slice(config).map_err(|e| {
+            CatalogueError::Implausible(vec![format!("config.json is not JSON: {e}")])
+        })?;
+        let figures = wattcounts_rules::model_config::figures(&parsed)
+            .map_err(|e| CatalogueError::Implausible(vec![e.to_string()]))?;
+        let spec = catalog::ModelSpec::from_figures(id, &figures);
+        let problems = catalog::model_plausibility_problems(&spec);
+        if !problems.is_empty() {
+            return Err(CatalogueError::Implausible(problems));
+        }
+        let provenance = catalog::ModelProvenance {
+            repo: id.to_string(),
+            revision: revision.map(str::to_string),
+            config_sha256: wattcounts_rules::digest::sha256_hex(config),
+            precision: figures.precision.name.clone(),
+        };
+        let by = Actor {
+            name: actor.to_string(),
+            at: Utc::now(),
+            reason: reason.to_string(),
+        };
+        let Some(addition) = self
+            .store
+            .add_catalogue_model(&spec, &provenance, &by)
+            .await?
+        else {
+            return Err(CatalogueError::Exists(id.to_string()));
+        };
+        self.load_catalogue_additions().await?;
+        self.changed();
+        let waiting = self.store.waiting_on_model(id).await?;
+        let what = format!("model '{id}' (version {})", addition.version);
+        let rejudged = self.rejudge(waiting, &what, &addition.actor).await?;
+        Ok(ModelAdded { addition, rejudged })
     }
 
     /// Every GPU maintainers added, oldest first.
@@ -98,16 +178,27 @@ impl Service {
         };
         self.load_catalogue_additions().await?;
         self.changed();
-        let rejudged = self.rejudge_waiting_on(&addition).await?;
+        let waiting = self.store.waiting_on_gpu(&addition.spec.nvml_name).await?;
+        let what = format!(
+            "'{}' (version {})",
+            addition.spec.nvml_name, addition.version
+        );
+        let rejudged = self.rejudge(waiting, &what, &addition.actor).await?;
         Ok(GpuAdded { addition, rejudged })
     }
 
-    /// Judges again each submission that waits in review on the GPU just
-    /// added: the stored bundle through the same analysis and checks as at
-    /// ingest, now that the catalogue has the GPU's TDP and idle power.
-    async fn rejudge_waiting_on(&self, added: &Addition) -> Result<Vec<Rejudged>, CatalogueError> {
+    /// Judges again each submission that waited in review on what the
+    /// catalogue just gained (`what`, a GPU or a model, added by `actor`):
+    /// the stored bundle through the same analysis and checks as at
+    /// ingest, now with the new figures.
+    async fn rejudge(
+        &self,
+        waiting: Vec<wattcounts_rules::domain::SubmissionRecord>,
+        what: &str,
+        actor: &str,
+    ) -> Result<Vec<Rejudged>, CatalogueError> {
         let mut out = Vec::new();
-        for rec in self.store.waiting_on_gpu(&added.spec.nvml_name).await? {
+        for rec in waiting {
             let blobs = self.blobs().clone();
             let schema = self.ingestor.schema.clone();
             let config = self.config().clone();
@@ -131,11 +222,10 @@ impl Service {
             .await
             .map_err(|e| CatalogueError::Internal(e.to_string()))?
             .map_err(CatalogueError::Internal)?;
+            // Still waiting on its GPU too (a model was added): it is judged
+            // again when the GPU is.
             let Some(gpu) = analysis.gpu else {
-                return Err(CatalogueError::Internal(format!(
-                    "submission {id}: '{}' is still not in the catalogue",
-                    analysis.manifest.system.gpu.name
-                )));
+                continue;
             };
             let mut analysis = analysis;
             let own = std::mem::take(&mut analysis.checks);
@@ -150,12 +240,10 @@ impl Service {
                 .map(|c| c.id.as_str())
                 .collect();
             let by = Actor {
-                name: added.actor.clone(),
+                name: actor.to_string(),
                 at: Utc::now(),
                 reason: format!(
-                    "catalogue gained '{}' (version {}): judged again with its figures; {}",
-                    added.spec.nvml_name,
-                    added.version,
+                    "catalogue gained {what}: judged again with its figures; {}",
                     if problems.is_empty() {
                         "every check passes".to_string()
                     } else {

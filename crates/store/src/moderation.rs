@@ -55,7 +55,23 @@ pub trait Moderation: Send + Sync {
     /// Submissions waiting in review on a GPU the catalogue lacked when
     /// they arrived, by the name their manifest gives.
     async fn waiting_on_gpu(&self, nvml_name: &str) -> Result<Vec<SubmissionRecord>, StoreError>;
-    /// Judges a waiting submission again now that the catalogue has its GPU:
+    /// Every model maintainers added, oldest first.
+    async fn catalogue_models(
+        &self,
+    ) -> Result<Vec<wattcounts_rules::catalog::CatalogueModelAddition>, StoreError>;
+    /// Adds a model with its provenance to the catalogue, with a decision
+    /// leaf in the log, in one transaction; `None` when a model of that id
+    /// was added before.
+    async fn add_catalogue_model(
+        &self,
+        spec: &wattcounts_rules::catalog::ModelSpec,
+        provenance: &wattcounts_rules::catalog::ModelProvenance,
+        by: &Actor,
+    ) -> Result<Option<wattcounts_rules::catalog::CatalogueModelAddition>, StoreError>;
+    /// Submissions waiting in review that measured `model`.
+    async fn waiting_on_model(&self, model: &str) -> Result<Vec<SubmissionRecord>, StoreError>;
+    /// Judges a waiting submission again now that the catalogue has its GPU
+    /// (or a model it measured):
     /// its GPU id, check results and status, a decision leaf saying why, its
     /// configurations in the groups of that GPU, all in one transaction.
     /// Refused (`WrongStatus`) unless it still waits in review.
@@ -428,6 +444,122 @@ macro_rules! moderation_sql {
                 }).await
             }
 
+            async fn catalogue_models(
+                &self,
+            ) -> Result<Vec<::wattcounts_rules::catalog::CatalogueModelAddition>, StoreError> {
+                self.calls.run($crate::calls::CallKind::Request, "catalogue_models", async move {
+                    let rows = sqlx::query(
+                        "SELECT version, spec, provenance, added_at, actor, reason FROM catalogue_models ORDER BY version",
+                    )
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(db_err)?;
+                    rows.iter()
+                        .map(|r| {
+                            Ok(::wattcounts_rules::catalog::CatalogueModelAddition {
+                                version: r.get("version"),
+                                spec: serde_json::from_str(r.get::<&str, _>("spec")).map_err(json_err)?,
+                                provenance: serde_json::from_str(r.get::<&str, _>("provenance")).map_err(json_err)?,
+                                added_at: r.get("added_at"),
+                                actor: r.get("actor"),
+                                reason: r.get("reason"),
+                            })
+                        })
+                        .collect()
+                }).await
+            }
+
+            async fn add_catalogue_model(
+                &self,
+                spec: &::wattcounts_rules::catalog::ModelSpec,
+                provenance: &::wattcounts_rules::catalog::ModelProvenance,
+                by: &Actor,
+            ) -> Result<Option<::wattcounts_rules::catalog::CatalogueModelAddition>, StoreError> {
+                self.calls.run($crate::calls::CallKind::Transaction, "add_catalogue_model", async move {
+                    let _w = self.write_lock().await;
+                    let mut tx = self.pool.begin_with(<$store>::DIALECT.begin_write).await.map_err(db_err)?;
+                    let known: Option<i64> = sqlx::query_scalar("SELECT version FROM catalogue_models WHERE model_id = $1")
+                        .bind(&spec.id)
+                        .fetch_optional(&mut *tx)
+                        .await
+                        .map_err(db_err)?;
+                    if known.is_some() {
+                        return Ok(None);
+                    }
+                    let version: i64 = sqlx::query_scalar("SELECT CAST(COALESCE(MAX(version), 0) + 1 AS BIGINT) FROM catalogue_models")
+                        .fetch_one(&mut *tx)
+                        .await
+                        .map_err(db_err)?;
+                    let body = serde_json::to_string(spec).map_err(json_err)?;
+                    let source = serde_json::to_string(provenance).map_err(json_err)?;
+                    let at = ts(&by.at);
+                    sqlx::query(
+                        "INSERT INTO catalogue_models (model_id, version, spec, provenance, added_at, actor, reason) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                    )
+                    .bind(&spec.id)
+                    .bind(version)
+                    .bind(&body)
+                    .bind(&source)
+                    .bind(&at)
+                    .bind(&by.name)
+                    .bind(&by.reason)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+                    // The log records the model, its version, the figures'
+                    // digest and where they came from, beside the reason.
+                    let reason = format!(
+                        "{}; catalogue model '{}' added as version {version} (figures sha256 {}, from config.json sha256 {} of {}{})",
+                        by.reason,
+                        spec.id,
+                        ::wattcounts_rules::digest::sha256_hex(body.as_bytes()),
+                        provenance.config_sha256,
+                        provenance.repo,
+                        provenance.revision.as_deref().map(|r| format!(" at {r}")).unwrap_or_default()
+                    );
+                    let leaf = insert_event(
+                        &mut tx,
+                        by,
+                        EventRow {
+                            action: "catalogue_add",
+                            submission_id: None,
+                            handle: None,
+                            fingerprint: None,
+                            from: None,
+                            to: None,
+                            effective_at: None,
+                            reason: &reason,
+                        },
+                    )
+                    .await?;
+                    append_leaves(&mut tx, &[leaf], false).await?;
+                    tx.commit().await.map_err(db_err)?;
+                    Ok(Some(::wattcounts_rules::catalog::CatalogueModelAddition {
+                        version,
+                        spec: spec.clone(),
+                        provenance: provenance.clone(),
+                        added_at: at,
+                        actor: by.name.clone(),
+                        reason: by.reason.clone(),
+                    }))
+                }).await
+            }
+
+            async fn waiting_on_model(&self, model: &str) -> Result<Vec<SubmissionRecord>, StoreError> {
+                self.calls.run($crate::calls::CallKind::Request, "waiting_on_model", async move {
+                    let rows = sqlx::query(&format!(
+                        "{SUBMISSION_SELECT} WHERE s.status = 'needs_review'
+                           AND EXISTS (SELECT 1 FROM configurations c WHERE c.submission_id = s.id AND c.model = $1)
+                         ORDER BY s.received_at, s.id"
+                    ))
+                    .bind(model)
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(db_err)?;
+                    rows.iter().map(submission_record).collect()
+                }).await
+            }
+
             async fn waiting_on_gpu(&self, nvml_name: &str) -> Result<Vec<SubmissionRecord>, StoreError> {
                 self.calls.run($crate::calls::CallKind::Request, "waiting_on_gpu", async move {
                     let rows = sqlx::query(&format!(
@@ -462,7 +594,11 @@ macro_rules! moderation_sql {
                         return Ok(Decided::NotFound);
                     };
                     let sub = submission_record(&row)?;
-                    if sub.status != Status::NeedsReview || sub.gpu_id.is_some() {
+                    // Waiting on its GPU (no id yet) or on a model (the GPU
+                    // known, the same one): anything else was decided.
+                    if sub.status != Status::NeedsReview
+                        || sub.gpu_id.as_deref().is_some_and(|g| g != gpu_id)
+                    {
                         return Ok(Decided::WrongStatus(sub.status));
                     }
                     let protocol = sub.protocol.clone().ok_or_else(|| {

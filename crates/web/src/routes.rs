@@ -206,6 +206,7 @@ fn route_table(state: &AppState) -> Table {
         .api(NoStore, routes!(pages::admin::api::suspend))
         .api(NoStore, routes!(pages::admin::api::revoke))
         .api(NoStore, routes!(pages::admin::catalogue::add_gpu))
+        .api(NoStore, routes!(pages::admin::catalogue::add_model))
         .api(DataVersioned, routes!(pages::admin::catalogue::gpus))
         .get("/snapshots", Revalidate, pages::snapshots::list_page)
         .get(

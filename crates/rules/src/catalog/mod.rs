@@ -77,7 +77,7 @@ impl GpuSpec {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct ModelSpec {
     /// Hugging Face id, e.g. `meta-llama/Llama-3.1-8B-Instruct`.
     pub id: String,
@@ -347,7 +347,102 @@ pub fn paper_gpus() -> impl Iterator<Item = &'static GpuSpec> {
     gpus().iter().filter(|g| g.in_paper())
 }
 
+/// The shipped models plus those maintainers added (see
+/// [`install_model_additions`]).
 pub fn models() -> &'static [ModelSpec] {
+    let added = *ADDED_MODELS.read().unwrap_or_else(|e| e.into_inner());
+    added.unwrap_or_else(shipped_models)
+}
+
+/// Shipped models plus additions, once any addition is installed.
+static ADDED_MODELS: std::sync::RwLock<Option<&'static [ModelSpec]>> = std::sync::RwLock::new(None);
+
+/// Makes `additions` (models maintainers added from their config.json)
+/// part of the catalogue every lookup reads; a union, as for GPUs
+/// ([`install_additions`] says why).
+pub fn install_model_additions(additions: &[ModelSpec]) {
+    if additions.iter().all(|m| model_by_id(&m.id).is_some()) {
+        return;
+    }
+    let mut slot = ADDED_MODELS.write().unwrap_or_else(|e| e.into_inner());
+    let mut all: Vec<ModelSpec> = slot.unwrap_or_else(shipped_models).to_vec();
+    for m in additions {
+        if !all.iter().any(|k| k.id == m.id) {
+            all.push(m.clone());
+        }
+    }
+    *slot = Some(Box::leak(all.into_boxed_slice()));
+}
+
+impl ModelSpec {
+    /// A catalogue row from the figures of the model's config.json.
+    pub fn from_figures(id: &str, f: &crate::model_config::ModelFigures) -> ModelSpec {
+        ModelSpec {
+            id: id.to_string(),
+            params_b: f.total_params / 1e9,
+            active_params_b: f.active_params / 1e9,
+            layers: f.layers as u32,
+            hidden_size: f.hidden_size as u32,
+            attention_heads: (f.attention_heads as u32).max(1),
+            kv_heads: if f.kv_heads == 0 {
+                (f.attention_heads as u32).max(1)
+            } else {
+                f.kv_heads as u32
+            },
+            model_type: f.model_type.clone(),
+        }
+    }
+}
+
+/// What makes a model's figures implausible (the ranges `admin gpu add`
+/// holds GPUs to have their twin here): each problem names its field and
+/// figure. Empty when the row may join the catalogue.
+pub fn model_plausibility_problems(m: &ModelSpec) -> Vec<String> {
+    let mut bad = Vec::new();
+    let id_ok = m.id.split('/').count() == 2
+        && m.id.split('/').all(|p| {
+            !p.is_empty()
+                && p.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        });
+    if !id_ok {
+        bad.push(format!(
+            "id '{}' is not a Hugging Face repo id (ORG/NAME of letters, digits, - _ .)",
+            m.id
+        ));
+    }
+    if !(0.001..=2000.0).contains(&m.params_b) {
+        bad.push(format!(
+            "{} B parameters is outside 0.001–2,000 B",
+            m.params_b
+        ));
+    }
+    if !(m.active_params_b > 0.0 && m.active_params_b <= m.params_b * 1.000_001) {
+        bad.push(format!(
+            "{} B active parameters is not within the {} B total",
+            m.active_params_b, m.params_b
+        ));
+    }
+    if !(1..=1000).contains(&m.layers) {
+        bad.push(format!("{} layers is outside 1–1,000", m.layers));
+    }
+    if !(64..=65_536).contains(&m.hidden_size) {
+        bad.push(format!(
+            "hidden size {} is outside 64–65,536",
+            m.hidden_size
+        ));
+    }
+    if m.kv_heads > m.attention_heads {
+        bad.push(format!(
+            "{} KV heads is more than its {} attention heads",
+            m.kv_heads, m.attention_heads
+        ));
+    }
+    bad
+}
+
+/// The models shipped in `model_features.csv`.
+pub fn shipped_models() -> &'static [ModelSpec] {
     static MODELS: OnceLock<Vec<ModelSpec>> = OnceLock::new();
     MODELS.get_or_init(|| {
         let (h, body) = rows(MODEL_CSV);
@@ -402,6 +497,30 @@ pub struct CatalogueAddition {
     /// 1 for the first addition, then one more for each.
     pub version: i64,
     pub spec: GpuSpec,
+    pub added_at: String,
+    pub actor: String,
+    pub reason: String,
+}
+
+/// Where an added model's figures come from: its config.json.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct ModelProvenance {
+    /// The Hugging Face repo the config is of.
+    pub repo: String,
+    /// The repo's revision (a commit hash), when known.
+    pub revision: Option<String>,
+    /// SHA-256 of the config.json bytes the figures were derived from.
+    pub config_sha256: String,
+    /// The weights' precision the config states (`bf16`, `awq-int4`, …).
+    pub precision: String,
+}
+
+/// A model a maintainer added to the catalogue.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
+pub struct CatalogueModelAddition {
+    pub version: i64,
+    pub spec: ModelSpec,
+    pub provenance: ModelProvenance,
     pub added_at: String,
     pub actor: String,
     pub reason: String,

@@ -105,3 +105,74 @@ pub async fn add_gpu(
     let added = s.service.add_gpu(body.gpu, &by.name, &by.reason).await?;
     Ok((StatusCode::CREATED, Json(added)).into_response())
 }
+
+#[derive(Deserialize, ToSchema)]
+pub struct ModelAddBody {
+    /// The model's Hugging Face id, ORG/NAME.
+    pub id: String,
+    /// The model's config.json, the file's text as it is (its SHA-256 is
+    /// recorded with the figures).
+    pub config: String,
+    /// The repo's revision (commit) the config is of, when known.
+    #[serde(default)]
+    pub revision: Option<String>,
+    /// Why, for the log (e.g. the issue or the submission that asked).
+    pub reason: String,
+}
+
+/// A model addition's refusals, in the model's words.
+fn model_error(e: CatalogueError) -> ApiError {
+    match e {
+        CatalogueError::Implausible(problems) => {
+            let mut err = ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "implausible_model",
+                format!(
+                    "the model's config.json gives no plausible figures: {}",
+                    problems.join("; ")
+                ),
+            );
+            err.details = problems
+                .iter()
+                .map(|p| Detail::new(p.clone()).file("config.json"))
+                .collect();
+            err
+        }
+        CatalogueError::Exists(id) => ApiError::new(
+            StatusCode::CONFLICT,
+            "model_exists",
+            format!("the catalogue already has '{id}'"),
+        ),
+        other => other.into(),
+    }
+}
+
+#[utoipa::path(post, path = "/api/v1/admin/catalogue/models", tag = "maintainers",
+    summary = "Add a model to the catalogue from its config.json; submissions waiting on it are judged again",
+    request_body = ModelAddBody,
+    security(("maintainer" = [])),
+    responses((status = 201, description = "Added (a log leaf), with the submissions judged again", body = wattcounts_service::catalogue::ModelAdded),
+        (status = 400, description = "The body is not the shape asked for", body = ErrorBody),
+        (status = 401, description = "No or a wrong maintainer token", body = ErrorBody),
+        (status = 409, description = "The catalogue has that model already", body = ErrorBody),
+        (status = 422, description = "No reason, or a config.json that gives no plausible figures (each named)", body = ErrorBody)))]
+pub async fn add_model(
+    State(s): State<AppState>,
+    m: Maintainer,
+    body: Result<Json<ModelAddBody>, JsonRejection>,
+) -> Result<Response, ApiError> {
+    let Json(body) = body.map_err(ApiError::bad_json)?;
+    let by = wattcounts_service::moderation::actor(&m.name, &body.reason)?;
+    let added = s
+        .service
+        .add_model(
+            body.id.trim(),
+            body.config.as_bytes(),
+            body.revision.as_deref(),
+            &by.name,
+            &by.reason,
+        )
+        .await
+        .map_err(model_error)?;
+    Ok((StatusCode::CREATED, Json(added)).into_response())
+}
