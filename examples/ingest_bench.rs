@@ -61,6 +61,7 @@ fn one_bundle(cache: &Path, key: &ssh_key::PrivateKey) -> anyhow::Result<Vec<u8>
         vllm_version: None,
         declare_power_limit: false,
         created_at: chrono::Utc::now(),
+        model_configs: Vec::new(),
     })?;
     std::fs::write(&path, &packed.bytes)?;
     Ok(packed.bytes)

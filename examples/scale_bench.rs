@@ -219,6 +219,7 @@ fn one_more(
         vllm_version: Some("0.14.0".into()),
         declare_power_limit: false,
         created_at: chrono::Utc::now(),
+        model_configs: Vec::new(),
     })?;
     let sig = wattcounts::signing::sign(
         key,

@@ -80,6 +80,7 @@ pub fn demo_bundle(
         vllm_version: Some("0.14.0".into()),
         declare_power_limit: false,
         created_at: chrono::Utc::now(),
+        model_configs: Vec::new(),
     })?;
     std::fs::create_dir_all(path.parent().expect("has parent"))?;
     let tmp = path.with_extension("partial");

@@ -203,6 +203,7 @@ pub fn pack_signed(
         vllm_version: None,
         declare_power_limit: false,
         created_at: chrono::Utc::now(),
+        model_configs: Vec::new(),
     })
     .expect("packs");
     let sig = signing::sign(key, signing::SUBMISSION_NAMESPACE, &packed.bytes)

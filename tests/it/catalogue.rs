@@ -371,3 +371,100 @@ async fn an_unknown_model_waits_and_is_judged_again_once_added_on_postgres() {
         an_unknown_model_waits_then_is_added(app, "example-org/Renamed-Qwen-0.5B-pg").await
     }
 }
+
+/// A model the catalogue lacks, its config.json in the bundle (issue #54,
+/// as `pack` ships it from the Hugging Face cache): the run is accepted,
+/// the model joins the catalogue from it (the submitter, the config's
+/// revision and digest, a log leaf) and has its page. Without a config,
+/// or with one that gives no figures, it waits for review, saying why.
+async fn a_model_joins_from_its_bundle(app: TestApp, model: &str) {
+    let key = app.register("alice").await;
+    let log_before = app.get("/api/v1/log").await.1["size"].as_u64().unwrap();
+
+    // A config that gives no figures (no hidden size): in review, named.
+    let gz = BundleBuilder::fixture()
+        .marked(format!("{model} broken"))
+        .model_named(model)
+        .with_model_config(
+            model,
+            "0123abc",
+            br#"{"model_type": "qwen2", "num_hidden_layers": 24}"#,
+        )
+        .by("alice", &key)
+        .build();
+    let (status, r) = app.submit(&gz, &sign(&key, &gz)).await;
+    assert_eq!(status, StatusCode::CREATED, "{r}");
+    assert_eq!(r["status"], "needs_review", "{:#}", r["summary"]);
+    let summary = r["summary"].to_string();
+    assert!(
+        summary.contains("config.json has no hidden_size"),
+        "{summary}"
+    );
+
+    let gz = BundleBuilder::fixture()
+        .marked(model)
+        .model_named(model)
+        .with_model_config(
+            model,
+            "7ae557604adf67be50417f59c2c2f167def9a775",
+            QWEN_05B_CONFIG.as_bytes(),
+        )
+        .by("alice", &key)
+        .build();
+    let (status, r) = app.submit(&gz, &sign(&key, &gz)).await;
+    assert_eq!(status, StatusCode::CREATED, "{r}");
+    assert_eq!(r["status"], "accepted", "{:#}", r["summary"]);
+    let c = r["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "identity.model_catalogue")
+        .unwrap();
+    assert!(
+        c["message"].as_str().unwrap().contains(&format!(
+            "{model} (0.49 B parameters, 0.49 B active, bf16, from its config.json)"
+        )),
+        "{c:#}"
+    );
+    // Joined: its page, and a leaf for the addition beside the two
+    // submissions' (the broken one's included).
+    let (status, page) = app.get(&format!("/api/v1/models/{model}")).await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert_eq!(
+        app.get("/api/v1/log").await.1["size"].as_u64().unwrap(),
+        log_before + 3
+    );
+    let added = app.service.catalogue_models().await.unwrap();
+    let a = added
+        .iter()
+        .find(|a| a.spec.id == model)
+        .expect("catalogued");
+    assert_eq!(a.actor, "alice");
+    assert_eq!(a.spec.params_b, 0.493_961_216);
+    assert_eq!(
+        a.provenance.revision.as_deref(),
+        Some("7ae557604adf67be50417f59c2c2f167def9a775")
+    );
+    assert_eq!(
+        a.provenance.config_sha256,
+        wattcounts::digest::sha256_hex(QWEN_05B_CONFIG.as_bytes())
+    );
+    assert!(
+        a.reason.contains(r["submission_id"].as_str().unwrap()),
+        "{}",
+        a.reason
+    );
+}
+
+#[tokio::test]
+async fn a_model_joins_the_catalogue_from_its_bundle_on_sqlite() {
+    a_model_joins_from_its_bundle(TestApp::new().await, "example-org/Bundled-Qwen-0.5B-sqlite")
+        .await
+}
+
+#[tokio::test]
+async fn a_model_joins_the_catalogue_from_its_bundle_on_postgres() {
+    if let Some(app) = TestApp::postgres().await {
+        a_model_joins_from_its_bundle(app, "example-org/Bundled-Qwen-0.5B-pg").await
+    }
+}

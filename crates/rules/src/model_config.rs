@@ -299,6 +299,33 @@ pub fn figures(config: &Value) -> Result<ModelFigures, ConfigError> {
     })
 }
 
+/// A model's config.json as a bundle carries it, with what it gives.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BundledModel {
+    pub id: String,
+    pub revision: Option<String>,
+    pub config_sha256: String,
+    pub figures: Result<ModelFigures, ConfigError>,
+}
+
+impl BundledModel {
+    /// Reads the config's bytes (JSON, then the formula).
+    pub fn read(id: &str, revision: Option<String>, config_sha256: String, bytes: &[u8]) -> Self {
+        let figures = match serde_json::from_slice::<Value>(bytes) {
+            Ok(v) => figures(&v),
+            Err(e) => Err(ConfigError::Unsupported(format!(
+                "a config.json that is not JSON ({e})"
+            ))),
+        };
+        BundledModel {
+            id: id.to_string(),
+            revision,
+            config_sha256,
+            figures,
+        }
+    }
+}
+
 /// Each catalogue model as the config.json its row was flattened from
 /// (`catalog/model_features.csv`, the WattGPU release: numbers as
 /// numbers, TRUE/FALSE as booleans, a text config's Python dict as JSON),

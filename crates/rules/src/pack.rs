@@ -29,6 +29,10 @@ pub struct PackInput {
     pub declare_power_limit: bool,
     /// When it was packed: the caller's clock (this crate reads none).
     pub created_at: chrono::DateTime<chrono::Utc>,
+    /// Each model's config.json the caller found: (id, revision, bytes).
+    /// Shipped under `model-configs/ID/config.json` and named in the
+    /// manifest's `models`.
+    pub model_configs: Vec<(String, Option<String>, Vec<u8>)>,
 }
 
 pub struct Packed {
@@ -72,8 +76,7 @@ pub fn build_manifest(input: &PackInput) -> anyhow::Result<Manifest> {
     if let Some(v) = &input.vllm_version {
         software.insert("vllm".to_string(), v.clone());
     }
-    let files = input
-        .files
+    let files = all_files(input)
         .iter()
         .map(|(path, data)| FileEntry {
             path: path.clone(),
@@ -126,13 +129,33 @@ pub fn build_manifest(input: &PackInput) -> anyhow::Result<Manifest> {
             licence: manifest::DATASET_LICENCE.into(),
         },
         files,
+        models: input
+            .model_configs
+            .iter()
+            .map(|(id, revision, data)| manifest::ManifestModel {
+                id: id.clone(),
+                revision: revision.clone(),
+                config: manifest::model_config_path(id),
+                config_sha256: hex::encode(Sha256::digest(data)),
+            })
+            .collect(),
     })
+}
+
+/// The run folder's files and the models' configs, as the bundle holds them.
+fn all_files(input: &PackInput) -> Vec<(String, Vec<u8>)> {
+    let mut all = input.files.clone();
+    for (id, _, data) in &input.model_configs {
+        all.push((manifest::model_config_path(id), data.clone()));
+    }
+    all.sort_by(|a, b| a.0.cmp(&b.0));
+    all
 }
 
 pub fn pack(input: &PackInput) -> anyhow::Result<Packed> {
     let manifest = build_manifest(input)?;
     let json = serde_json::to_vec_pretty(&manifest)?;
-    let bytes = archive(&json, &input.files)?;
+    let bytes = archive(&json, &all_files(input))?;
     Ok(Packed { bytes, manifest })
 }
 

@@ -146,9 +146,15 @@ pub fn derive(
 /// changes with every pack, is left out. The same run packed twice has one
 /// content digest whatever its `submission_id`.
 pub fn content_digest(manifest: &Manifest) -> String {
+    // The models' configs are not the run: the same run packed with or
+    // without them is one run.
     let mut files: Vec<(&str, &str)> = manifest
         .files
         .iter()
+        .filter(|f| {
+            !f.path
+                .starts_with(crate::bundle::manifest::MODEL_CONFIG_DIR)
+        })
         .map(|f| (f.path.as_str(), f.sha256.as_str()))
         .collect();
     files.sort_unstable();

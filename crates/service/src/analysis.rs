@@ -18,6 +18,7 @@ use wattcounts_rules::bundle::MANIFEST_NAME;
 use wattcounts_rules::checks::{self, CheckInput, CheckOutcome, CheckResult, Thresholds};
 use wattcounts_rules::derived::{self, ConfigurationMetrics, IterationMetrics, StoredDerivation};
 use wattcounts_rules::digest::sha256_hex;
+use wattcounts_rules::model_config::BundledModel;
 use wattcounts_rules::rejection::{Detail, Rejection};
 
 /// What the analysis is held to: the audience bundles must name, the
@@ -86,6 +87,8 @@ pub struct Analysis {
     pub protocol: wattcounts_rules::domain::Protocol,
     /// The digest of the harness files (everything but the manifest).
     pub content_sha256: String,
+    /// The models' config.json files the bundle carries, read.
+    pub bundled_models: Vec<BundledModel>,
 }
 
 /// The protocol, run-content digest and metrics of a bundle stored earlier
@@ -288,6 +291,7 @@ pub fn analyse_stream(
         let input = CheckInput {
             manifest: &manifest,
             received_at,
+            bundled_models: &parsed.bundled_models,
             system_info: parsed.system_info.as_ref(),
             gpu,
             rows: &parsed.rows,
@@ -318,6 +322,7 @@ pub fn analyse_stream(
         gpu,
         protocol,
         content_sha256,
+        bundled_models: parsed.bundled_models,
     })
 }
 
@@ -443,10 +448,13 @@ fn check_file_list(m: &Manifest, paths: &[String]) -> Result<(), Rejection> {
 struct Parsed {
     rows: Vec<IterationRow>,
     system_info: Option<SystemInfo>,
+    /// The manifest's `models`, each config read.
+    bundled_models: Vec<BundledModel>,
 }
 
 enum FileOutcome {
     Other,
+    ModelConfig(Vec<u8>),
     SystemInfo(SystemInfo),
     Results(Vec<IterationRow>),
     Details(DetailCounts),
@@ -465,11 +473,18 @@ enum ParsedAs {
     /// A harness CSV directly inside a model folder.
     Harness(FileKind),
     SystemInfo,
+    /// A model's config.json (`model-configs/ORG/NAME/config.json`).
+    ModelConfig,
 }
 
 fn parsed_as(path: &str) -> Option<ParsedAs> {
     if path == system_info::FILE_NAME {
         return Some(ParsedAs::SystemInfo);
+    }
+    if path.starts_with(wattcounts_rules::bundle::manifest::MODEL_CONFIG_DIR)
+        && path.ends_with("/config.json")
+    {
+        return Some(ParsedAs::ModelConfig);
     }
     let name = path.rsplit('/').next().unwrap_or(path);
     match harness::classify(name) {
@@ -517,6 +532,7 @@ fn process_file(e: ArchiveEntry) -> Processed {
         Some(ParsedAs::SystemInfo) => Ok(FileOutcome::SystemInfo(system_info::parse(
             &String::from_utf8_lossy(&e.data),
         ))),
+        Some(ParsedAs::ModelConfig) => Ok(FileOutcome::ModelConfig(e.data.clone())),
         None => Ok(FileOutcome::Other),
     };
     Processed {
@@ -570,8 +586,12 @@ fn check_files(processed: Vec<Processed>, m: &Manifest) -> Result<Parsed, Reject
     let mut rows = Vec::new();
     let mut system_info = None;
     let mut details: Vec<(String, DetailCounts)> = Vec::new();
+    let mut configs: HashMap<String, Vec<u8>> = HashMap::new();
     for (path, o) in outcomes {
         match o {
+            FileOutcome::ModelConfig(bytes) => {
+                configs.insert(path, bytes);
+            }
             FileOutcome::Details(d) => details.push((path, d)),
             FileOutcome::Results(r) => {
                 let first = &r[0].model;
@@ -605,7 +625,50 @@ fn check_files(processed: Vec<Processed>, m: &Manifest) -> Result<Parsed, Reject
     }
     // A stable order regardless of thread scheduling.
     sort_rows(&mut rows);
-    Ok(Parsed { rows, system_info })
+    // Each model the manifest names with its config (the file is listed,
+    // so its digest was checked above).
+    let mut bundled_models = Vec::new();
+    for (i, model) in m.models.iter().enumerate() {
+        let Some(bytes) = configs.get(&model.config) else {
+            return Err(Rejection::invalid(
+                "model_config_missing",
+                format!(
+                    "{MANIFEST_NAME} /models/{i} names {} for {}, which the bundle does not hold as a model config (model-configs/ORG/NAME/config.json)",
+                    model.config, model.id
+                ),
+            )
+            .with(Detail::new(format!("no {}", model.config)).file(MANIFEST_NAME).pointer(format!("/models/{i}/config"))));
+        };
+        let sha = sha256_hex(bytes);
+        if sha != model.config_sha256 {
+            return Err(Rejection::invalid(
+                "digest_mismatch",
+                format!(
+                    "{} does not match its config_sha256 in the manifest",
+                    model.config
+                ),
+            )
+            .with(
+                Detail::new(format!(
+                    "expected sha256 {}, found {sha}",
+                    model.config_sha256
+                ))
+                .file(&model.config)
+                .pointer(format!("/models/{i}/config_sha256")),
+            ));
+        }
+        bundled_models.push(BundledModel::read(
+            &model.id,
+            model.revision.clone(),
+            sha,
+            bytes,
+        ));
+    }
+    Ok(Parsed {
+        rows,
+        system_info,
+        bundled_models,
+    })
 }
 
 /// Each details file must hold one row per request of the results file

@@ -448,6 +448,7 @@ impl Ingestor {
                 })?
         };
         crash_points::reach(CrashPoint::AfterBlobWrite);
+        let bundled_models = std::mem::take(&mut analysis.bundled_models);
         let new = NewSubmission {
             id: m.submission_id,
             bundle_sha256: digest,
@@ -478,12 +479,69 @@ impl Ingestor {
         }
         t.store = start.elapsed();
         match outcome {
-            InsertOutcome::Inserted(r) => Ok((Novelty::Created, *r)),
+            InsertOutcome::Inserted(r) => {
+                if r.status == wattcounts_rules::domain::Status::Accepted && !is_demo {
+                    self.catalogue_new_models(r.submission_id, &key.handle, &bundled_models)
+                        .await;
+                }
+                Ok((Novelty::Created, *r))
+            }
             // Another request stored the same bytes first.
             InsertOutcome::SameBytes(id) => self.existing(id).await,
             InsertOutcome::IdTaken => Err(id_taken(new.id).into()),
             // Another request stored the same run content first.
             InsertOutcome::SameContent(id, status) => Err(run_already_stored(id, status).into()),
+        }
+    }
+}
+
+impl Ingestor {
+    /// Models first seen in an accepted bundle join the catalogue from the
+    /// config.json it carries (issue #54): their figures by the one formula,
+    /// with the submitter and the config's repo, revision and digest, and a
+    /// log leaf. A model another bundle added meanwhile is left as it is.
+    /// The submission is stored already: a store that fails here leaves the
+    /// model for the next bundle (or `admin model add`), logged.
+    async fn catalogue_new_models(
+        &self,
+        submission: uuid::Uuid,
+        handle: &str,
+        bundled: &[wattcounts_rules::model_config::BundledModel],
+    ) {
+        use wattcounts_rules::catalog::{self, ModelProvenance, ModelSpec};
+        for b in bundled {
+            if catalog::model_by_id(&b.id).is_some() {
+                continue;
+            }
+            let Ok(figures) = &b.figures else { continue };
+            let spec = ModelSpec::from_figures(&b.id, figures);
+            if !catalog::model_plausibility_problems(&spec).is_empty() {
+                continue;
+            }
+            let provenance = ModelProvenance {
+                repo: b.id.clone(),
+                revision: b.revision.clone(),
+                config_sha256: b.config_sha256.clone(),
+                precision: figures.precision.name.clone(),
+            };
+            let by = wattcounts_store::Actor {
+                name: handle.to_string(),
+                at: Utc::now(),
+                reason: format!(
+                    "first seen in accepted submission {submission}, from the config.json it carries"
+                ),
+            };
+            match self
+                .store
+                .add_catalogue_model(&spec, &provenance, &by)
+                .await
+            {
+                Ok(Some(added)) => catalog::install_model_additions(&[added.spec]),
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, model = %b.id, "a model from an accepted bundle was not catalogued")
+                }
+            }
         }
     }
 }

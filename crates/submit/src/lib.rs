@@ -9,6 +9,7 @@ pub mod cli;
 pub mod client;
 pub mod config_file;
 pub mod keys;
+pub mod model_configs;
 pub mod pack_cmd;
 pub mod run_folder;
 pub mod verify_receipt;

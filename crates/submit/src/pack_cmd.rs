@@ -40,6 +40,13 @@ pub struct PackArgs {
     /// State that a power limit below the default was set on purpose.
     #[arg(long)]
     pub declare_power_limit: bool,
+    /// A model's config.json, as ID=FILE (repeatable), for a model whose
+    /// Hugging Face cache folder is gone; otherwise each model's config is
+    /// read from the cache the harness used ($HF_HUB_CACHE, $HF_HOME/hub,
+    /// ~/.cache/huggingface/hub). A model outside the service's catalogue
+    /// is catalogued from its config; without one it waits for review.
+    #[arg(long = "model-config", value_name = "ID=FILE", value_parser = crate::model_configs::parse_given)]
+    pub model_configs: Vec<(String, PathBuf)>,
 }
 
 fn fingerprint_of(path: &PathBuf) -> anyhow::Result<String> {
@@ -67,6 +74,30 @@ pub fn run(a: &PackArgs) -> anyhow::Result<()> {
             "note: left out {folder}/: the folder is empty (a model that failed at load leaves it so; the harness logs the failure and goes on), so the bundle holds no figures for it"
         );
     }
+    let config_yaml = std::fs::read_to_string(&a.config)
+        .with_context(|| format!("reading {}", a.config.display()))?;
+    let models = llm_models(&config_yaml);
+    let hub = crate::model_configs::hub_cache();
+    let (model_configs, missing) =
+        crate::model_configs::collect(&models, &a.model_configs, hub.as_deref())?;
+    for (id, revision, data) in &model_configs {
+        eprintln!(
+            "model {id}: config.json ({} bytes{}) packed",
+            data.len(),
+            revision
+                .as_deref()
+                .map(|r| format!(", revision {r} from the Hugging Face cache"))
+                .unwrap_or_else(|| ", from --model-config".into())
+        );
+    }
+    for id in &missing {
+        eprintln!(
+            "model {id}: no config.json in {} and no --model-config; packed without one (a model the service's catalogue lacks then waits for review)",
+            hub.as_deref()
+                .map(|h| h.display().to_string())
+                .unwrap_or_else(|| "the Hugging Face cache".into())
+        );
+    }
     let input = PackInput {
         run_name: run_name.clone(),
         files: read.files,
@@ -76,8 +107,7 @@ pub fn run(a: &PackArgs) -> anyhow::Result<()> {
             .and_then(|n| n.to_str())
             .unwrap_or("config.yaml")
             .to_string(),
-        config_yaml: std::fs::read_to_string(&a.config)
-            .with_context(|| format!("reading {}", a.config.display()))?,
+        config_yaml,
         handle: a.handle.clone(),
         key_fingerprint: fingerprint_of(&a.key)?,
         audience: a.audience.clone(),
@@ -85,6 +115,7 @@ pub fn run(a: &PackArgs) -> anyhow::Result<()> {
         vllm_version: a.vllm_version.clone(),
         declare_power_limit: a.declare_power_limit,
         created_at: chrono::Utc::now(),
+        model_configs,
     };
     let packed = pack::pack(&input)?;
     let g = &packed.manifest.system.gpu;
@@ -108,4 +139,18 @@ pub fn run(a: &PackArgs) -> anyhow::Result<()> {
         packed.manifest.submission_id
     );
     Ok(())
+}
+
+/// The models the run's YAML config lists (`LLM_MODELS`).
+fn llm_models(yaml: &str) -> Vec<String> {
+    serde_yaml_ng::from_str::<serde_json::Value>(yaml)
+        .ok()
+        .and_then(|v| {
+            v.get("LLM_MODELS")?.as_array().map(|a| {
+                a.iter()
+                    .filter_map(|m| m.as_str().map(str::to_string))
+                    .collect()
+            })
+        })
+        .unwrap_or_default()
 }

@@ -193,3 +193,69 @@ fn pack_names_the_empty_model_folders_it_leaves_out() {
     let entries = unpack(&bundle, &UnpackLimits::default()).unwrap();
     assert_eq!(entries.len(), run_folder.files.len() + 1);
 }
+
+/// `pack` ships each model's config.json from the Hugging Face cache the
+/// harness used (issue #54): $HF_HOME/hub/models--ORG--NAME with refs/main
+/// and the snapshot; the manifest names it with its revision and digest,
+/// and the bundle holds it under model-configs/.
+#[test]
+fn pack_ships_the_models_config_from_the_hugging_face_cache() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let gpu = catalog::gpu_by_id("l4").unwrap();
+    let model = catalog::model_by_id("Qwen/Qwen2.5-0.5B-Instruct").unwrap();
+    let run_folder = synth::generate_run(gpu, &[model], &SynthOptions::small());
+    let run_dir = synth::write_run(dir, &run_folder).unwrap();
+    let repo = dir.join("hf/hub/models--Qwen--Qwen2.5-0.5B-Instruct");
+    std::fs::create_dir_all(repo.join("refs")).unwrap();
+    std::fs::create_dir_all(repo.join("snapshots/7ae5576")).unwrap();
+    std::fs::write(repo.join("refs/main"), "7ae5576").unwrap();
+    let config = br#"{"model_type": "qwen2", "hidden_size": 896}"#;
+    std::fs::write(repo.join("snapshots/7ae5576/config.json"), config).unwrap();
+    ok(&["keygen", "--out", "keys/me"], dir);
+    let out = Command::new(BIN)
+        .args([
+            "pack",
+            run_dir.to_str().unwrap(),
+            "--config",
+            "config-v2.yaml",
+            "--handle",
+            "alice",
+            "--audience",
+            "https://wattcounts.test",
+            "--key",
+            "keys/me.pub",
+            "--out",
+            "run.tar.gz",
+        ])
+        .current_dir(dir)
+        .env_remove("WATTCOUNTS_CONFIG")
+        .env_remove("HF_HUB_CACHE")
+        .env("HF_HOME", dir.join("hf"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("model Qwen/Qwen2.5-0.5B-Instruct: config.json (43 bytes, revision 7ae5576 from the Hugging Face cache) packed"),
+        "{stderr}"
+    );
+    let bundle = std::fs::read(dir.join("run.tar.gz")).unwrap();
+    let entries = unpack(&bundle, &UnpackLimits::default()).unwrap();
+    let shipped = entries
+        .iter()
+        .find(|e| e.path == "model-configs/Qwen/Qwen2.5-0.5B-Instruct/config.json")
+        .expect("the config in the bundle");
+    assert_eq!(shipped.data, config.to_vec());
+    let manifest = entries.iter().find(|e| e.path == MANIFEST_NAME).unwrap();
+    let manifest: serde_json::Value = serde_json::from_slice(&manifest.data).unwrap();
+    assert_eq!(
+        manifest["models"],
+        serde_json::json!([{
+            "id": "Qwen/Qwen2.5-0.5B-Instruct",
+            "revision": "7ae5576",
+            "config": "model-configs/Qwen/Qwen2.5-0.5B-Instruct/config.json",
+            "config_sha256": wattcounts_rules::digest::sha256_hex(config),
+        }])
+    );
+}

@@ -22,6 +22,7 @@ fn a_packed_manifest_passes_and_a_missing_field_is_pointed_at() {
         vllm_version: Some("0.14.0".into()),
         declare_power_limit: false,
         created_at: chrono::Utc::now(),
+        model_configs: Vec::new(),
     };
     let manifest = wattcounts_rules::pack::build_manifest(&input).unwrap();
     let mut json = serde_json::to_value(&manifest).unwrap();

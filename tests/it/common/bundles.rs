@@ -61,6 +61,7 @@ pub struct BundleBuilder<'a> {
     model_name: Option<String>,
     signer: Option<(String, PrivateKey)>,
     declare_power_limit: bool,
+    model_configs: Vec<(String, Option<String>, Vec<u8>)>,
 }
 
 impl<'a> BundleBuilder<'a> {
@@ -73,6 +74,7 @@ impl<'a> BundleBuilder<'a> {
             model_name: None,
             signer: None,
             declare_power_limit: false,
+            model_configs: Vec::new(),
         }
     }
 
@@ -119,6 +121,14 @@ impl<'a> BundleBuilder<'a> {
         } else {
             panic!("only a generated run has a seed to choose");
         }
+        self
+    }
+
+    /// Ships `config` as model `id`'s config.json (as `pack` does from the
+    /// Hugging Face cache), at `revision`.
+    pub fn with_model_config(mut self, id: &str, revision: &str, config: &[u8]) -> Self {
+        self.model_configs
+            .push((id.into(), Some(revision.into()), config.to_vec()));
         self
     }
 
@@ -275,6 +285,7 @@ impl<'a> BundleBuilder<'a> {
             vllm_version: Some("0.14.0".into()),
             declare_power_limit: self.declare_power_limit,
             created_at: chrono::Utc::now(),
+            model_configs: self.model_configs.clone(),
         })
     }
 

@@ -28,6 +28,33 @@ pub struct Manifest {
     pub software: BTreeMap<String, String>,
     pub attestation: Attestation,
     pub files: Vec<FileEntry>,
+    /// Each model's own config.json that `pack` found (in the Hugging Face
+    /// cache the harness used, or given with `--model-config`), shipped as
+    /// a file under [`MODEL_CONFIG_DIR`] and listed in `files` too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub models: Vec<ManifestModel>,
+}
+
+/// Where a bundle holds its models' config.json files: `model-configs/ORG/NAME/config.json`.
+pub const MODEL_CONFIG_DIR: &str = "model-configs/";
+
+/// The path of model `id`'s config.json in a bundle.
+pub fn model_config_path(id: &str) -> String {
+    format!("{MODEL_CONFIG_DIR}{id}/config.json")
+}
+
+/// One model's config.json in the bundle.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ManifestModel {
+    /// The Hugging Face id the harness ran (its CSVs' `model` column).
+    pub id: String,
+    /// The repo's revision (commit) the config is of, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
+    /// Its path in the bundle ([`model_config_path`]).
+    pub config: String,
+    /// SHA-256 of the config's bytes.
+    pub config_sha256: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

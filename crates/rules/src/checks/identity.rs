@@ -29,7 +29,7 @@ pub const POWER_LIMIT: Rule = Rule {
 pub const MODEL_CATALOGUE: Rule = Rule {
     id: "identity.model_catalogue",
     severity: Severity::Soft,
-    rule: "every model is in the service's catalogue (otherwise its parameters are unknown)",
+    rule: "every model is in the service's catalogue, or the bundle carries its config.json and the config gives its figures (the model joins the catalogue from it when the bundle is accepted); otherwise its parameters are unknown",
     unit: "",
 };
 pub const CREATED_AT: Rule = Rule {
@@ -290,22 +290,50 @@ fn model_catalogue(input: &CheckInput) -> CheckResult {
     if models.is_empty() {
         return skip(MODEL_CATALOGUE, "no models");
     }
-    let unknown: Vec<&str> = models
+    let bundled = |m: &str| input.bundled_models.iter().find(|b| b.id == m);
+    let mut from_configs = Vec::new();
+    let mut unknown = Vec::new();
+    for m in models
         .iter()
         .copied()
         .filter(|m| catalog::model_by_id(m).is_none())
-        .collect();
+    {
+        let implausible = |f: &crate::model_config::ModelFigures| {
+            catalog::model_plausibility_problems(&catalog::ModelSpec::from_figures(m, f))
+        };
+        match bundled(m).map(|b| &b.figures) {
+            Some(Ok(f)) if !implausible(f).is_empty() => unknown.push(format!(
+                "{m} (its config.json gives implausible figures: {})",
+                implausible(f).join("; ")
+            )),
+            Some(Ok(f)) => from_configs.push(format!(
+                "{m} ({:.2} B parameters, {:.2} B active, {}, from its config.json)",
+                f.total_params / 1e9,
+                f.active_params / 1e9,
+                f.precision.name
+            )),
+            Some(Err(e)) => unknown.push(format!("{m} ({e})")),
+            None => unknown.push(format!("{m} (the bundle carries no config.json for it: pack with its Hugging Face cache, or --model-config {m}=FILE)")),
+        }
+    }
     let mut r = verdict(
         MODEL_CATALOGUE,
         unknown.is_empty(),
-        if unknown.is_empty() {
+        if unknown.is_empty() && from_configs.is_empty() {
             format!("all {} models are in the catalogue", models.len())
+        } else if unknown.is_empty() {
+            format!(
+                "{} of {} models join the catalogue from the bundle: {}",
+                from_configs.len(),
+                models.len(),
+                from_configs.join("; ")
+            )
         } else {
             format!(
                 "{} of {} models are not in the catalogue, so their parameter counts are unknown: {}",
                 unknown.len(),
                 models.len(),
-                unknown.join(", ")
+                unknown.join("; ")
             )
         },
         Location::default(),
@@ -314,7 +342,7 @@ fn model_catalogue(input: &CheckInput) -> CheckResult {
     r.failing = unknown.len() as u32;
     if let Some(first) = unknown.first() {
         r.location = Some(Location {
-            model: Some(first.to_string()),
+            model: Some(first.split(" (").next().unwrap_or(first).to_string()),
             ..Default::default()
         });
     }

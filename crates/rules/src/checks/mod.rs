@@ -424,6 +424,8 @@ pub struct CheckInput<'a> {
     /// When the service received the bundle (the manifest's date is
     /// judged against it).
     pub received_at: chrono::DateTime<chrono::Utc>,
+    /// The models' config.json files the bundle carries, read.
+    pub bundled_models: &'a [crate::model_config::BundledModel],
     /// `system_info.txt`, when the bundle has one.
     pub system_info: Option<&'a SystemInfo>,
     /// The catalogue entry of the manifest's GPU, when it has one.
@@ -507,6 +509,7 @@ pub fn rejected_configurations(
         let alone = CheckInput {
             manifest: input.manifest,
             received_at: input.received_at,
+            bundled_models: input.bundled_models,
             system_info: input.system_info,
             gpu: input.gpu,
             rows: &rows,
@@ -764,6 +767,7 @@ mod tests {
             let input = CheckInput {
                 manifest: &m,
                 received_at: test_support::received(),
+                bundled_models: &[],
                 system_info: Some(&info),
                 gpu: crate::catalog::gpu_by_id("l4"),
                 rows: &rows,

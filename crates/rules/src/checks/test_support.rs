@@ -149,6 +149,7 @@ pub fn result_under(
     let input = CheckInput {
         manifest: m,
         received_at: received(),
+        bundled_models: &[],
         system_info,
         gpu: crate::catalog::gpu_by_nvml_name(&m.system.gpu.name),
         rows: &rows,
