@@ -468,3 +468,28 @@ async fn a_model_joins_the_catalogue_from_its_bundle_on_postgres() {
         a_model_joins_from_its_bundle(app, "example-org/Bundled-Qwen-0.5B-pg").await
     }
 }
+
+/// A manifest naming a model config the bundle does not hold (issue #54)
+/// is refused, naming the pointer, and nothing is stored.
+#[tokio::test]
+async fn a_manifest_naming_a_config_the_bundle_lacks_is_refused() {
+    let app = TestApp::new().await;
+    let key = app.register("alice").await;
+    let builder = BundleBuilder::fixture().by("alice", &key);
+    let mut m = builder.manifest_json();
+    m["models"] = json!([{
+        "id": "Qwen/Qwen2.5-0.5B-Instruct",
+        "config": "model-configs/Qwen/Qwen2.5-0.5B-Instruct/config.json",
+        "config_sha256": "0".repeat(64),
+    }]);
+    let gz = archive(&serde_json::to_vec(&m).unwrap(), &builder.bundle_files());
+    let before = app.stored().await;
+    let (status, e) = app.submit(&gz, &sign(&key, &gz)).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{e}");
+    assert_error(&e, "model_config_missing");
+    assert_eq!(
+        e["error"]["details"][0]["pointer"], "/models/0/config",
+        "{e}"
+    );
+    app.assert_nothing_stored_since(&before).await;
+}

@@ -150,6 +150,18 @@ const TABLES: &[(&str, &[(&str, Kind)])] = &[
         ],
     ),
     (
+        "catalogue_models",
+        &[
+            ("model_id", Text),
+            ("version", Int),
+            ("spec", Text),
+            ("provenance", Text),
+            ("added_at", Text),
+            ("actor", Text),
+            ("reason", Text),
+        ],
+    ),
+    (
         "check_results",
         &[
             ("id", Int),
