@@ -50,14 +50,45 @@ async fn add(a: &GpuAddArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("reading {}", a.file.display()))?;
     let gpu: Value =
         serde_json::from_str(&text).with_context(|| format!("{} is not JSON", a.file.display()))?;
+    let body = match post(
+        &a.server,
+        "gpus",
+        &a.token,
+        json!({ "gpu": gpu, "reason": a.reason }),
+    )
+    .await?
+    {
+        Ok(body) => body,
+        Err(code) => return Ok(code),
+    };
+    let added = &body["addition"];
+    println!(
+        "added '{}' as catalogue version {} (id {})",
+        added["spec"]["nvml_name"].as_str().unwrap_or(""),
+        added["version"],
+        added["spec"]["id"].as_str().unwrap_or("")
+    );
+    print_rejudged(&body);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// POSTs `body` to the maintainer API's catalogue `what` (gpus, models):
+/// the answer's JSON, or the exit code of a refusal, printed with each
+/// detail it names.
+pub(super) async fn post(
+    server: &str,
+    what: &str,
+    token: &str,
+    body: Value,
+) -> anyhow::Result<Result<Value, ExitCode>> {
     let url = format!(
-        "{}/api/v1/admin/catalogue/gpus",
-        a.server.trim_end_matches('/')
+        "{}/api/v1/admin/catalogue/{what}",
+        server.trim_end_matches('/')
     );
     let resp = reqwest::Client::new()
         .post(&url)
-        .bearer_auth(&a.token)
-        .json(&json!({ "gpu": gpu, "reason": a.reason }))
+        .bearer_auth(token)
+        .json(&body)
         .send()
         .await
         .with_context(|| format!("POST {url}"))?;
@@ -72,20 +103,22 @@ async fn add(a: &GpuAddArgs) -> anyhow::Result<ExitCode> {
         );
         for d in e["details"].as_array().into_iter().flatten() {
             eprintln!(
-                "  {} {}",
+                "  {}{} {}",
+                d["file"]
+                    .as_str()
+                    .map(|f| format!("{f} "))
+                    .unwrap_or_default(),
                 d["pointer"].as_str().unwrap_or(""),
                 d["message"].as_str().unwrap_or("")
             );
         }
-        return Ok(ExitCode::from(crate::cli::EXIT_REJECTED));
+        return Ok(Err(ExitCode::from(crate::cli::EXIT_REJECTED)));
     }
-    let added = &body["addition"];
-    println!(
-        "added '{}' as catalogue version {} (id {})",
-        added["spec"]["nvml_name"].as_str().unwrap_or(""),
-        added["version"],
-        added["spec"]["id"].as_str().unwrap_or("")
-    );
+    Ok(Ok(body))
+}
+
+/// The submissions an addition judged again, one line each.
+pub(super) fn print_rejudged(body: &Value) {
     let rejudged = body["rejudged"].as_array().cloned().unwrap_or_default();
     println!("{} waiting submission(s) judged again", rejudged.len());
     for r in rejudged {
@@ -96,5 +129,4 @@ async fn add(a: &GpuAddArgs) -> anyhow::Result<ExitCode> {
             r["to"].as_str().unwrap_or("")
         );
     }
-    Ok(ExitCode::SUCCESS)
 }

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use serde_json::{json, Value};
+use serde_json::json;
 
 #[derive(Debug, Subcommand)]
 pub enum ModelCommand {
@@ -90,28 +90,17 @@ async fn add(a: &ModelAddArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(crate::cli::EXIT_USAGE));
         }
     };
-    let url = format!(
-        "{}/api/v1/admin/catalogue/models",
-        a.server.trim_end_matches('/')
-    );
-    let resp = reqwest::Client::new()
-        .post(&url)
-        .bearer_auth(&a.token)
-        .json(&json!({ "id": a.id, "config": config, "revision": a.revision, "reason": a.reason }))
-        .send()
-        .await
-        .with_context(|| format!("POST {url}"))?;
-    let status = resp.status();
-    let body: Value = resp.json().await.unwrap_or(Value::Null);
-    if !status.is_success() {
-        let e = &body["error"];
-        eprintln!(
-            "refused ({status}, {}): {}",
-            e["code"].as_str().unwrap_or("?"),
-            e["message"].as_str().unwrap_or("")
-        );
-        return Ok(ExitCode::from(crate::cli::EXIT_REJECTED));
-    }
+    let body = match super::admin_gpu::post(
+        &a.server,
+        "models",
+        &a.token,
+        json!({ "id": a.id, "config": config, "revision": a.revision, "reason": a.reason }),
+    )
+    .await?
+    {
+        Ok(body) => body,
+        Err(code) => return Ok(code),
+    };
     let added = &body["addition"];
     let spec = &added["spec"];
     println!(
@@ -127,15 +116,6 @@ async fn add(a: &ModelAddArgs) -> anyhow::Result<ExitCode> {
         added["provenance"]["precision"].as_str().unwrap_or(""),
         added["provenance"]["config_sha256"].as_str().unwrap_or("")
     );
-    let rejudged = body["rejudged"].as_array().cloned().unwrap_or_default();
-    println!("{} waiting submission(s) judged again", rejudged.len());
-    for r in rejudged {
-        println!(
-            "  {}: {} -> {}",
-            r["submission_id"].as_str().unwrap_or(""),
-            r["from"].as_str().unwrap_or(""),
-            r["to"].as_str().unwrap_or("")
-        );
-    }
+    super::admin_gpu::print_rejudged(&body);
     Ok(ExitCode::SUCCESS)
 }

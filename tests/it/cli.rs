@@ -397,3 +397,133 @@ fn the_readmes_five_steps_verbatim() {
         "{receipt:#}"
     );
 }
+
+/// A stand-in for the Hugging Face Hub on a port of its own: answers
+/// `GET /ORG/NAME/resolve/REV/config.json` with `config` for `path`, 404
+/// for anything else; returns its base URL and the paths it was asked.
+fn stand_in_hub(
+    path: String,
+    config: &'static str,
+) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = asked.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().take(8) {
+            let Ok(mut conn) = conn else { continue };
+            let mut line = String::new();
+            let mut reader = BufReader::new(conn.try_clone().unwrap());
+            reader.read_line(&mut line).unwrap();
+            // Drain the headers.
+            loop {
+                let mut h = String::new();
+                if reader.read_line(&mut h).unwrap() == 0 || h == "\r\n" {
+                    break;
+                }
+            }
+            let got = line.split_whitespace().nth(1).unwrap_or("").to_string();
+            seen.lock().unwrap().push(got.clone());
+            let (status, body) = if got == path {
+                ("200 OK", config)
+            } else {
+                ("404 Not Found", "{}")
+            };
+            let _ = write!(
+                conn,
+                "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    (url, asked)
+}
+
+/// `admin model add` as a maintainer runs it (issue #54): from a config
+/// file, and from the Hub ($HF_ENDPOINT, here a stand-in) at a revision;
+/// the figures printed are the formula's; a model added before is refused
+/// (exit 1, `model_exists`), and no config at all is a usage error (2).
+#[test]
+fn admin_model_add_from_a_file_and_from_the_hub() {
+    const CONFIG: &str = r#"{"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 128256, "tie_word_embeddings": false, "torch_dtype": "bfloat16"}"#;
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    share_log_key(&data);
+    let token = crate::common::admin_token_flag();
+    let server = spawn_server(&[
+        std::ffi::OsStr::new("--data-dir"),
+        data.as_os_str(),
+        std::ffi::OsStr::new("--admin-token"),
+        std::ffi::OsStr::new(&token),
+    ]);
+    let file = tmp.path().join("config.json");
+    std::fs::write(&file, CONFIG).unwrap();
+    let (hub, asked) = stand_in_hub(
+        "/example-org/Hub-Llama-8B/resolve/abc123/config.json".into(),
+        CONFIG,
+    );
+    let add = |args: &[&str]| {
+        Command::new(BIN)
+            .args([
+                "admin",
+                "model",
+                "add",
+                "--server",
+                &server.url,
+                "--reason",
+                "issue 54",
+            ])
+            .args(args)
+            .env("WATTCOUNTS_ADMIN_TOKEN", crate::common::ADMIN_TOKEN)
+            .env("HF_ENDPOINT", &hub)
+            .output()
+            .unwrap()
+    };
+    // Llama-3.1-8B's shape: 8,029,995,008 parameters (worked in
+    // crates/rules/src/model_config/tests.rs).
+    let out = add(&[
+        "--id",
+        "example-org/File-Llama-8B",
+        "--config",
+        file.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("added 'example-org/File-Llama-8B' as catalogue model version 1: 8.03 B parameters (8.03 B active), 32 layers, hidden 4096, 32 heads (8 KV), bf16"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("0 waiting submission(s) judged again"),
+        "{stdout}"
+    );
+    let out = add(&["--id", "example-org/Hub-Llama-8B", "--revision", "abc123"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("as catalogue model version 2"), "{stdout}");
+    assert_eq!(
+        asked.lock().unwrap().as_slice(),
+        ["/example-org/Hub-Llama-8B/resolve/abc123/config.json"]
+    );
+    let again = add(&[
+        "--id",
+        "example-org/File-Llama-8B",
+        "--config",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("model_exists"));
+    let none = add(&["--id", "example-org/Nothing"]);
+    assert_eq!(none.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&none.stderr).contains("give --config FILE, or --revision REV"));
+}

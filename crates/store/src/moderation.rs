@@ -109,6 +109,36 @@ pub(crate) struct EventRow<'a> {
 /// other aggregates of that module.
 macro_rules! moderation_sql {
     ($store:ty, $row:ty, $conn:ty) => {
+        /// A catalogue addition's decision leaf (a GPU's or a model's),
+        /// appended last in the addition's transaction.
+        async fn log_catalogue_add(tx: &mut $conn, by: &Actor, reason: &str) -> Result<(), StoreError> {
+            let leaf = insert_event(
+                tx,
+                by,
+                EventRow {
+                    action: "catalogue_add",
+                    submission_id: None,
+                    handle: None,
+                    fingerprint: None,
+                    from: None,
+                    to: None,
+                    effective_at: None,
+                    reason,
+                },
+            )
+            .await?;
+            append_leaves(tx, &[leaf], false).await.map(|_| ())
+        }
+
+        /// The version the next row of a catalogue table (`catalogue_gpus`,
+        /// `catalogue_models`) takes: one more than the last.
+        async fn next_catalogue_version(tx: &mut $conn, table: &str) -> Result<i64, StoreError> {
+            sqlx::query_scalar(&format!("SELECT CAST(COALESCE(MAX(version), 0) + 1 AS BIGINT) FROM {table}"))
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(db_err)
+        }
+
         /// Records one event; returns its leaf, for the transaction to
         /// append last (the log lock is the last one a writer takes).
         async fn insert_event(
@@ -390,10 +420,7 @@ macro_rules! moderation_sql {
                     if known.is_some() {
                         return Ok(None);
                     }
-                    let version: i64 = sqlx::query_scalar("SELECT CAST(COALESCE(MAX(version), 0) + 1 AS BIGINT) FROM catalogue_gpus")
-                        .fetch_one(&mut *tx)
-                        .await
-                        .map_err(db_err)?;
+                    let version = next_catalogue_version(&mut tx, "catalogue_gpus").await?;
                     let body = serde_json::to_string(spec).map_err(json_err)?;
                     let at = ts(&by.at);
                     sqlx::query(
@@ -417,22 +444,7 @@ macro_rules! moderation_sql {
                         ::wattcounts_rules::digest::sha256_hex(body.as_bytes()),
                         spec.source
                     );
-                    let leaf = insert_event(
-                        &mut tx,
-                        by,
-                        EventRow {
-                            action: "catalogue_add",
-                            submission_id: None,
-                            handle: None,
-                            fingerprint: None,
-                            from: None,
-                            to: None,
-                            effective_at: None,
-                            reason: &reason,
-                        },
-                    )
-                    .await?;
-                    append_leaves(&mut tx, &[leaf], false).await?;
+                    log_catalogue_add(&mut tx, by, &reason).await?;
                     tx.commit().await.map_err(db_err)?;
                     Ok(Some($crate::CatalogueAddition {
                         version,
@@ -486,10 +498,7 @@ macro_rules! moderation_sql {
                     if known.is_some() {
                         return Ok(None);
                     }
-                    let version: i64 = sqlx::query_scalar("SELECT CAST(COALESCE(MAX(version), 0) + 1 AS BIGINT) FROM catalogue_models")
-                        .fetch_one(&mut *tx)
-                        .await
-                        .map_err(db_err)?;
+                    let version = next_catalogue_version(&mut tx, "catalogue_models").await?;
                     let body = serde_json::to_string(spec).map_err(json_err)?;
                     let source = serde_json::to_string(provenance).map_err(json_err)?;
                     let at = ts(&by.at);
@@ -517,22 +526,7 @@ macro_rules! moderation_sql {
                         provenance.repo,
                         provenance.revision.as_deref().map(|r| format!(" at {r}")).unwrap_or_default()
                     );
-                    let leaf = insert_event(
-                        &mut tx,
-                        by,
-                        EventRow {
-                            action: "catalogue_add",
-                            submission_id: None,
-                            handle: None,
-                            fingerprint: None,
-                            from: None,
-                            to: None,
-                            effective_at: None,
-                            reason: &reason,
-                        },
-                    )
-                    .await?;
-                    append_leaves(&mut tx, &[leaf], false).await?;
+                    log_catalogue_add(&mut tx, by, &reason).await?;
                     tx.commit().await.map_err(db_err)?;
                     Ok(Some(::wattcounts_rules::catalog::CatalogueModelAddition {
                         version,
