@@ -213,6 +213,15 @@ try {
         const shown = (await page.locator(where).allInnerTexts()).join("\n");
         if (!shown.toLowerCase().includes(p.text.toLowerCase())) problems.push(`${label} ${p.path}: text not shown in ${where}: ${p.text}`);
       }
+      if (label === "desktop" && !p.path.includes("#")) {
+        // The first Tab stop of every page is the skip link to the content
+        // (a page opened at a fragment starts Tab from that fragment).
+        await page.keyboard.press("Tab");
+        const first = await page.evaluate(() => document.activeElement && document.activeElement.classList.contains("skip") && document.activeElement.getAttribute("href"));
+        if (first !== "#content") problems.push(`desktop ${p.path}: the first Tab stop is not the skip link (${first})`);
+        else figures.skipLinks = (figures.skipLinks || 0) + 1;
+        await page.keyboard.press("Escape");
+      }
       const m = await page.evaluate(measure);
       if (label === "desktop" && p.path === "/leaderboard") {
         // At a glance: the first screen shows at least 10 ranked rows (all
@@ -276,7 +285,7 @@ try {
 } finally {
   await browser.close();
 }
-console.log(`measured: ${figures.loads} page loads, ${figures.charts} charts with ${figures.labels} labels, 0 overlaps allowed, smallest chart text ${figures.minFontPx.toFixed(1)} px, ${figures.keyCells} key cells on the phone inside 390 px, widest page ${figures.maxPageWidth} px, axe-core ${figures.axeRules} WCAG 2.1 A/AA rules per page, ${figures.axeViolations} violating elements, ${figures.keyboardControls} leaderboard controls reached by Tab; leaderboard at 1,280 px: table ${figures.board?.table} px in a ${figures.board?.box} px box, ${figures.board?.first} of ${figures.board?.rows} rows in the first screen; widest table at 1,280 px: ${figures.fits.join(", ")}; ${figures.forms || 0} forms posted as a person does`);
+console.log(`measured: ${figures.loads} page loads, ${figures.charts} charts with ${figures.labels} labels, 0 overlaps allowed, smallest chart text ${figures.minFontPx.toFixed(1)} px, ${figures.keyCells} key cells on the phone inside 390 px, widest page ${figures.maxPageWidth} px, axe-core ${figures.axeRules} WCAG 2.1 A/AA rules per page, ${figures.axeViolations} violating elements, ${figures.keyboardControls} leaderboard controls reached by Tab; leaderboard at 1,280 px: table ${figures.board?.table} px in a ${figures.board?.box} px box, ${figures.board?.first} of ${figures.board?.rows} rows in the first screen; widest table at 1,280 px: ${figures.fits.join(", ")}; ${figures.forms || 0} forms posted as a person does; the skip link first on ${figures.skipLinks || 0} pages`);
 if (problems.length) {
   console.error(problems.join("\n"));
   process.exit(1);

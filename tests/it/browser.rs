@@ -221,6 +221,7 @@ async fn every_page_in_headless_chromium() {
         {"path": "/api", "expect": "article#post--api-v1-submissions table tbody tr", "name": "api",
          "text": "POST /api/v1/submissions", "within": "main"},
         {"path": "/gpus/no-such-gpu", "expect": "main h1", "name": "error", "status": 404},
+        {"path": "/no-such-page", "expect": "main h1", "name": "unknown-page", "status": 404},
     ]);
     let count = pages.as_array().unwrap().len();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));

@@ -569,3 +569,57 @@ async fn a_snapshot_file_name_that_is_a_path_is_refused() {
         assert_error(&answer, "bad_file_name");
     }
 }
+
+/// An unknown path or a method a path does not take (issue #55): a browser
+/// (Accept: text/html) gets an HTML page with the status; the API and tools
+/// get the JSON envelope, `/api/…` always.
+#[tokio::test]
+async fn unknown_pages_answer_a_browser_in_html_and_the_api_in_json() {
+    let app = TestApp::new().await;
+    let ask = |method: &str, path: &str, accept: Option<&str>| {
+        let mut req = axum::http::Request::builder().method(method).uri(path);
+        if let Some(a) = accept {
+            req = req.header("accept", a);
+        }
+        req.body(axum::body::Body::empty()).unwrap()
+    };
+    let html = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
+    for (method, path, accept, status, is_html, code) in [
+        ("GET", "/no-such-page", Some(html), 404, true, ""),
+        ("GET", "/no-such-page", None, 404, false, "not_found"),
+        (
+            "GET",
+            "/api/v1/no-such-endpoint",
+            Some(html),
+            404,
+            false,
+            "not_found",
+        ),
+        ("POST", "/leaderboard", Some(html), 405, true, ""),
+        (
+            "DELETE",
+            "/api/v1/leaderboard",
+            None,
+            405,
+            false,
+            "method_not_allowed",
+        ),
+    ] {
+        let (got, headers, body) = app.raw(ask(method, path, accept)).await;
+        assert_eq!(got.as_u16(), status, "{method} {path}");
+        let kind = headers["content-type"].to_str().unwrap();
+        let text = String::from_utf8_lossy(&body);
+        if is_html {
+            assert!(kind.starts_with("text/html"), "{method} {path}: {kind}");
+            assert!(text.contains("<main id=\"content\""), "{text}");
+            assert!(text.contains("class=\"skip\""), "{text}");
+        } else {
+            assert!(
+                kind.starts_with("application/json"),
+                "{method} {path}: {kind}"
+            );
+            let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            assert_error(&v, code);
+        }
+    }
+}

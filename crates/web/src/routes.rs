@@ -35,6 +35,7 @@ pub fn app_and_routes(state: AppState) -> anyhow::Result<(Router, Vec<Route>)> {
     let router = router
         .route_layer(axum::middleware::from_fn(layers::telemetry::mark_route))
         .fallback(pages::submissions::api::not_found)
+        .method_not_allowed_fallback(pages::submissions::api::method_not_allowed)
         // Bundles are gzip already; compressing them again wastes CPU.
         // Snapshot files (they accept ranges) are sent as stored, so their
         // bytes, length and ETag are the manifest's and downloads resume.

@@ -73,8 +73,44 @@ pub async fn readyz(State(s): State<AppState>) -> Response {
     }
 }
 
-pub async fn not_found() -> ApiError {
-    ApiError::not_found("no such page or endpoint")
+/// An unknown path: an HTML page for a browser (it asks for text/html),
+/// the JSON envelope for the API (`/api/…`) and for tools.
+pub async fn not_found(headers: HeaderMap, uri: axum::http::Uri) -> Response {
+    for_the_asker(
+        &headers,
+        &uri,
+        ApiError::not_found("no such page or endpoint"),
+    )
+}
+
+/// A known path asked with a method it does not take (405), answered as
+/// [`not_found`] answers.
+pub async fn method_not_allowed(headers: HeaderMap, uri: axum::http::Uri) -> Response {
+    for_the_asker(
+        &headers,
+        &uri,
+        ApiError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method_not_allowed",
+            format!(
+                "{} does not take this method (/api describes each path)",
+                uri.path()
+            ),
+        ),
+    )
+}
+
+fn for_the_asker(headers: &HeaderMap, uri: &axum::http::Uri, e: ApiError) -> Response {
+    let browser = !uri.path().starts_with("/api/")
+        && headers
+            .get(axum::http::header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|a| a.contains("text/html"));
+    if browser {
+        crate::error::PageError(e).into_response()
+    } else {
+        e.into_response()
+    }
 }
 
 #[utoipa::path(post, path = "/api/v1/submitters", tag = "submitters",
