@@ -82,15 +82,18 @@ fn item(base: &str, r: &SubmissionRecord, models: &[String]) -> Item {
     };
     let link = format!("{base}/submissions/{}", r.id);
     let mut item = Item::default();
+    // Short enough for a reader's list (under 120 characters whatever the
+    // bundle holds): who, which GPU, how many models; the models are in
+    // the description and the categories.
     item.set_title(format!(
         "{}{} on the {}: {}",
         if r.is_demo { "[demo] " } else { "" },
         r.handle,
         r.gpu_name,
-        if models.is_empty() {
-            "no model".to_string()
-        } else {
-            models.join(", ")
+        match models {
+            [] => "no model".to_string(),
+            [one] if one.len() <= 60 => one.clone(),
+            _ => format!("{} models", models.len()),
         }
     ));
     item.set_link(link.clone());
@@ -315,6 +318,20 @@ mod tests {
             Some("[demo] alice on the NVIDIA L4: Qwen/Qwen2.5-0.5B-Instruct")
         );
         assert!(demo.description().unwrap().contains("synthetic demo data"));
+        // Fifty models (a demo bundle's) make a title of a count, not a list:
+        // "[demo] alice on the NVIDIA L4: 50 models", 41 characters.
+        let many: Vec<String> = (0..50)
+            .map(|i| format!("org/Model-{i:02}-7B-Instruct"))
+            .collect();
+        let fifty = item("https://w.test", &record(true, None), &many);
+        assert_eq!(
+            fifty.title(),
+            Some("[demo] alice on the NVIDIA L4: 50 models")
+        );
+        assert!(fifty
+            .description()
+            .unwrap()
+            .contains("org/Model-49-7B-Instruct"));
         assert!(demo.categories().iter().any(|c| c.name() == "demo"));
         let real = item(
             "https://w.test",
