@@ -283,6 +283,25 @@ fn power_limit(input: &CheckInput) -> CheckResult {
     r
 }
 
+/// Where a model's config contradicts the run: weights that cannot fit
+/// in the GPUs' memory at the config's precision (the run could not have
+/// loaded them).
+fn contradicts(input: &CheckInput, f: &crate::model_config::ModelFigures) -> Option<String> {
+    let gpu = input.gpu?;
+    let count = input.manifest.system.gpu.count.max(1);
+    let memory = gpu.memory_gb * 1e9 * f64::from(count);
+    let weights = f.weight_bytes();
+    (weights > memory).then(|| {
+        format!(
+            "its config.json says {:.1} GB of {} weights, more than the {:.0} GB of {count} × {}: the config is not the model the run loaded",
+            weights / 1e9,
+            f.precision.name,
+            memory / 1e9,
+            gpu.nvml_name
+        )
+    })
+}
+
 fn model_catalogue(input: &CheckInput) -> CheckResult {
     let mut models: Vec<&str> = input.rows.iter().map(|r| r.model.as_str()).collect();
     models.sort_unstable();
@@ -305,6 +324,10 @@ fn model_catalogue(input: &CheckInput) -> CheckResult {
             Some(Ok(f)) if !implausible(f).is_empty() => unknown.push(format!(
                 "{m} (its config.json gives implausible figures: {})",
                 implausible(f).join("; ")
+            )),
+            Some(Ok(f)) if contradicts(input, f).is_some() => unknown.push(format!(
+                "{m} ({})",
+                contradicts(input, f).unwrap_or_default()
             )),
             Some(Ok(f)) => from_configs.push(format!(
                 "{m} ({:.2} B parameters, {:.2} B active, {}, from its config.json)",
@@ -351,6 +374,77 @@ fn model_catalogue(input: &CheckInput) -> CheckResult {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_models_config_joins_or_says_why_not() {
+        use crate::checks::test_support::{manifest, row};
+        use crate::model_config::BundledModel;
+        // The rows' model is Qwen/Qwen2.5-0.5B-Instruct, in the catalogue:
+        // rename it to one that is not.
+        let mut r = row(&[50.0; 11], &[40.0], 100);
+        r.model = "example-org/Big".into();
+        let judge_with = |config: &str| {
+            let b = BundledModel::read("example-org/Big", None, "00".repeat(32), config.as_bytes());
+            let m = manifest();
+            let rows = vec![r.clone()];
+            let runs: Vec<_> = rows.iter().map(crate::derived::derive).collect();
+            let configurations = crate::derived::aggregate(&runs);
+            let input = crate::checks::CheckInput {
+                manifest: &m,
+                received_at: crate::checks::test_support::received(),
+                bundled_models: std::slice::from_ref(&b),
+                system_info: None,
+                gpu: crate::catalog::gpu_by_id("l4"),
+                rows: &rows,
+                runs: &runs,
+                configurations: &configurations,
+            };
+            model_catalogue(&input)
+        };
+        // Llama-3.1-8B's shape: 8.03 B parameters, 16.06 GB at BF16, in
+        // the L4's 24 GB: it joins from its config.
+        let llama = r#"{"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 128256, "tie_word_embeddings": false}"#;
+        let ok = judge_with(llama);
+        assert_eq!(ok.outcome, CheckOutcome::Pass, "{}", ok.message);
+        assert!(
+            ok.message.contains(
+                "example-org/Big (8.03 B parameters, 8.03 B active, bf16, from its config.json)"
+            ),
+            "{}",
+            ok.message
+        );
+        // Twice the layers at FP32: 64 layers of 218,103,808 = 13.96 B,
+        // plus 1.05 B of embeddings, 15.01 B parameters × 4 bytes = 60.0
+        // GB, over the L4's 24 GB: the config contradicts the run.
+        let big = llama
+            .replace("\"num_hidden_layers\": 32", "\"num_hidden_layers\": 64")
+            .replace("}", ", \"torch_dtype\": \"float32\"}");
+        let no = judge_with(&big);
+        assert_eq!(no.outcome, CheckOutcome::Warn, "{}", no.message);
+        assert!(no.message.contains("its config.json says 60.0 GB of fp32 weights, more than the 24 GB of 1 × NVIDIA L4"), "{}", no.message);
+        // No config: named, with what to do.
+        let m = manifest();
+        let rows = vec![r.clone()];
+        let runs: Vec<_> = rows.iter().map(crate::derived::derive).collect();
+        let configurations = crate::derived::aggregate(&runs);
+        let none = model_catalogue(&crate::checks::CheckInput {
+            manifest: &m,
+            received_at: crate::checks::test_support::received(),
+            bundled_models: &[],
+            system_info: None,
+            gpu: crate::catalog::gpu_by_id("l4"),
+            rows: &rows,
+            runs: &runs,
+            configurations: &configurations,
+        });
+        assert_eq!(none.outcome, CheckOutcome::Warn);
+        assert!(
+            none.message
+                .contains("the bundle carries no config.json for it"),
+            "{}",
+            none.message
+        );
+    }
+
     #[test]
     fn created_at_from_the_harness_to_a_day_ahead() {
         use crate::checks::test_support::{manifest, result_of, row};
