@@ -105,6 +105,47 @@ async fn a_full_disk_answers_507_and_recovers_without_a_restart() {
     std::fs::remove_file(filler).unwrap();
     let (status, body) = app.submit(&gz, &signature).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
+
+    // Issue #53: full again, with a little more room left each time (0 to
+    // 336 KiB), so the write fails where the space runs out; never a 500.
+    // Then, with the space back, 20 uploads in a row are all stored. (On
+    // this tmpfs the staging file takes the last space before the
+    // database does; `failed_writes_leave_every_pooled_connection_clean`
+    // below fails the database's own transaction on purpose.)
+    for room in 0..8u64 {
+        let filler = fill(&fs.path);
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&filler)
+            .unwrap();
+        let len = f.metadata().unwrap().len();
+        f.set_len(len.saturating_sub(room * (48 << 10))).unwrap();
+        drop(f);
+        let gz = BundleBuilder::fixture()
+            .marked(format!("full {room}"))
+            .by("alice", &key)
+            .build();
+        let (status, body) = app.submit(&gz, &sign(&key, &gz)).await;
+        assert!(
+            status == StatusCode::INSUFFICIENT_STORAGE
+                || status == StatusCode::SERVICE_UNAVAILABLE
+                || status == StatusCode::CREATED,
+            "room {room}: {status} {body}"
+        );
+        std::fs::remove_file(filler).unwrap();
+    }
+    for n in 0..20 {
+        let gz = BundleBuilder::fixture()
+            .marked(format!("after {n}"))
+            .by("alice", &key)
+            .build();
+        let (status, body) = app.submit(&gz, &sign(&key, &gz)).await;
+        assert_eq!(
+            status,
+            StatusCode::CREATED,
+            "upload {n} after the disk was freed: {body}"
+        );
+    }
     drop(app);
 }
 
