@@ -130,12 +130,23 @@ macro_rules! moderation_sql {
             append_leaves(tx, &[leaf], false).await.map(|_| ())
         }
 
-        /// The version the next row of a catalogue table (`catalogue_gpus`,
-        /// `catalogue_models`) takes: one more than the last.
-        async fn next_catalogue_version(tx: &mut $conn, table: &str) -> Result<i64, StoreError> {
+        /// The version a new row `key` of a catalogue table
+        /// (`catalogue_gpus` by `nvml_name`, `catalogue_models` by
+        /// `model_id`) takes, one more than the last; `None` when the table
+        /// has that key already (additions are never changed).
+        async fn catalogue_slot(tx: &mut $conn, table: &str, column: &str, key: &str) -> Result<Option<i64>, StoreError> {
+            let known: Option<i64> = sqlx::query_scalar(&format!("SELECT version FROM {table} WHERE {column} = $1"))
+                .bind(key)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            if known.is_some() {
+                return Ok(None);
+            }
             sqlx::query_scalar(&format!("SELECT CAST(COALESCE(MAX(version), 0) + 1 AS BIGINT) FROM {table}"))
                 .fetch_one(&mut *tx)
                 .await
+                .map(Some)
                 .map_err(db_err)
         }
 
@@ -412,15 +423,9 @@ macro_rules! moderation_sql {
                 self.calls.run($crate::calls::CallKind::Transaction, "add_catalogue_gpu", async move {
                     let _w = self.write_lock().await;
                     let mut tx = self.pool.begin_with(<$store>::DIALECT.begin_write).await.map_err(db_err)?;
-                    let known: Option<i64> = sqlx::query_scalar("SELECT version FROM catalogue_gpus WHERE nvml_name = $1")
-                        .bind(&spec.nvml_name)
-                        .fetch_optional(&mut *tx)
-                        .await
-                        .map_err(db_err)?;
-                    if known.is_some() {
+                    let Some(version) = catalogue_slot(&mut tx, "catalogue_gpus", "nvml_name", &spec.nvml_name).await? else {
                         return Ok(None);
-                    }
-                    let version = next_catalogue_version(&mut tx, "catalogue_gpus").await?;
+                    };
                     let body = serde_json::to_string(spec).map_err(json_err)?;
                     let at = ts(&by.at);
                     sqlx::query(
@@ -490,15 +495,9 @@ macro_rules! moderation_sql {
                 self.calls.run($crate::calls::CallKind::Transaction, "add_catalogue_model", async move {
                     let _w = self.write_lock().await;
                     let mut tx = self.pool.begin_with(<$store>::DIALECT.begin_write).await.map_err(db_err)?;
-                    let known: Option<i64> = sqlx::query_scalar("SELECT version FROM catalogue_models WHERE model_id = $1")
-                        .bind(&spec.id)
-                        .fetch_optional(&mut *tx)
-                        .await
-                        .map_err(db_err)?;
-                    if known.is_some() {
+                    let Some(version) = catalogue_slot(&mut tx, "catalogue_models", "model_id", &spec.id).await? else {
                         return Ok(None);
-                    }
-                    let version = next_catalogue_version(&mut tx, "catalogue_models").await?;
+                    };
                     let body = serde_json::to_string(spec).map_err(json_err)?;
                     let source = serde_json::to_string(provenance).map_err(json_err)?;
                     let at = ts(&by.at);
