@@ -4,6 +4,7 @@
 mod common;
 
 mod admission;
+mod api_guide;
 mod backends;
 mod backup;
 mod browser;
