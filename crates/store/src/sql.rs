@@ -25,12 +25,16 @@ pub(crate) enum Param {
 /// ROLLBACK sqlx then queues fails ("no transaction is active"), and its
 /// count of open transactions stays at 1, so the next borrower's `BEGIN
 /// IMMEDIATE` would fail ("begin_with at non-zero transaction depth", a
-/// 500). The ping first runs what the dropped transaction queued; a
-/// connection still counted inside a transaction is closed, and the pool
-/// opens a fresh one.
+/// 500). A connection counted outside any transaction (every committed
+/// one) goes back as it is; otherwise a ping first runs what the dropped
+/// transaction queued, and a connection still counted inside a
+/// transaction is closed, and the pool opens a fresh one.
 pub(crate) async fn clean_for_reuse<C: sqlx::Connection>(
     conn: &mut C,
 ) -> Result<bool, sqlx::Error> {
+    if !conn.is_in_transaction() {
+        return Ok(true);
+    }
     conn.ping().await?;
     let clean = !conn.is_in_transaction();
     if !clean {
