@@ -573,3 +573,23 @@ async fn power_below_a_guessed_idle_waits_for_review() {
     );
     assert_names_iteration(&c, BATCH, 1);
 }
+
+/// The GPU's page says where its loaded idle comes from (issue #54): the
+/// RTX 5090's is a guess, the L4's measured.
+#[tokio::test]
+async fn a_gpu_page_says_whether_its_idle_is_measured_or_guessed() {
+    let app = TestApp::new().await;
+    let rtx = wattcounts::catalog::gpu_by_nvml_name("NVIDIA GeForce RTX 5090").unwrap();
+    for (id, words) in [
+        (rtx.id.as_str(), "guessed: 15 % of its 575 W TDP"),
+        ("l4", "measured (the WattGPU release)"),
+    ] {
+        let req = axum::http::Request::get(format!("/gpus/{id}"))
+            .body(axum::body::Body::empty())
+            .unwrap();
+        let (status, _, body) = app.raw(req).await;
+        assert_eq!(status, StatusCode::OK);
+        let page = String::from_utf8_lossy(&body);
+        assert!(page.contains(&format!("W ({words})")), "{id}: {page}");
+    }
+}

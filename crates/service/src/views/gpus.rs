@@ -20,6 +20,9 @@ pub struct GpuSummary {
     pub tdp_w: f64,
     pub memory_gb: f64,
     pub idle_w: f64,
+    /// Where `idle_w` comes from, in words: measured, or a guess (15 % of
+    /// TDP), which the checks only warn on.
+    pub idle_basis: String,
     /// Groups of the view measured on it.
     pub configurations: usize,
     pub models: usize,
@@ -41,6 +44,7 @@ fn summaries(rows: &[LeaderboardRow]) -> Vec<GpuSummary> {
                 tdp_w: g.tdp_w,
                 memory_gb: g.memory_gb,
                 idle_w: g.idle_w,
+                idle_basis: g.idle_basis_words(),
                 configurations: mine.len(),
                 models: models.len(),
             }
