@@ -340,16 +340,7 @@ async fn a_dead_object_store_is_a_503_that_names_it_and_heals() {
 
     down.store(true, Ordering::SeqCst);
     cut_tx.send_modify(|n| *n += 1);
-    let second = BundleBuilder::fixture().marked(1).by("alice", &key).build();
-    let sig = sign(&key, &second);
-    let t = Instant::now();
-    let (status, headers, body) = app
-        .raw(multipart(&[("bundle", &second), ("signature", &sig)]))
-        .await;
-    let waited = t.elapsed();
-    let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
-    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
-    assert_error(&body, "storage_unavailable");
+    let (second, sig, headers, body, waited) = refused_while_the_store_is_away(&app, &key).await;
     assert!(
         body["error"]["message"].as_str().unwrap().contains(&url),
         "{body}"
@@ -454,16 +445,7 @@ async fn a_silent_object_store_is_a_503_within_5_s_and_heals() {
     let before = app.stored().await;
 
     relay.silence_all();
-    let second = BundleBuilder::fixture().marked(1).by("alice", &key).build();
-    let sig = sign(&key, &second);
-    let t = Instant::now();
-    let (status, headers, body) = app
-        .raw(multipart(&[("bundle", &second), ("signature", &sig)]))
-        .await;
-    let waited = t.elapsed();
-    let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
-    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
-    assert_error(&body, "storage_unavailable");
+    let (second, sig, headers, _, waited) = refused_while_the_store_is_away(&app, &key).await;
     assert_eq!(headers["retry-after"], "30");
     assert!(waited < Duration::from_secs(5), "answered after {waited:?}");
     eprintln!("silent object store, upload: 503 after {waited:?}");
@@ -487,4 +469,30 @@ async fn a_silent_object_store_is_a_503_within_5_s_and_heals() {
     assert_eq!(status, StatusCode::OK, "{body}");
     let (status, body) = app.submit(&second, &sig).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
+}
+
+/// Alice's second bundle, sent while the object store is away: refused
+/// 503 `storage_unavailable`. Returns the bundle and its signature (for
+/// the retry), the answer's headers and body, and how long it took.
+async fn refused_while_the_store_is_away(
+    app: &TestApp,
+    key: &ssh_key::PrivateKey,
+) -> (
+    Vec<u8>,
+    Vec<u8>,
+    axum::http::HeaderMap,
+    serde_json::Value,
+    Duration,
+) {
+    let second = BundleBuilder::fixture().marked(1).by("alice", key).build();
+    let sig = sign(key, &second);
+    let t = Instant::now();
+    let (status, headers, body) = app
+        .raw(multipart(&[("bundle", &second), ("signature", &sig)]))
+        .await;
+    let waited = t.elapsed();
+    let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_error(&body, "storage_unavailable");
+    (second, sig, headers, body, waited)
 }

@@ -158,30 +158,11 @@ fn keygen_pack_and_sign_make_a_bundle_the_service_would_unpack() {
 fn pack_names_the_empty_model_folders_it_leaves_out() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let gpu = catalog::gpu_by_id("l4").unwrap();
-    let model = catalog::model_by_id("Qwen/Qwen2.5-0.5B-Instruct").unwrap();
-    let run_folder = synth::generate_run(gpu, &[model], &SynthOptions::small());
-    let run_dir = synth::write_run(dir, &run_folder).unwrap();
+    let (run_folder, run_dir) = small_qwen_run(dir);
     // run_benchmark.sh's folder for a model that never loaded.
     std::fs::create_dir(run_dir.join("_Qwen_Qwen3-8B__")).unwrap();
     ok(&["keygen", "--out", "keys/me"], dir);
-    let (code, stdout, stderr) = run(
-        &[
-            "pack",
-            run_dir.to_str().unwrap(),
-            "--config",
-            "config-v2.yaml",
-            "--handle",
-            "alice",
-            "--audience",
-            "https://wattcounts.test",
-            "--key",
-            "keys/me.pub",
-            "--out",
-            "run.tar.gz",
-        ],
-        dir,
-    );
+    let (code, stdout, stderr) = run(&pack_args(&run_dir), dir);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     assert!(
         stderr.contains("note: left out _Qwen_Qwen3-8B__/: the folder is empty"),
@@ -202,10 +183,7 @@ fn pack_names_the_empty_model_folders_it_leaves_out() {
 fn pack_ships_the_models_config_from_the_hugging_face_cache() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let gpu = catalog::gpu_by_id("l4").unwrap();
-    let model = catalog::model_by_id("Qwen/Qwen2.5-0.5B-Instruct").unwrap();
-    let run_folder = synth::generate_run(gpu, &[model], &SynthOptions::small());
-    let run_dir = synth::write_run(dir, &run_folder).unwrap();
+    let (_, run_dir) = small_qwen_run(dir);
     let repo = dir.join("hf/hub/models--Qwen--Qwen2.5-0.5B-Instruct");
     std::fs::create_dir_all(repo.join("refs")).unwrap();
     std::fs::create_dir_all(repo.join("snapshots/7ae5576")).unwrap();
@@ -214,20 +192,7 @@ fn pack_ships_the_models_config_from_the_hugging_face_cache() {
     std::fs::write(repo.join("snapshots/7ae5576/config.json"), config).unwrap();
     ok(&["keygen", "--out", "keys/me"], dir);
     let out = Command::new(BIN)
-        .args([
-            "pack",
-            run_dir.to_str().unwrap(),
-            "--config",
-            "config-v2.yaml",
-            "--handle",
-            "alice",
-            "--audience",
-            "https://wattcounts.test",
-            "--key",
-            "keys/me.pub",
-            "--out",
-            "run.tar.gz",
-        ])
+        .args(pack_args(&run_dir))
         .current_dir(dir)
         .env_remove("WATTCOUNTS_CONFIG")
         .env_remove("HF_HUB_CACHE")
@@ -258,4 +223,31 @@ fn pack_ships_the_models_config_from_the_hugging_face_cache() {
             "config_sha256": wattcounts_rules::digest::sha256_hex(config),
         }])
     );
+}
+
+/// A small one-model L4 run written into `dir`: (the run, its folder).
+fn small_qwen_run(dir: &Path) -> (synth::RunFolder, std::path::PathBuf) {
+    let gpu = catalog::gpu_by_id("l4").unwrap();
+    let model = catalog::model_by_id("Qwen/Qwen2.5-0.5B-Instruct").unwrap();
+    let run_folder = synth::generate_run(gpu, &[model], &SynthOptions::small());
+    let run_dir = synth::write_run(dir, &run_folder).unwrap();
+    (run_folder, run_dir)
+}
+
+/// `pack` of `run_dir` for alice with keys/me.pub, to run.tar.gz.
+fn pack_args(run_dir: &Path) -> Vec<&str> {
+    vec![
+        "pack",
+        run_dir.to_str().unwrap(),
+        "--config",
+        "config-v2.yaml",
+        "--handle",
+        "alice",
+        "--audience",
+        "https://wattcounts.test",
+        "--key",
+        "keys/me.pub",
+        "--out",
+        "run.tar.gz",
+    ]
 }
