@@ -65,21 +65,12 @@ async fn config_text(a: &ModelAddArgs) -> anyhow::Result<String> {
             "give --config FILE, or --revision REV to fetch the config from $HF_ENDPOINT"
         );
     };
-    let hub = std::env::var("HF_ENDPOINT").unwrap_or_else(|_| "https://huggingface.co".into());
-    let url = format!(
-        "{}/{}/resolve/{revision}/config.json",
-        hub.trim_end_matches('/'),
-        a.id
-    );
-    let resp = reqwest::get(&url)
-        .await
-        .with_context(|| format!("GET {url}"))?;
-    anyhow::ensure!(
-        resp.status().is_success(),
-        "GET {url} answered {}",
-        resp.status()
-    );
-    Ok(resp.text().await?)
+    let hub = std::env::var("HF_ENDPOINT")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+        .unwrap_or_else(|| "https://huggingface.co".into());
+    let (_, bytes) = wattcounts_submit::model_configs::fetch_config(&hub, &a.id, revision).await?;
+    Ok(String::from_utf8(bytes)?)
 }
 
 async fn add(a: &ModelAddArgs) -> anyhow::Result<ExitCode> {

@@ -30,9 +30,12 @@ fn start_server(data: &Path) -> Server {
 }
 
 fn run_with(bin: &Path, args: &[&str], dir: &Path) -> (i32, String, String) {
+    // `pack` fetches a config the cache lacks from the Hub; these tests
+    // have none to reach (the stand-in's test sets its own endpoint).
     let out = Command::new(bin)
         .args(args)
         .current_dir(dir)
+        .env("HF_HUB_OFFLINE", "1")
         .output()
         .unwrap();
     (
@@ -375,6 +378,7 @@ fn the_readmes_five_steps_verbatim() {
         .current_dir(dir)
         .env("HOME", dir)
         .env("PATH", path)
+        .env("HF_HUB_OFFLINE", "1")
         .output()
         .unwrap();
     let (stdout, stderr) = (
@@ -438,6 +442,104 @@ fn stand_in_hub(
         }
     });
     (url, asked)
+}
+
+/// `pack` fetches a config.json the Hugging Face cache lacks from the Hub
+/// (issue #54; $HF_ENDPOINT, here a stand-in) at the revision asked, packs
+/// it under model-configs/ with that revision, and says so; a model the
+/// Hub does not have is packed without one, saying why.
+#[test]
+fn pack_fetches_a_missing_config_from_the_hub() {
+    const CONFIG: &str = r#"{"model_type": "qwen2", "hidden_size": 896}"#;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    ok(
+        &[
+            "demo",
+            "generate",
+            "--out",
+            "gen",
+            "--gpus",
+            "l4",
+            "--models",
+            "Qwen/Qwen2.5-0.5B-Instruct",
+            "--small",
+        ],
+        dir,
+    );
+    ok(&["keygen", "--out", "keys/me"], dir);
+    let run_dir = std::fs::read_dir(dir.join("gen/l4"))
+        .unwrap()
+        .flatten()
+        .find(|e| e.path().is_dir())
+        .unwrap()
+        .path();
+    let (hub, asked) = stand_in_hub(
+        "/Qwen/Qwen2.5-0.5B-Instruct/resolve/abc123/config.json".into(),
+        CONFIG,
+    );
+    let pack = |revision: &str, out: &str| {
+        Command::new(BIN)
+            .args([
+                "pack",
+                run_dir.to_str().unwrap(),
+                "--config",
+                "gen/l4/config-v2.yaml",
+                "--handle",
+                "alice",
+                "--key",
+                "keys/me.pub",
+                "--audience",
+                "https://wattcounts.test",
+                "--out",
+                out,
+                "--model-revision",
+                revision,
+            ])
+            .current_dir(dir)
+            .env("HF_HOME", dir.join("empty-hf"))
+            .env_remove("HF_HUB_CACHE")
+            .env_remove("HF_HUB_OFFLINE")
+            .env("HF_ENDPOINT", &hub)
+            .output()
+            .unwrap()
+    };
+    let out = pack("Qwen/Qwen2.5-0.5B-Instruct=abc123", "a.tar.gz");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!("model Qwen/Qwen2.5-0.5B-Instruct: config.json (43 bytes, revision abc123) fetched from {hub} and packed")),
+        "{stderr}"
+    );
+    let bundle = std::fs::read(dir.join("a.tar.gz")).unwrap();
+    let entries = wattcounts::bundle::unpack::unpack(&bundle, &Default::default()).unwrap();
+    let shipped = entries
+        .iter()
+        .find(|e| e.path == "model-configs/Qwen/Qwen2.5-0.5B-Instruct/config.json")
+        .expect("the fetched config in the bundle");
+    assert_eq!(shipped.data, CONFIG.as_bytes());
+    let manifest: serde_json::Value = serde_json::from_slice(
+        &entries
+            .iter()
+            .find(|e| e.path == wattcounts::bundle::MANIFEST_NAME)
+            .unwrap()
+            .data,
+    )
+    .unwrap();
+    assert_eq!(manifest["models"][0]["revision"], "abc123");
+    // A revision the Hub does not have: packed without, the 404 named.
+    let out = pack("Qwen/Qwen2.5-0.5B-Instruct=nope", "b.tar.gz");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("answered 404"), "{stderr}");
+    assert!(stderr.contains("packed without one"), "{stderr}");
+    assert_eq!(
+        asked.lock().unwrap().as_slice(),
+        [
+            "/Qwen/Qwen2.5-0.5B-Instruct/resolve/abc123/config.json",
+            "/Qwen/Qwen2.5-0.5B-Instruct/resolve/nope/config.json"
+        ]
+    );
 }
 
 /// `admin model add` as a maintainer runs it (issue #54): from a config

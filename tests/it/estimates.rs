@@ -30,7 +30,7 @@ const MODELS: [&str; 4] = [
 /// A quick estimator: fewer trees, a short settle.
 const QUICK: &str = "settle_secs = 0.2\n[power]\nmax_depth = 6\nl2 = 150.0\ntrees = 40\nlearning_rate = 0.3\n[itl]\nmax_depth = 5\nl2 = 100.0\ntrees = 30\nlearning_rate = 0.3\n";
 
-fn quick(c: &mut wattcounts::config::ServeConfig) {
+pub(crate) fn quick(c: &mut wattcounts::config::ServeConfig) {
     c.estimator_toml = Some(QUICK.into());
 }
 
@@ -254,8 +254,7 @@ async fn estimates_over_http_labelled_refused_and_never_mixed() {
         let msg = body["error"]["message"].as_str().unwrap();
         assert!(msg.contains(words), "{query}: {msg}");
     }
-    // A pair that does not fit, a model far outside the measured sizes,
-    // a mixture of experts.
+    // A pair that does not fit, a model far outside the measured sizes.
     let big = wattcounts::catalog::models()
         .iter()
         .find(|m| m.params_b > 25.0 && m.params_b == m.active_params_b)
@@ -270,14 +269,20 @@ async fn estimates_over_http_labelled_refused_and_never_mixed() {
         .as_str()
         .unwrap()
         .contains("params_b"));
-    if let Some(moe) = wattcounts::catalog::models()
-        .iter()
-        .find(|m| m.active_params_b < m.params_b)
-    {
-        let (status, body) = estimate(&app, &moe.id, "h200", "batch").await;
-        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
-        assert_eq!(body["error"]["code"], "mixture_of_experts");
-    }
+    // A mixture of experts inside the measured sizes (7 B total, 1 B
+    // active, 64 experts) is answered, saying that no model of its kind
+    // was measured (issue #54).
+    let (status, body) = estimate(&app, "allenai/OLMoE-1B-7B-0924", UNMEASURED_GPU, "batch").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let caveat = body["caveat"].as_str().unwrap();
+    assert!(
+        caveat.contains("64 experts") && caveat.contains("no mixture of experts was measured"),
+        "{caveat}"
+    );
+    assert!(
+        body["energy_per_token_j"]["lo"].as_f64().unwrap()
+            < body["energy_per_token_j"]["point"].as_f64().unwrap()
+    );
 
     // Estimates never join measured rows: the leaderboard, its CSV,
     // compare and the model's rankings know four GPUs only.

@@ -29,6 +29,7 @@ mod instances;
 mod intake;
 mod log;
 mod moderation;
+mod open_world;
 mod openapi;
 mod operations;
 mod oracle;

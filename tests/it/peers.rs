@@ -691,8 +691,9 @@ async fn the_estimator_api_and_insights_publish_the_real_hardware_table() {
         "{rh}"
     );
     assert_eq!(rh["rows"], 565);
-    // 3 tasks x 2 splits x (estimator + 2 baselines).
-    assert_eq!(rh["lines"].as_array().unwrap().len(), 18);
+    // 3 tasks x 3 splits (LLM, family, batch size) x (estimator + 2
+    // baselines).
+    assert_eq!(rh["lines"].as_array().unwrap().len(), 27);
     let tasks: BTreeSet<&str> = rh["lines"]
         .as_array()
         .unwrap()
@@ -709,6 +710,132 @@ async fn the_estimator_api_and_insights_publish_the_real_hardware_table() {
         "{html}"
     );
     assert!(html.contains("baseline: load-scaled TDP power, roofline ITL"));
+}
+
+/// Issue #54: Llama-3.1-70B on 2 x B200 at a batch-size cap ML.ENERGY did
+/// not publish (96) gets an estimate under ML.ENERGY v3's protocol,
+/// labelled so, from the JSON API and from the form on /peers/mlenergy-v3;
+/// it lies between the published figures at the caps either side (64 and
+/// 128, read from the file here); a published cap carries the published
+/// figure beside it; refusals name the input.
+#[tokio::test]
+async fn a_configuration_ml_energy_did_not_publish_is_estimated_under_its_protocol() {
+    let app = TestApp::new().await;
+    let q = "model=meta-llama%2FLlama-3.1-70B-Instruct&gpu=b200&num_gpus=2&max_num_seqs=96&task=lm-arena-chat";
+    let (status, body) = app
+        .get(&format!("/api/v1/peers/mlenergy-v3/estimate?{q}"))
+        .await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(body["error"]["code"], "estimator_not_ready");
+    assert_eq!(import(&app, &shipped()).0, 0);
+    app.service
+        .refresh_real_hardware_validation(quick_settings())
+        .await
+        .unwrap();
+    let (status, e) = app
+        .get(&format!("/api/v1/peers/mlenergy-v3/estimate?{q}"))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{e}");
+    assert_eq!(e["kind"], "estimate");
+    assert_eq!(e["protocol"], "peer:mlenergy-v3");
+    assert!(e["note"]
+        .as_str()
+        .unwrap()
+        .contains("never comparable with a Watt Counts figure"));
+    assert_eq!(
+        (e["tensor_parallel"].as_u64(), e["expert_parallel"].as_u64()),
+        (Some(2), Some(1))
+    );
+    assert_eq!(e["facts"]["source"], "peer data");
+    assert_eq!(e["published"], Value::Null);
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(shipped().join("tasks/lm-arena-chat.json")).unwrap())
+            .unwrap();
+    let at = |cap: u64| {
+        doc["configurations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| {
+                c["model_id"] == "meta-llama/Llama-3.1-70B-Instruct"
+                    && c["gpu_model"] == "B200"
+                    && c["num_gpus"] == 2
+                    && c["max_num_seqs"] == cap
+            })
+            .unwrap()["energy_per_token_joules"]
+            .as_f64()
+            .unwrap()
+    };
+    let (e64, e128) = (at(64), at(128));
+    let got = e["energy_per_token_j"].as_f64().unwrap();
+    assert!(e128 < e64, "more sequences a step, less energy a token");
+    assert!(
+        got > e128 * 0.8 && got < e64 * 1.25,
+        "{got} vs {e128}..{e64}"
+    );
+    let (lo, hi) = (
+        e["energy_per_token_lo"].as_f64().unwrap(),
+        e["energy_per_token_hi"].as_f64().unwrap(),
+    );
+    assert!(lo < got && got < hi);
+
+    // A published cap: the peer's own figure beside the estimate.
+    let (_, p) = app
+        .get("/api/v1/peers/mlenergy-v3/estimate?model=meta-llama%2FLlama-3.1-70B-Instruct&gpu=b200&num_gpus=2&max_num_seqs=128")
+        .await;
+    assert!(
+        (p["published"]["energy_per_token_j"].as_f64().unwrap() - e128).abs() < 1e-12,
+        "{p}"
+    );
+
+    // Refusals, each naming its input.
+    for (query, status, code, words) in [
+        ("model=meta-llama%2FLlama-3.1-70B-Instruct&gpu=b200&num_gpus=1&max_num_seqs=8&task=lm-arena-chat&weight_precision=bfloat16", StatusCode::OK, "", ""),
+        ("model=meta-llama%2FLlama-3.1-405B-Instruct&gpu=b200&num_gpus=2&max_num_seqs=8", StatusCode::UNPROCESSABLE_ENTITY, "does_not_fit", "810 GB of weights"),
+        ("model=meta-llama%2FLlama-3.1-70B-Instruct&gpu=b200&num_gpus=2&max_num_seqs=9000", StatusCode::UNPROCESSABLE_ENTITY, "outside_domain", "max_num_seqs = 9000"),
+        ("model=meta-llama%2FLlama-3.1-70B-Instruct&gpu=b200&max_num_seqs=8&task=poetry", StatusCode::UNPROCESSABLE_ENTITY, "unknown_task", "task = poetry"),
+        ("model=nobody%2FNothing-1B&gpu=b200&max_num_seqs=8", StatusCode::UNPROCESSABLE_ENTITY, "unknown_model", "nobody/Nothing-1B"),
+        ("model=meta-llama%2FLlama-3.1-70B-Instruct&gpu=b201&max_num_seqs=8", StatusCode::UNPROCESSABLE_ENTITY, "unknown_gpu", "b201"),
+        ("model=meta-llama%2FLlama-3.1-70B-Instruct&gpu=b200", StatusCode::BAD_REQUEST, "missing_parameter", "max_num_seqs"),
+        ("model=meta-llama%2FLlama-3.1-70B-Instruct&gpu=b200&max_num_seqs=0", StatusCode::BAD_REQUEST, "bad_parameter", "max_num_seqs = '0'"),
+    ] {
+        let (got, body) = app.get(&format!("/api/v1/peers/mlenergy-v3/estimate?{query}")).await;
+        assert_eq!(got, status, "{query}: {body}");
+        if !code.is_empty() {
+            assert_eq!(body["error"]["code"], code, "{query}: {body}");
+            assert!(body["error"]["message"].as_str().unwrap().contains(words), "{query}: {body}");
+        }
+    }
+    let (status, body) = app
+        .get("/api/v1/peers/mlenergy-v2/estimate?model=x&gpu=b200&max_num_seqs=8")
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("no_peer_estimator")),
+        "{body}"
+    );
+    let (status, _) = app
+        .get("/api/v1/peers/nobody/estimate?model=x&gpu=b200&max_num_seqs=8")
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    // The form on the peer's page, and its answer as a page.
+    let (_, html) = text(&app, "/peers/mlenergy-v3").await;
+    assert!(
+        html.contains("action=\"/peers/mlenergy-v3/estimate\""),
+        "the form"
+    );
+    let (status, html) = text(&app, &format!("/peers/mlenergy-v3/estimate?{q}")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        html.contains("An estimate under another benchmark&#x27;s protocol")
+            || html.contains("An estimate under another benchmark's protocol"),
+        "{html}"
+    );
+    assert!(
+        html.contains("on 2 × NVIDIA B200, batch-size cap 96"),
+        "{html}"
+    );
 }
 
 /// The v3 insights against the files read here: Qwen3-8B on lm-arena-chat,

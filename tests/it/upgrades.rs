@@ -91,6 +91,10 @@ const RELEASED: &[(&str, &str)] = &[
         "103bdbc3d6e85784157fa5d61f961b6c04c529ef248c8652d92411f34877b89d",
     ),
     (
+        "migrations/sqlite/0018_idle_seen.sql",
+        "5d86a1fcbb64f39a757a16a6cbb929d3b4aed3b29830760082c83d254815e7c7",
+    ),
+    (
         "migrations/postgres/0001_init.sql",
         "1b9a90f450b12d36d8f020c1f324fc6214e2141addad5b7c453a62d0837cb5d4",
     ),
@@ -158,6 +162,10 @@ const RELEASED: &[(&str, &str)] = &[
         "migrations/postgres/0017_catalogue_models.sql",
         "103bdbc3d6e85784157fa5d61f961b6c04c529ef248c8652d92411f34877b89d",
     ),
+    (
+        "migrations/postgres/0018_idle_seen.sql",
+        "5d86a1fcbb64f39a757a16a6cbb929d3b4aed3b29830760082c83d254815e7c7",
+    ),
 ];
 
 #[test]
@@ -186,10 +194,13 @@ fn released_migrations_are_never_edited_and_new_ones_are_pinned() {
     }
 }
 
-/// What migrations 0015 to 0017 added, taken away again: the database as
+/// What migrations 0015 to 0018 added, taken away again: the database as
 /// a deployment at migration 0014 held it (they only add columns, indexes
 /// and a table).
 const BEFORE_0015: &[&str] = &[
+    "DROP INDEX submissions_idle_seen",
+    "ALTER TABLE submissions DROP COLUMN idle_seen_w",
+    "DELETE FROM _sqlx_migrations WHERE version = 18",
     "DROP TABLE catalogue_models",
     "DELETE FROM _sqlx_migrations WHERE version = 17",
     "DROP INDEX configurations_model_recent",

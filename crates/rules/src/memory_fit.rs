@@ -6,7 +6,8 @@
 
 use crate::catalog::{GpuSpec, ModelSpec};
 
-/// BF16 / FP16: two bytes per parameter (weights and KV cache).
+/// BF16 / FP16: two bytes per value (the KV cache; weights go by the
+/// model's own precision).
 pub const BYTES_PER_PARAM: f64 = 2.0;
 /// Activations, CUDA graphs and allocator slack, bytes.
 pub const RUNTIME_RESERVE_B: f64 = 1.5e9;
@@ -29,8 +30,20 @@ pub fn usable_memory_b(gpu: &GpuSpec) -> f64 {
     gpu.memory_gb * 1e9 * memory_share(gpu)
 }
 
+/// The weights at the model's own precision (a 4-bit AWQ checkpoint
+/// holds a quarter of its BF16 twin's bytes).
 pub fn weight_bytes(model: &ModelSpec) -> f64 {
-    model.params_b * 1e9 * BYTES_PER_PARAM
+    model.params_b * 1e9 * model.weight_bits / 8.0
+}
+
+/// The weights' precision as a refusal names it: a 16-bit checkpoint runs
+/// as FP16 on boards without BF16 (Pascal, Volta, Turing).
+pub fn weights_label(gpu: &GpuSpec, model: &ModelSpec) -> String {
+    let no_bf16 = matches!(gpu.architecture.as_str(), "Pascal" | "Volta" | "Turing");
+    match model.precision.as_str() {
+        "bf16" if no_bf16 => "FP16".into(),
+        p => p.to_ascii_uppercase(),
+    }
 }
 
 pub fn kv_bytes_per_token(model: &ModelSpec) -> f64 {
@@ -57,9 +70,10 @@ pub fn why_not(gpu: &GpuSpec, model: &ModelSpec) -> Option<String> {
         return None;
     }
     Some(format!(
-        "{} needs {:.1} GB of BF16 weights plus a {:.1} GB reserve and a KV cache of at least {} tokens; {} gives vLLM {:.1} GB ({:.0} % of {:.0} GB), room for {:.0} KV tokens",
+        "{} needs {:.1} GB of {} weights plus a {:.1} GB reserve and a KV cache of at least {} tokens; {} gives vLLM {:.1} GB ({:.0} % of {:.0} GB), room for {:.0} KV tokens",
         model.id,
         weight_bytes(model) / 1e9,
+        weights_label(gpu, model),
         RUNTIME_RESERVE_B / 1e9,
         MIN_KV_TOKENS,
         gpu.nvml_name,

@@ -264,6 +264,19 @@ impl Ingestor {
             }
             None => Vec::new(),
         };
+        // A guessed loaded idle gives way to the one accepted runs of this
+        // GPU showed, once three submitters or more showed it (issue #54).
+        if let Some(g) = analysis.gpu.filter(|g| g.idle_is_guessed()) {
+            if let Some(seen) = self.store.observed_idle(&g.id, is_demo).await? {
+                let judged =
+                    checks::idle_floor_observed(g, &analysis.runs, &seen, &self.config.thresholds);
+                if let Some(r) = judged {
+                    if let Some(slot) = check_results.iter_mut().find(|c| c.id == r.id) {
+                        *slot = r;
+                    }
+                }
+            }
+        }
         check_results.push(checks::consistency(
             &analysis.configurations,
             &peers,

@@ -556,6 +556,9 @@ pub struct RealHardwareValidation {
     pub lines: Vec<wattcounts_analytics::estimator::peer::PeerLine>,
     /// Why the table is empty: a release too large for the background job.
     pub why_not: Option<String>,
+    /// The same rows fitted per task, answering under the peer's protocol
+    /// (`crate::peer_estimates`); None with `why_not`.
+    pub estimator: Option<Arc<wattcounts_analytics::estimator::peer::PeerEstimator>>,
 }
 
 /// The most rows the background job scores: leave-one-LLM-out fits once
@@ -693,27 +696,33 @@ impl Service {
                 release_label: label,
                 seconds: 0.0,
                 lines: Vec::new(),
+                estimator: None,
             }));
             return Ok(());
         }
         let configs = self.release_configs(&release).await?;
         let computed = tokio::task::spawn_blocking(move || {
-            use wattcounts_analytics::estimator::peer::{peer_rows, validate};
+            use wattcounts_analytics::estimator::peer::{peer_rows, validate, PeerEstimator};
             let start = std::time::Instant::now();
             let rows = peer_rows(&configs);
             let mut models: Vec<&str> = rows.iter().map(|r| r.model.as_str()).collect();
             models.sort_unstable();
             models.dedup();
             let models = models.len();
-            validate(&rows, &settings).map(|lines| RealHardwareValidation {
+            let lines = validate(&rows, &settings)?;
+            let seconds = start.elapsed().as_secs_f64();
+            let count = rows.len();
+            let estimator = PeerEstimator::fit(rows, &settings)?;
+            Ok::<_, wattcounts_analytics::estimator::EstimatorError>(RealHardwareValidation {
                 info: VALIDATED_ON.info(),
                 release_id: id,
                 release_label: label,
-                rows: rows.len(),
+                rows: count,
                 models,
-                seconds: start.elapsed().as_secs_f64(),
+                seconds,
                 lines,
                 why_not: None,
+                estimator: Some(Arc::new(estimator)),
             })
         })
         .await

@@ -69,6 +69,7 @@ const TABLES: &[(&str, &[(&str, Kind)])] = &[
             ("power_samples", Int),
             ("log_index", Int),
             ("energy_rule", Int),
+            ("idle_seen_w", Real),
         ],
     ),
     (

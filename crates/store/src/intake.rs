@@ -55,6 +55,17 @@ impl NewSubmission {
     pub fn power_samples(&self) -> u64 {
         self.runs.iter().map(|r| r.power_samples).sum()
     }
+    /// The lowest power sample of its server iterations (its stored
+    /// `idle_seen_w`): the loaded idle it showed, if it served.
+    pub fn idle_seen_w(&self) -> Option<f64> {
+        self.runs
+            .iter()
+            .filter(|r| {
+                r.scenario == wattcounts_rules::domain::Scenario::Server && r.power_samples > 0
+            })
+            .map(|r| r.power_min_w)
+            .min_by(f64::total_cmp)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -328,8 +339,8 @@ macro_rules! intake_sql {
                     let res = sqlx::query(
                         "INSERT INTO submissions (id, bundle_sha256, submitter_id, key_id, status, received_at, gpu_name, gpu_id,
                             run_name, is_demo, bundle_bytes, blob_path, signature, manifest, protocol, content_sha256,
-                            iterations, power_samples, energy_rule)
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)",
+                            iterations, power_samples, energy_rule, idle_seen_w)
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)",
                     )
                     .bind(&id)
                     .bind(&s.bundle_sha256)
@@ -350,6 +361,7 @@ macro_rules! intake_sql {
                     .bind(s.iterations() as i64)
                     .bind(s.power_samples() as i64)
                     .bind(::wattcounts_rules::derived::ENERGY_RULE_VERSION)
+                    .bind(s.idle_seen_w())
                     .execute(&mut *tx)
                     .await;
                     if let Err(e) = res {

@@ -30,6 +30,15 @@ pub trait ReadModel: Send + Sync {
     /// group keys: same GPU, protocol and origin), from the read model: one
     /// row per group, however many submissions it holds.
     async fn peer_groups(&self, group_keys: &[String]) -> Result<Vec<PeerGroup>, StoreError>;
+    /// The loaded idle accepted submissions of GPU `gpu_id` (of one origin)
+    /// showed: the lowest of their kept `idle_seen_w`, over how many
+    /// submissions and submitters; None when none showed one. Reads that
+    /// GPU's rows of an index, never its runs.
+    async fn observed_idle(
+        &self,
+        gpu_id: &str,
+        is_demo: bool,
+    ) -> Result<Option<wattcounts_rules::checks::ObservedIdle>, StoreError>;
     /// Changes whenever another writer (another instance) stores a
     /// submission or records a moderation decision: (submissions, events).
     async fn data_stamp(&self) -> Result<(i64, i64), StoreError>;
@@ -424,6 +433,33 @@ macro_rules! read_model_sql {
 
         #[async_trait]
         impl $crate::read_model::ReadModel for $store {
+            async fn observed_idle(
+                &self,
+                gpu_id: &str,
+                is_demo: bool,
+            ) -> Result<Option<::wattcounts_rules::checks::ObservedIdle>, StoreError> {
+                self.calls.run($crate::calls::CallKind::Request, "observed_idle", async move {
+                    let row = sqlx::query(
+                        "SELECT MIN(idle_seen_w) AS lowest, COUNT(*) AS n, COUNT(DISTINCT submitter_id) AS who
+                         FROM submissions
+                         WHERE gpu_id = $1 AND status = 'accepted' AND is_demo = $2 AND idle_seen_w IS NOT NULL",
+                    )
+                    .bind(gpu_id)
+                    .bind(is_demo)
+                    .fetch_one(&self.pool)
+                    .await
+                    .map_err(db_err)?;
+                    let lowest: Option<f64> = ::sqlx::Row::try_get(&row, "lowest").map_err(db_err)?;
+                    let n: i64 = ::sqlx::Row::try_get(&row, "n").map_err(db_err)?;
+                    let who: i64 = ::sqlx::Row::try_get(&row, "who").map_err(db_err)?;
+                    Ok(lowest.map(|lowest_w| ::wattcounts_rules::checks::ObservedIdle {
+                        lowest_w,
+                        submissions: n as u64,
+                        submitters: who as u64,
+                    }))
+                }).await
+            }
+
             async fn peer_groups(&self, group_keys: &[String]) -> Result<Vec<PeerGroup>, StoreError> {
                 self.calls.run($crate::calls::CallKind::Request, "peer_groups", async move {
                     if group_keys.is_empty() {
@@ -727,7 +763,9 @@ macro_rules! read_model_sql {
                         sqlx::query(
                             "UPDATE submissions SET protocol = $1, content_sha256 = $2, duplicate_of = $3,
                                 iterations = (SELECT COUNT(*) FROM runs r WHERE r.submission_id = $4),
-                                power_samples = (SELECT CAST(COALESCE(SUM(power_samples), 0) AS BIGINT) FROM runs r WHERE r.submission_id = $4)
+                                power_samples = (SELECT CAST(COALESCE(SUM(power_samples), 0) AS BIGINT) FROM runs r WHERE r.submission_id = $4),
+                                idle_seen_w = (SELECT MIN(r.power_min_w) FROM runs r
+                                    WHERE r.submission_id = $4 AND r.scenario = 'server' AND r.power_samples > 0)
                              WHERE id = $4",
                         )
                         .bind(serde_json::to_string(&protocol).map_err(json_err)?)

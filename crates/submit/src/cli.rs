@@ -62,7 +62,7 @@ impl SubmitterCommand {
     pub async fn run(self) -> anyhow::Result<ExitCode> {
         match self {
             SubmitterCommand::Keygen(a) => keys::keygen(&a).map(|_| ExitCode::SUCCESS),
-            SubmitterCommand::Pack(a) => pack_cmd::run(&a).map(|_| ExitCode::SUCCESS),
+            SubmitterCommand::Pack(a) => pack_cmd::run(&a).await.map(|_| ExitCode::SUCCESS),
             SubmitterCommand::Sign(a) => keys::sign(&a).map(|_| ExitCode::SUCCESS),
             SubmitterCommand::Register(a) => client::register(&a).await.map(|_| ExitCode::SUCCESS),
             SubmitterCommand::Submit(a) => client::submit(&a).await,

@@ -47,6 +47,13 @@ pub struct PackArgs {
     /// is catalogued from its config; without one it waits for review.
     #[arg(long = "model-config", value_name = "ID=FILE", value_parser = crate::model_configs::parse_given)]
     pub model_configs: Vec<(String, PathBuf)>,
+    /// The revision to fetch a model's config.json at, as ID=REV
+    /// (repeatable), when neither the cache nor --model-config has it:
+    /// fetched from $HF_ENDPOINT (default https://huggingface.co; $HF_TOKEN
+    /// for gated repos) at this revision, else the one the cache names,
+    /// else main. HF_HUB_OFFLINE=1 fetches nothing.
+    #[arg(long = "model-revision", value_name = "ID=REV", value_parser = crate::model_configs::parse_revision)]
+    pub model_revisions: Vec<(String, String)>,
 }
 
 fn fingerprint_of(path: &PathBuf) -> anyhow::Result<String> {
@@ -59,7 +66,7 @@ fn fingerprint_of(path: &PathBuf) -> anyhow::Result<String> {
     Ok(signing::fingerprint(&signing::parse_public_key(&text)?))
 }
 
-pub fn run(a: &PackArgs) -> anyhow::Result<()> {
+pub async fn run(a: &PackArgs) -> anyhow::Result<()> {
     let run_name = a
         .run_dir
         .canonicalize()
@@ -78,9 +85,9 @@ pub fn run(a: &PackArgs) -> anyhow::Result<()> {
         .with_context(|| format!("reading {}", a.config.display()))?;
     let models = llm_models(&config_yaml);
     let hub = crate::model_configs::hub_cache();
-    let (model_configs, missing) =
-        crate::model_configs::collect(&models, &a.model_configs, hub.as_deref())?;
-    for (id, revision, data) in &model_configs {
+    let mut found = crate::model_configs::collect(&models, &a.model_configs, hub.as_deref())?;
+    let cached = found.0.len();
+    for (id, revision, data) in &found.0 {
         eprintln!(
             "model {id}: config.json ({} bytes{}) packed",
             data.len(),
@@ -90,12 +97,31 @@ pub fn run(a: &PackArgs) -> anyhow::Result<()> {
                 .unwrap_or_else(|| ", from --model-config".into())
         );
     }
+    let endpoint = crate::model_configs::hub_endpoint();
+    if let Some(endpoint) = &endpoint {
+        crate::model_configs::fetch_missing(
+            &mut found,
+            endpoint,
+            &a.model_revisions,
+            hub.as_deref(),
+        )
+        .await;
+        for (id, revision, data) in &found.0[cached..] {
+            eprintln!(
+                "model {id}: config.json ({} bytes, revision {}) fetched from {endpoint} and packed",
+                data.len(),
+                revision.as_deref().unwrap_or("?")
+            );
+        }
+    }
+    let (model_configs, missing) = found;
     for id in &missing {
         eprintln!(
-            "model {id}: no config.json in {} and no --model-config; packed without one (a model the service's catalogue lacks then waits for review)",
+            "model {id}: no config.json in {}, no --model-config{}; packed without one (a model the service's catalogue lacks then waits for review)",
             hub.as_deref()
                 .map(|h| h.display().to_string())
-                .unwrap_or_else(|| "the Hugging Face cache".into())
+                .unwrap_or_else(|| "the Hugging Face cache".into()),
+            if endpoint.is_some() { " and none from the Hub" } else { " and HF_HUB_OFFLINE is set" }
         );
     }
     let input = PackInput {

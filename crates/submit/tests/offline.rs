@@ -21,6 +21,8 @@ fn run(args: &[&str], dir: &Path) -> (i32, String, String) {
         .args(args)
         .current_dir(dir)
         .env_remove("WATTCOUNTS_CONFIG")
+        // Offline: nothing is fetched from the Hub.
+        .env("HF_HUB_OFFLINE", "1")
         .output()
         .unwrap();
     (
@@ -197,6 +199,7 @@ fn pack_ships_the_models_config_from_the_hugging_face_cache() {
         .env_remove("WATTCOUNTS_CONFIG")
         .env_remove("HF_HUB_CACHE")
         .env("HF_HOME", dir.join("hf"))
+        .env("HF_HUB_OFFLINE", "1")
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -187,6 +187,11 @@ fn route_table(state: &AppState) -> Table {
         .get("/peers", DataVersioned, pages::peers::peers_page)
         .get("/peers/{slug}", DataVersioned, pages::peers::peer_page)
         .get(
+            "/peers/{slug}/estimate",
+            DataVersioned,
+            pages::peers::estimate::peer_estimate_page,
+        )
+        .get(
             "/peers/{slug}/insights",
             DataVersioned,
             pages::peers::insights::peer_insights_page,
@@ -197,6 +202,10 @@ fn route_table(state: &AppState) -> Table {
         )
         .api(DataVersioned, routes!(pages::peers::peers_json))
         .api(DataVersioned, routes!(pages::peers::peer_json))
+        .api(
+            DataVersioned,
+            routes!(pages::peers::estimate::peer_estimate_json),
+        )
         .api(DataVersioned, routes!(pages::peers::peer_csv))
         .get("/checks", DataVersioned, pages::guides::checks_page)
         .api(DataVersioned, routes!(pages::guides::checks_json))

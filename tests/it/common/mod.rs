@@ -416,6 +416,19 @@ impl TestApp {
         self.send(req).await
     }
 
+    /// A page as a browser gets it: the status and the HTML.
+    pub async fn get_text(&self, path: &str) -> (StatusCode, String) {
+        let (status, _, body) = self
+            .raw(
+                Request::get(path)
+                    .header("accept", "text/html")
+                    .body(Body::empty())
+                    .unwrap(),
+            )
+            .await;
+        (status, String::from_utf8(body.to_vec()).unwrap())
+    }
+
     pub async fn get(&self, path: &str) -> (StatusCode, Value) {
         self.send(Request::get(path).body(Body::empty()).unwrap())
             .await

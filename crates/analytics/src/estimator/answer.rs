@@ -12,7 +12,7 @@ use super::features::ScenarioClass;
 use super::index::distance_features;
 use super::trained::Trained;
 use super::validation::{Line, Split};
-use super::{is_dense, TrainingRow};
+use super::{is_moe, TrainingRow};
 use wattcounts_rules::catalog::{GpuSpec, ModelSpec};
 
 /// What the service is configured to answer with.
@@ -51,8 +51,6 @@ pub enum Refusal {
     /// A server rate outside the measured rates widened likewise, or no
     /// server rate was measured.
     RateOutsideDomain { value: f64, message: String },
-    /// A mixture-of-experts model (none is in the training set).
-    MixtureOfExperts { message: String },
 }
 
 impl Refusal {
@@ -61,15 +59,13 @@ impl Refusal {
             Refusal::DoesNotFit { .. } => "does_not_fit",
             Refusal::OutsideDomain { .. } => "outside_domain",
             Refusal::RateOutsideDomain { .. } => "rate_outside_domain",
-            Refusal::MixtureOfExperts { .. } => "mixture_of_experts",
         }
     }
     pub fn message(&self) -> &str {
         match self {
             Refusal::DoesNotFit { message }
             | Refusal::OutsideDomain { message, .. }
-            | Refusal::RateOutsideDomain { message, .. }
-            | Refusal::MixtureOfExperts { message } => message,
+            | Refusal::RateOutsideDomain { message, .. } => message,
         }
     }
 }
@@ -155,6 +151,9 @@ pub struct Answer {
     pub neighbours: Vec<Neighbour>,
     /// The estimator's validation line of the split that applies.
     pub validation: Option<Line>,
+    /// What the reader should weigh beside the interval (a mixture of
+    /// experts estimated from dense models alone).
+    pub caveat: Option<String>,
 }
 
 fn outside(feature: &str, unit: &str, value: f64, (lo, hi): (f64, f64), f: f64) -> Option<Refusal> {
@@ -267,6 +266,12 @@ impl Trained {
             measured,
             neighbours: self.neighbours(gpu, model, scenario),
             validation,
+            caveat: (is_moe(model) && ix.moe_models == 0).then(|| {
+                format!(
+                    "{} is a mixture of experts ({} B parameters, {} B active per token, {} experts) and no mixture of experts was measured: the trees read it by its active and total parameters and expert count from dense models alone, and its interval comes from dense models' errors",
+                    model.id, model.params_b, model.active_params_b, model.experts
+                )
+            }),
         })
     }
 
@@ -280,18 +285,19 @@ impl Trained {
     ) -> Option<Refusal> {
         let ix = &self.index;
         let f = rules.domain_factor;
-        if !is_dense(model) {
-            return Some(Refusal::MixtureOfExperts {
-                message: format!(
-                    "model = {} is a mixture of experts ({} B parameters, {} B active per token); the estimator is fitted on dense models only and none of its kind was measured",
-                    model.id, model.params_b, model.active_params_b
-                ),
-            });
-        }
         if let Some(message) = wattcounts_rules::memory_fit::why_not(gpu, model) {
             return Some(Refusal::DoesNotFit { message });
         }
         if let Some(r) = outside("params_b", "B", model.params_b, ix.params_b, f)
+            .or_else(|| {
+                outside(
+                    "active_params_b",
+                    "B",
+                    model.active_params_b,
+                    ix.active_params_b,
+                    f,
+                )
+            })
             .or_else(|| {
                 outside(
                     "memory_bandwidth_gb_s",

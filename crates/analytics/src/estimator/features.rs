@@ -73,6 +73,8 @@ pub const POWER_FEATURES: &[&str] = &[
     "release_year",
     "weight_read_time_s",
     "idle_share",
+    "log_active_params",
+    "experts",
 ];
 
 /// The ITL model's: the power model's and these.
@@ -127,14 +129,16 @@ fn memory_types() -> &'static [String] {
     })
 }
 
-/// Seconds to read the weights once (BF16: two bytes per parameter).
+/// Seconds to read the weights once, at the checkpoint's own precision
+/// (BF16: two bytes per parameter; a 4-bit AWQ checkpoint half a byte).
 pub fn weight_read_time_s(gpu: &GpuSpec, model: &ModelSpec) -> f64 {
-    2.0 * model.params_b / gpu.memory_bandwidth_gb_s
+    model.weight_bits / 8.0 * model.params_b / gpu.memory_bandwidth_gb_s
 }
 
-/// Seconds of FP16 compute for one token (two FLOPs per parameter).
+/// Seconds of FP16 compute for one token (two FLOPs per active
+/// parameter: a mixture of experts computes with its routed share only).
 pub fn compute_time_per_token_s(gpu: &GpuSpec, model: &ModelSpec) -> f64 {
-    2.0 * model.params_b / (gpu.fp16_tflops * 1000.0)
+    2.0 * model.active_params_b / (gpu.fp16_tflops * 1000.0)
 }
 
 /// The power model's features; `idle_share` off makes that column a
@@ -165,6 +169,10 @@ pub fn power_features(
         } else {
             0.0
         },
+        // Not WattGPU's either: what sets a mixture of experts apart (a
+        // dense model has active = total and no experts).
+        model.active_params_b.ln(),
+        f64::from(model.experts),
     ]
 }
 

@@ -10,7 +10,7 @@ use wattcounts_rules::catalog::{self, GpuSpec, ModelSpec};
 use wattcounts_rules::stats::median;
 
 use super::features::{itl_features, ScenarioClass};
-use super::{resolved, TrainingRow};
+use super::{is_moe, resolved, TrainingRow};
 
 /// What answers read from the rows, computed once per fit.
 pub(super) struct Index {
@@ -19,6 +19,7 @@ pub(super) struct Index {
     pub(super) rates: Option<(f64, f64)>,
     /// Per catalogue feature the domain rule reads: (min, max).
     pub(super) params_b: (f64, f64),
+    pub(super) active_params_b: (f64, f64),
     pub(super) bandwidth: (f64, f64),
     pub(super) tdp: (f64, f64),
     pub(super) memory: (f64, f64),
@@ -26,6 +27,8 @@ pub(super) struct Index {
     pub(super) sd: Vec<f64>,
     pub(super) standardised: Vec<Vec<f64>>,
     pub(super) tokens_per_request: BTreeMap<String, f64>,
+    /// How many measured models are mixtures of experts.
+    pub(super) moe_models: usize,
 }
 
 fn range(values: impl Iterator<Item = f64>) -> (f64, f64) {
@@ -97,7 +100,9 @@ impl Index {
             }
         }
         Index {
+            moe_models: model_specs.iter().filter(|m| is_moe(m)).count(),
             params_b: range(model_specs.iter().map(|m| m.params_b)),
+            active_params_b: range(model_specs.iter().map(|m| m.active_params_b)),
             bandwidth: range(gpu_specs.iter().map(|g| g.memory_bandwidth_gb_s)),
             tdp: range(gpu_specs.iter().map(|g| g.tdp_w)),
             memory: range(gpu_specs.iter().map(|g| g.memory_gb)),

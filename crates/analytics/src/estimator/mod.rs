@@ -66,19 +66,21 @@ pub fn distinct_counts(rows: &[TrainingRow]) -> (usize, usize) {
     (g.len(), m.len())
 }
 
-/// Whether the training set can hold this model: dense models only, as in
-/// WattGPU (a mixture of experts reads a fraction of its weights per token).
-pub fn is_dense(model: &ModelSpec) -> bool {
-    model.active_params_b == model.params_b
+/// Whether the model is a mixture of experts (it reads a fraction of its
+/// weights per token). WattGPU fitted dense models only; here the trees
+/// also read active parameters and the expert count, so both kinds train
+/// and answer together.
+pub fn is_moe(model: &ModelSpec) -> bool {
+    model.active_params_b < model.params_b || model.experts > 0
 }
 
-/// One training row per accepted group of a catalogue GPU and a dense
-/// catalogue model, from the read model's medians (never the runs).
+/// One training row per accepted group of a catalogue GPU and a catalogue
+/// model, from the read model's medians (never the runs).
 pub fn training_rows(groups: &[crate::leaderboard::LeaderboardRow]) -> Vec<TrainingRow> {
     groups
         .iter()
         .filter(|g| catalog::gpu_by_id(&g.gpu_id).is_some())
-        .filter(|g| catalog::model_by_id(&g.model).is_some_and(is_dense))
+        .filter(|g| catalog::model_by_id(&g.model).is_some())
         .filter_map(|g| {
             Some(TrainingRow {
                 gpu_id: g.gpu_id.clone(),

@@ -89,6 +89,24 @@ pub struct ModelSpec {
     pub attention_heads: u32,
     pub kv_heads: u32,
     pub model_type: String,
+    /// Routed experts of a mixture of experts; 0 for a dense model.
+    #[serde(default)]
+    pub experts: u32,
+    /// The weights' precision as its config.json states it (`bf16`,
+    /// `fp16`, `fp8`, `mxfp4`, `awq-int4`, …): part of what was measured.
+    #[serde(default = "bf16")]
+    pub precision: String,
+    /// Bits per weight at that precision (16, 8, 4.25 for MXFP4, 4 …).
+    #[serde(default = "sixteen")]
+    pub weight_bits: f64,
+}
+
+fn bf16() -> String {
+    "bf16".into()
+}
+
+fn sixteen() -> f64 {
+    16.0
 }
 
 pub fn gpu_id(nvml_name: &str) -> String {
@@ -390,6 +408,9 @@ impl ModelSpec {
                 f.kv_heads as u32
             },
             model_type: f.model_type.clone(),
+            experts: f.experts.as_ref().map_or(0, |e| e.routed as u32),
+            precision: f.precision.name.clone(),
+            weight_bits: f.precision.bits,
         }
     }
 }
@@ -446,6 +467,11 @@ pub fn shipped_models() -> &'static [ModelSpec] {
     static MODELS: OnceLock<Vec<ModelSpec>> = OnceLock::new();
     MODELS.get_or_init(|| {
         let (h, body) = rows(MODEL_CSV);
+        // The config keys a routed-expert count goes by, per family.
+        let expert_cols: Vec<usize> = ["num_local_experts", "num_experts", "n_routed_experts"]
+            .iter()
+            .map(|c| col(&h, c))
+            .collect();
         let (name, params, active, layers, hidden, heads, kv, mtype) = (
             col(&h, "model_name"),
             col(&h, "total_b_params"),
@@ -456,8 +482,22 @@ pub fn shipped_models() -> &'static [ModelSpec] {
             col(&h, "num_key_value_heads"),
             col(&h, "model_type"),
         );
+        // Each row's precision, read as a bundled config.json's is.
+        let precisions: std::collections::HashMap<String, crate::model_config::Precision> =
+            crate::model_config::catalogue_configs()
+                .into_iter()
+                .map(|(id, _, c)| (id, crate::model_config::precision(&c)))
+                .collect();
         body.iter()
             .map(|r| {
+                let precision =
+                    precisions
+                        .get(r[name])
+                        .cloned()
+                        .unwrap_or(crate::model_config::Precision {
+                            name: bf16(),
+                            bits: sixteen(),
+                        });
                 let params_b = num(r, params);
                 let heads_n = num(r, heads) as u32;
                 let kv_n = num(r, kv) as u32;
@@ -473,6 +513,13 @@ pub fn shipped_models() -> &'static [ModelSpec] {
                     attention_heads: heads_n.max(1),
                     kv_heads: if kv_n == 0 { heads_n.max(1) } else { kv_n },
                     model_type: r[mtype].to_string(),
+                    experts: expert_cols
+                        .iter()
+                        .map(|&c| num(r, c))
+                        .find(|v| *v > 0.0)
+                        .unwrap_or(0.0) as u32,
+                    precision: precision.name,
+                    weight_bits: precision.bits,
                 }
             })
             .collect()

@@ -30,6 +30,7 @@ use crate::catalog::GpuSpec;
 use crate::derived::{ConfigurationMetrics, IterationMetrics};
 
 pub use consistency::{consistency, PeerGroup};
+pub use physics::{idle_floor_observed, ObservedIdle, OBSERVED_IDLE_SUBMITTERS};
 pub use thresholds::Thresholds;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]

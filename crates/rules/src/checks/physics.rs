@@ -85,6 +85,57 @@ pub fn checks(input: &CheckInput, t: &Thresholds) -> Vec<CheckResult> {
     out
 }
 
+/// What accepted submissions of one GPU showed of its loaded idle (issue
+/// #54): the lowest power sample of their server iterations (between
+/// requests a board draws its loaded idle), over how many submissions and
+/// distinct submitters. The store keeps each submission's figure on write.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, utoipa::ToSchema)]
+pub struct ObservedIdle {
+    pub lowest_w: f64,
+    pub submissions: u64,
+    pub submitters: u64,
+}
+
+/// Distinct submitters whose accepted runs must show a loaded idle before
+/// it replaces a guessed catalogue figure in the idle floor.
+pub const OBSERVED_IDLE_SUBMITTERS: u64 = 3;
+
+/// `physics.idle_floor` judged again on the loaded idle accepted runs
+/// showed, when the catalogue's figure is a guess and at least
+/// [`OBSERVED_IDLE_SUBMITTERS`] submitters showed it: a measured basis, so
+/// unlike the guess it may fail. None when the catalogue's figure stands
+/// (measured, or too few submitters). Judged on the iterations' metrics
+/// (the check runs after the bundle's own, beside consistency), so the
+/// place it names is the model, scenario, rate and iteration.
+pub fn idle_floor_observed(
+    gpu: &crate::catalog::GpuSpec,
+    runs: &[crate::derived::IterationMetrics],
+    seen: &ObservedIdle,
+    t: &Thresholds,
+) -> Option<CheckResult> {
+    if !gpu.idle_is_guessed() || seen.submitters < OBSERVED_IDLE_SUBMITTERS {
+        return None;
+    }
+    let floor = t.idle_floor_factor * seen.lowest_w;
+    let mut idle = Tally::new(IDLE_FLOOR, Some(floor));
+    for r in runs.iter().filter(|r| r.power_samples > 0) {
+        idle.at_least(r.power_mean_w, floor, || Location {
+            model: Some(r.model.clone()),
+            scenario: Some(r.scenario),
+            lambda_qps: r.lambda_qps,
+            iteration: Some(r.iteration),
+            ..Location::default()
+        });
+    }
+    let (lowest, n, who) = (seen.lowest_w, seen.submissions, seen.submitters);
+    Some(idle.finish(|v| {
+        format!(
+            "mean power {v:.1} W (loaded idle {lowest:.0} W: the lowest seen in {n} accepted submissions from {who} submitters, in place of the catalogue's guess of {:.0} W)",
+            gpu.idle_w
+        )
+    }))
+}
+
 /// Judged on each configuration's median: at 0.017 req/s an iteration may
 /// hold a single short request, and 300 s of loaded-idle power over one
 /// answer legitimately exceeds any per-token bound; the median over the
@@ -178,6 +229,48 @@ mod tests {
         let (o, m) = judge(PEAK_POWER.id, row(&w, &[40.0], 100));
         assert_eq!(o, CheckOutcome::Fail);
         assert!(m.contains("122.5 W"), "{m}");
+    }
+
+    #[test]
+    fn an_observed_idle_from_three_submitters_replaces_a_guess() {
+        // An RTX 5090 (TDP 575 W, loaded idle guessed at 86 W). Accepted
+        // runs showed 30 W at the lowest: from three submitters the floor is
+        // 0.5 × 30 = 15 W, so 20 W passes and 14 W fails, named; from two,
+        // the guess stands (None).
+        let gpu = crate::catalog::gpu_by_id("rtx-5090").expect("the RTX 5090");
+        assert!(gpu.idle_is_guessed());
+        let t = Thresholds::default();
+        let run = |w: f64, i: u32| {
+            let mut r = crate::derived::derive(&row(&[w; 10], &[50.0; 10], 100));
+            r.iteration = i;
+            r
+        };
+        let seen = ObservedIdle {
+            lowest_w: 30.0,
+            submissions: 5,
+            submitters: 3,
+        };
+        let ok = idle_floor_observed(gpu, &[run(20.0, 1)], &seen, &t).unwrap();
+        assert_eq!(ok.outcome, crate::checks::CheckOutcome::Pass, "{ok:?}");
+        let bad = idle_floor_observed(gpu, &[run(20.0, 1), run(14.0, 2)], &seen, &t).unwrap();
+        assert_eq!(bad.outcome, crate::checks::CheckOutcome::Fail, "{bad:?}");
+        assert!(bad.message.contains("mean power 14.0 W"), "{}", bad.message);
+        assert!(
+            bad.message
+                .contains("the lowest seen in 5 accepted submissions from 3 submitters"),
+            "{}",
+            bad.message
+        );
+        assert_eq!(bad.threshold, Some(15.0));
+        let two = ObservedIdle {
+            submitters: 2,
+            ..seen
+        };
+        assert_eq!(idle_floor_observed(gpu, &[run(14.0, 1)], &two, &t), None);
+        // A measured catalogue figure is never replaced.
+        let l4 = crate::catalog::gpu_by_id("l4").unwrap();
+        assert!(!l4.idle_is_guessed());
+        assert_eq!(idle_floor_observed(l4, &[run(1.0, 1)], &seen, &t), None);
     }
 
     #[test]

@@ -23,6 +23,11 @@ pub struct GpuSummary {
     /// Where `idle_w` comes from, in words: measured, or a guess (15 % of
     /// TDP), which the checks only warn on.
     pub idle_basis: String,
+    /// The loaded idle its accepted submissions of this view's origin
+    /// showed (issue #54): the lowest, over how many submissions and
+    /// submitters; from three submitters on, the idle-floor check uses it
+    /// in place of a guessed `idle_w`. Only on the GPU's own page.
+    pub observed_idle: Option<wattcounts_rules::checks::ObservedIdle>,
     /// Groups of the view measured on it.
     pub configurations: usize,
     pub models: usize,
@@ -45,6 +50,7 @@ fn summaries(rows: &[LeaderboardRow]) -> Vec<GpuSummary> {
                 memory_gb: g.memory_gb,
                 idle_w: g.idle_w,
                 idle_basis: g.idle_basis_words(),
+                observed_idle: None,
                 configurations: mine.len(),
                 models: models.len(),
             }
@@ -86,12 +92,18 @@ impl crate::Service {
             ..q.clone()
         };
         let (mine, board) = self.view_rows(&q).await?;
-        let gpu = summaries(&mine)
+        let mut gpu = summaries(&mine)
             .into_iter()
             .find(|g| g.id == id)
             .ok_or_else(|| {
                 ViewError::NotFound(format!("no GPU '{id}' in the catalogue; see /gpus"))
             })?;
+        let demo = board.origin == wattcounts_rules::domain::Origin::Demo;
+        gpu.observed_idle = self
+            .store
+            .observed_idle(id, demo)
+            .await
+            .map_err(crate::ServiceError::from)?;
         let present = compare::scenarios(&mine);
         let scenario = pick_scenario(scenario, &present)?;
         let mut rows: Vec<LeaderboardRow> = mine

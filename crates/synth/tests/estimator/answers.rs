@@ -78,7 +78,7 @@ fn the_interval_comes_from_the_split_that_matches_what_is_unmeasured() {
     let unmeasured_model = catalog::models()
         .iter()
         .find(|m| {
-            is_dense(m)
+            !is_moe(m)
                 && !other_physics::MODELS.contains(&m.id.as_str())
                 && m.params_b > 1.0
                 && m.params_b < 20.0
@@ -160,19 +160,38 @@ fn refusals_name_the_input_and_the_figure() {
     let t4 = catalog::gpu_by_id("t4").unwrap();
     let big = catalog::models()
         .iter()
-        .find(|m| is_dense(m) && m.params_b > 25.0)
+        .find(|m| !is_moe(m) && m.params_b > 25.0)
         .unwrap();
     match t.answer(t4, big, None, &rules) {
         Err(Refusal::DoesNotFit { message }) => {
-            assert!(message.contains("GB of BF16 weights"), "{message}");
+            // The T4 (Turing) has no BF16: a 16-bit checkpoint runs as FP16.
+            assert!(message.contains("GB of FP16 weights"), "{message}");
             assert!(message.contains("80 % of 16 GB"), "{message}");
         }
         other => panic!("{other:?}"),
     }
-    if let Some(moe) = catalog::models().iter().find(|m| !is_dense(m)) {
-        let r = t.answer(catalog::gpu_by_id("h200").unwrap(), moe, None, &rules);
-        assert!(matches!(r, Err(Refusal::MixtureOfExperts { .. })), "{r:?}");
-    }
+    // A mixture of experts is answered (issue #54), and since these rows
+    // hold none, the answer says it was read from dense models alone.
+    let moe = catalog::model_by_id("openai/gpt-oss-20b").unwrap();
+    assert!(is_moe(moe) && moe.experts == 32, "{moe:?}");
+    let a = t
+        .answer(catalog::gpu_by_id("h200").unwrap(), moe, None, &rules)
+        .unwrap();
+    let caveat = a.caveat.expect("a caveat for a mixture of experts");
+    assert!(
+        caveat.contains("32 experts") && caveat.contains("dense models alone"),
+        "{caveat}"
+    );
+    let e = a.energy_per_token_j.unwrap();
+    assert!(e.lo.unwrap() < e.point && e.point < e.hi.unwrap(), "{e:?}");
+    // A dense model gets no caveat.
+    let dense = t.answer(
+        l40s,
+        catalog::model_by_id("Qwen/Qwen2.5-7B-Instruct").unwrap(),
+        None,
+        &rules,
+    );
+    assert_eq!(dense.unwrap().caveat, None);
     // The rows' rates are 0.1 and 0.5: widened by 2, 0.05 to 1.0.
     let small = catalog::model_by_id("Qwen/Qwen2.5-7B-Instruct").unwrap();
     match t.answer(l40s, small, Some(1.5), &rules) {
@@ -191,7 +210,7 @@ fn refusals_name_the_input_and_the_figure() {
     };
     if let Some(tiny) = catalog::models()
         .iter()
-        .find(|m| is_dense(m) && m.params_b < 0.49)
+        .find(|m| !is_moe(m) && m.params_b < 0.49)
     {
         match t.answer(l40s, tiny, None, &tight) {
             Err(Refusal::OutsideDomain { feature, lo, .. }) => {
@@ -201,17 +220,11 @@ fn refusals_name_the_input_and_the_figure() {
             other => panic!("{other:?}"),
         }
     }
-    let codes = [
-        Refusal::DoesNotFit {
-            message: String::new(),
-        }
-        .code(),
-        Refusal::MixtureOfExperts {
-            message: String::new(),
-        }
-        .code(),
-    ];
-    assert_eq!(codes, ["does_not_fit", "mixture_of_experts"]);
+    let codes = [Refusal::DoesNotFit {
+        message: String::new(),
+    }
+    .code()];
+    assert_eq!(codes, ["does_not_fit"]);
 }
 
 #[test]
@@ -364,7 +377,7 @@ fn the_domain_edges_are_inside_and_the_stored_fit_says_what_it_holds() {
     }
     let tiny = catalog::models()
         .iter()
-        .filter(|m| is_dense(m))
+        .filter(|m| !is_moe(m))
         .min_by(|a, b| a.params_b.total_cmp(&b.params_b))
         .unwrap();
     let smallest = catalog::model_by_id(other_physics::MODELS[0])
@@ -396,7 +409,7 @@ fn the_domain_edges_are_inside_and_the_stored_fit_says_what_it_holds() {
     }
     let outside = catalog::models()
         .iter()
-        .find(|m| is_dense(m) && m.params_b > hi && wattcounts_rules::memory_fit::fits(h200, m))
+        .find(|m| !is_moe(m) && m.params_b > hi && wattcounts_rules::memory_fit::fits(h200, m))
         .expect("a larger dense model that fits an H200");
     match t.answer(h200, outside, None, &tight) {
         Err(Refusal::OutsideDomain {

@@ -63,6 +63,7 @@ query_set!(
     NoticeParam,
     EstimateParams,
     PeerParams,
+    PeerEstimateParams,
 );
 
 /// Two sets read from one query (a page's own parameters and its view).
@@ -328,6 +329,33 @@ pub struct EstimateParams {
     /// The intervals' level, between 0 and 1 (the configured one, 0.8 by
     /// default, when absent).
     pub level: Option<String>,
+}
+
+/// A configuration to estimate under a peer's protocol.
+#[derive(Debug, Clone, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PeerEstimateParams {
+    /// One of the peer's tasks (`lm-arena-chat` when absent).
+    pub task: Option<String>,
+    /// A Hugging Face id the peer published or the catalogue holds.
+    pub model: Option<String>,
+    /// The site's GPU id (`b200`) or its NVML name.
+    pub gpu: Option<String>,
+    /// GPUs the model is spread over (1 when absent).
+    #[param(value_type = Option<u32>)]
+    pub num_gpus: Option<String>,
+    /// The batch-size cap (vLLM `max_num_seqs`): the peer's load variable.
+    #[param(value_type = Option<u32>)]
+    pub max_num_seqs: Option<String>,
+    /// Tensor-parallel degree (all GPUs for a dense model when absent).
+    #[param(value_type = Option<u32>)]
+    pub tensor_parallel: Option<String>,
+    /// Expert-parallel degree (all GPUs for a mixture of experts when absent).
+    #[param(value_type = Option<u32>)]
+    pub expert_parallel: Option<String>,
+    /// `bfloat16`, `float16`, `fp8` or `mxfp4` (the peer's for a model it
+    /// published, else bfloat16).
+    pub weight_precision: Option<String>,
 }
 
 /// A peer table's filters, sort and page.

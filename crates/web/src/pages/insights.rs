@@ -240,8 +240,9 @@ struct InsightsPage {
 struct RealHardwareBlock {
     statement: String,
     link: String,
-    /// (task, split, method, folds, rows, energy, power, ITL, r, coverage).
-    rows: Vec<[String; 10]>,
+    /// (task, split, method, folds, rows, energy, MoE energy, power, ITL,
+    /// r, coverage).
+    rows: Vec<[String; 11]>,
 }
 
 fn real_hardware_block(v: &wattcounts_service::peers::RealHardwareValidation) -> RealHardwareBlock {

@@ -22,6 +22,7 @@ use wattcounts_rules::peer::{PeerConfig, PeerReleaseRecord, PeerSort, SourceInfo
 use wattcounts_rules::spreadsheet::text_cell;
 use wattcounts_service::peers::{PeerView, PeerViewRequest};
 
+pub mod estimate;
 pub mod insights;
 pub(crate) mod model_notes;
 
@@ -423,6 +424,8 @@ struct PeerPage {
     next: Option<String>,
     json_link: String,
     csv_link: String,
+    /// The estimate form, for the peer the estimator is fitted on.
+    estimate_form: Option<estimate::PeerEstimateForm>,
     demo: bool,
     version: &'static str,
 }
@@ -611,6 +614,7 @@ pub async fn peer_page(
         csv_link: format!("/api/v1/peers/{slug}/configurations.csv?{}", query(&[])),
         json_link,
         release: (&v.release).into(),
+        estimate_form: estimate::form_for(&s, slug).await,
         demo: false,
         version: VERSION,
     };

@@ -69,6 +69,9 @@ pub struct EstimateAnswer {
     pub validation: Option<Line>,
     pub synthetic: bool,
     pub note: Option<String>,
+    /// What to weigh beside the interval: a mixture of experts estimated
+    /// while none was measured.
+    pub caveat: Option<String>,
 }
 
 async fn measured(s: &AppState, t: &Trained, q: &Question) -> Result<Option<Measured>, ApiError> {
@@ -147,6 +150,7 @@ pub(crate) async fn estimate(s: &AppState, q: &Question) -> Result<EstimateAnswe
             .collect(),
         estimator: fit_id(&t, &view),
         validation: a.validation,
+        caveat: a.caveat,
         synthetic,
         note: synthetic.then(|| SYNTHETIC_NOTE.to_string()),
     })
@@ -158,7 +162,7 @@ pub(crate) async fn estimate(s: &AppState, q: &Question) -> Result<EstimateAnswe
     responses(
         (status = 200, body = EstimateAnswer),
         (status = 400, description = "A missing or malformed parameter", body = crate::error::ErrorBody),
-        (status = 422, description = "An unknown model or GPU, a pair that does not fit, outside the measured domain, a mixture of experts, or too little data (estimator_unavailable)", body = crate::error::ErrorBody),
+        (status = 422, description = "An unknown model or GPU, a pair that does not fit, outside the measured domain, or too little data (estimator_unavailable)", body = crate::error::ErrorBody),
         (status = 503, description = "The first fit is running; see Retry-After", body = crate::error::ErrorBody)))]
 pub async fn estimate_json(
     State(s): State<AppState>,

@@ -161,7 +161,7 @@ pub async fn estimate_page(
                     m.and_then(|m| m.itl_s),
                 );
                 page.interval_note = format!(
-                    "{:.0} % intervals, split-conformal from the {} out-of-fold residuals of {} ({}){}.{}",
+                    "{:.0} % intervals, split-conformal from the {} out-of-fold residuals of {} ({}){}.{}{}",
                     a.level * 100.0,
                     a.interval_from.residuals,
                     a.interval_from.split,
@@ -174,7 +174,10 @@ pub async fn estimate_page(
                         )),
                     a.energy_per_token_note
                         .as_ref()
-                        .map_or(String::new(), |n| format!(" {n}."))
+                        .map_or(String::new(), |n| format!(" {n}.")),
+                    a.caveat
+                        .as_ref()
+                        .map_or(String::new(), |c| format!(" {c}."))
                 );
                 page.measured_link = m.map(|m| m.link.clone());
                 page.neighbours = a

@@ -78,9 +78,18 @@ pub async fn model_page(
         .collect();
     let facts =
         wattcounts_rules::catalog::model_by_id(&id).map_or("parameters unknown".into(), |m| {
+            let moe = if m.active_params_b < m.params_b || m.experts > 0 {
+                format!(
+                    " ({} B active per token, {} experts)",
+                    m.active_params_b, m.experts
+                )
+            } else {
+                String::new()
+            };
             format!(
-                "{} B parameters, {} layers, size class {}",
+                "{} B parameters{moe}, weights in {}, {} layers, size class {}",
                 m.params_b,
+                m.precision.to_ascii_uppercase(),
                 m.layers,
                 wattcounts_analytics::leaderboard::SizeClass::of_model(&id)
                     .map_or("–", |c| c.name())

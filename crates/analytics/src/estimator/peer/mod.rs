@@ -15,16 +15,18 @@
 //! load-scaled TDP and roofline-ITL baselines. Estimates never enter a
 //! measured table; this module only scores.
 
-use serde::{Deserialize, Serialize};
+mod answer;
+#[cfg(test)]
+mod tests;
+mod validation;
 
-use super::metrics::{coverage, mdape};
-use super::{trained, BoosterSettings, EstimatorError, Settings};
+pub use answer::*;
+pub use validation::*;
+
+use super::{trained, EstimatorError, Settings};
 use wattcounts_rules::catalog::{self, GpuSpec};
 use wattcounts_rules::peer::PeerConfig;
-use wattcounts_rules::stats::{pearson, percentile_sorted};
-
-/// Nominal coverage of the intervals the report checks.
-pub const INTERVAL_LEVEL: f64 = 0.8;
+use wattcounts_rules::stats::percentile_sorted;
 
 /// One published configuration as the estimator reads it.
 #[derive(Debug, Clone)]
@@ -127,6 +129,15 @@ impl PeerRow {
             self.compute_s().ln(),
         ]
     }
+    /// The family a family-out split holds out together: organisation,
+    /// total and active size and architecture.
+    pub fn family(&self) -> String {
+        let org = self.model.split('/').next().unwrap_or_default();
+        format!(
+            "{org}|{}|{}|{}",
+            self.total_params_b, self.active_params_b, self.architecture
+        )
+    }
     /// The roofline's ITL: a step takes the longer of reading the weights
     /// and doing the batch's matrix work.
     pub fn roofline_itl_s(&self) -> f64 {
@@ -175,25 +186,72 @@ struct Predicted {
     energy: f64,
 }
 
-/// Fits on `train` and predicts `test` by the estimator and the three
+/// Both boosters fitted on one task's rows, with the step yield: what an
+/// estimate under the peer's protocol is read from. ITL is learnt as its
+/// ratio to the roofline's (ln ITL ÷ roofline ITL), so a held-out model
+/// keeps its own roofline and the trees learn only how far real steps
+/// fall short of it.
+pub struct Fitted {
+    power: forust_ml::GradientBooster,
+    itl: forust_ml::GradientBooster,
+    step_yield: f64,
+}
+
+impl Fitted {
+    pub fn fit(train: &[&PeerRow], settings: &Settings) -> Result<Fitted, EstimatorError> {
+        if train.is_empty() {
+            return Err(EstimatorError::NoRows);
+        }
+        let x: Vec<Vec<f64>> = train.iter().map(|r| r.features()).collect();
+        let share: Vec<f64> = train.iter().map(|r| r.power_w / r.tdp_w()).collect();
+        let itl_ratio: Vec<f64> = train
+            .iter()
+            .map(|r| (r.itl_s / r.roofline_itl_s()).ln())
+            .collect();
+        Ok(Fitted {
+            power: trained(&x, &share, &settings.power, settings.seed)?,
+            itl: trained(&x, &itl_ratio, &settings.itl, settings.seed)?,
+            step_yield: step_yield(train),
+        })
+    }
+
+    /// Power over all GPUs, ITL and J/token for each row (its measured
+    /// figures unread).
+    fn predict(&self, rows: &[&PeerRow]) -> Vec<Predicted> {
+        if rows.is_empty() {
+            return Vec::new();
+        }
+        let x: Vec<Vec<f64>> = rows.iter().map(|r| r.features()).collect();
+        let data = super::column_major(&x);
+        let m = forust_ml::Matrix::new(&data, x.len(), x[0].len());
+        let ps = self.power.predict(&m, false);
+        let is = self.itl.predict(&m, false);
+        rows.iter()
+            .enumerate()
+            .map(|(k, r)| {
+                let power_w = ps[k].max(0.01) * r.tdp_w();
+                let itl_s = is[k].exp() * r.roofline_itl_s();
+                Predicted {
+                    power_w,
+                    itl_s,
+                    energy: power_w * itl_s / (r.batch * self.step_yield),
+                }
+            })
+            .collect()
+    }
+}
+
+/// Fits on `train` and predicts `test` by the estimator and the two
 /// baselines: [estimator, tdp, load-scaled tdp] (both baselines with the
 /// roofline ITL, which is the roofline baseline's own ITL).
 fn fold(
     train: &[&PeerRow],
     test: &[&PeerRow],
-    power: &BoosterSettings,
-    itl: &BoosterSettings,
-    seed: u64,
+    settings: &Settings,
 ) -> Result<Vec<[Predicted; 3]>, EstimatorError> {
-    if train.is_empty() {
-        return Err(EstimatorError::NoRows);
-    }
-    let x: Vec<Vec<f64>> = train.iter().map(|r| r.features()).collect();
+    let fitted = Fitted::fit(train, settings)?;
+    let f = fitted.step_yield;
     let share: Vec<f64> = train.iter().map(|r| r.power_w / r.tdp_w()).collect();
-    let log_itl: Vec<f64> = train.iter().map(|r| r.itl_s.ln()).collect();
-    let p = trained(&x, &share, power, seed)?;
-    let i = trained(&x, &log_itl, itl, seed)?;
-    let f = step_yield(train);
     // Load-scaled TDP: the training rows' median share at the same batch
     // setting (all training rows where none has it).
     let share_at = |batch: f64| {
@@ -208,26 +266,15 @@ fn fold(
         v.sort_by(f64::total_cmp);
         percentile_sorted(&v, 0.5)
     };
-    let tx: Vec<Vec<f64>> = test.iter().map(|r| r.features()).collect();
-    let data = super::column_major(&tx);
-    let m = forust_ml::Matrix::new(&data, tx.len(), tx[0].len());
-    let ps = p.predict(&m, false);
-    let is = i.predict(&m, false);
     Ok(test
         .iter()
-        .enumerate()
-        .map(|(k, r)| {
+        .zip(fitted.predict(test))
+        .map(|(r, est)| {
             let energy = |power_w: f64, itl_s: f64| power_w * itl_s / (r.batch * f);
-            let est_p = ps[k].max(0.01) * r.tdp_w();
-            let est_i = is[k].exp();
             let roof = r.roofline_itl_s();
             let scaled = share_at(r.batch) * r.tdp_w();
             [
-                Predicted {
-                    power_w: est_p,
-                    itl_s: est_i,
-                    energy: energy(est_p, est_i),
-                },
+                est,
                 Predicted {
                     power_w: r.tdp_w(),
                     itl_s: roof,
@@ -243,57 +290,39 @@ fn fold(
         .collect())
 }
 
-/// How rows are held out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum PeerSplit {
-    /// Each LLM in turn, trained on the task's other LLMs.
-    LeaveOneLlmOut,
-    /// Each batch-size setting in turn, trained on the others.
-    LeaveOneBatchSizeOut,
+/// Every row predicted by a fit that did not see its fold.
+pub(crate) struct HeldOut {
+    /// Per row, its fold (`usize::MAX`: never predicted, its fold being
+    /// all the rows).
+    fold_of: Vec<usize>,
+    /// Per row, [estimator, tdp, load-scaled tdp].
+    predicted: Vec<[Predicted; 3]>,
+    folds: usize,
 }
 
-/// One line of the table: one task, split and method.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct PeerLine {
-    pub task: String,
-    pub split: PeerSplit,
-    /// `estimator`, `tdp` (power = GPUs × TDP, roofline ITL),
-    /// `load_scaled_tdp` (power = GPUs × TDP × the training rows' median
-    /// share at that batch setting, roofline ITL).
-    pub method: String,
-    pub folds: usize,
-    pub rows: usize,
-    pub energy_mdape_pct: Option<f64>,
-    pub power_mdape_pct: Option<f64>,
-    /// The baselines' ITL is the roofline's: `itl_mdape_pct` of `tdp` is
-    /// the roofline-ITL baseline.
-    pub itl_mdape_pct: Option<f64>,
-    /// Pearson's r of ln(predicted) and ln(measured) energy per token.
-    pub energy_pearson_r_log: Option<f64>,
-    /// Share inside the 80 % interval from the other folds' residuals
-    /// (estimator only).
-    pub coverage: Option<f64>,
+impl HeldOut {
+    /// |ln(estimate ÷ published)| of each predicted row's energy.
+    pub(crate) fn log_errors(&self, rows: &[&PeerRow]) -> Vec<f64> {
+        (0..rows.len())
+            .filter(|&i| self.fold_of[i] != usize::MAX)
+            .map(|i| {
+                (self.predicted[i][0].energy / rows[i].energy_per_token_j)
+                    .ln()
+                    .abs()
+            })
+            .collect()
+    }
 }
 
-const METHODS: [&str; 3] = ["estimator", "tdp", "load_scaled_tdp"];
-
-/// Scores one task under one split.
-pub fn validate_task(
-    rows: &[PeerRow],
-    task: &str,
+pub(crate) fn held_out(
+    rows: &[&PeerRow],
     split: PeerSplit,
     settings: &Settings,
-) -> Result<Vec<PeerLine>, EstimatorError> {
-    let rows: Vec<&PeerRow> = rows.iter().filter(|r| r.task == task).collect();
-    let key = |r: &PeerRow| match split {
-        PeerSplit::LeaveOneLlmOut => r.model.clone(),
-        PeerSplit::LeaveOneBatchSizeOut => format!("{}", r.batch),
-    };
+) -> Result<HeldOut, EstimatorError> {
+    let key = |r: &PeerRow| split.key(r);
     let mut keys: Vec<String> = rows.iter().map(|r| key(r)).collect();
     keys.sort();
     keys.dedup();
-    // Per row, its fold and each method's prediction.
     let mut fold_of = vec![usize::MAX; rows.len()];
     let mut predicted = vec![[Predicted::default(); 3]; rows.len()];
     let mut folds = 0;
@@ -307,131 +336,16 @@ pub fn validate_task(
             continue;
         }
         let test: Vec<&PeerRow> = test_idx.iter().map(|&i| rows[i]).collect();
-        let out = fold(&train, &test, &settings.power, &settings.itl, settings.seed)?;
+        let out = fold(&train, &test, settings)?;
         for (j, &i) in test_idx.iter().enumerate() {
             fold_of[i] = f;
             predicted[i] = out[j];
         }
         folds += 1;
     }
-    let scored: Vec<usize> = (0..rows.len())
-        .filter(|&i| fold_of[i] != usize::MAX)
-        .collect();
-    let actual = |f: fn(&PeerRow) -> f64| scored.iter().map(|&i| f(rows[i])).collect::<Vec<_>>();
-    let (e, p, t) = (
-        actual(|r| r.energy_per_token_j),
-        actual(|r| r.power_w),
-        actual(|r| r.itl_s),
-    );
-    // Interval half-width for a row: the 80th percentile of |ln error|
-    // over the rows of the other folds (no row sees its own residual).
-    let log_err: Vec<f64> = scored
-        .iter()
-        .map(|&i| {
-            (predicted[i][0].energy / rows[i].energy_per_token_j)
-                .ln()
-                .abs()
-        })
-        .collect();
-    let intervals: Vec<(f64, f64)> = scored
-        .iter()
-        .map(|&i| {
-            let mut others: Vec<f64> = scored
-                .iter()
-                .zip(&log_err)
-                .filter(|(j, _)| fold_of[**j] != fold_of[i])
-                .map(|(_, e)| *e)
-                .collect();
-            others.sort_by(f64::total_cmp);
-            let q = if others.is_empty() {
-                0.0
-            } else {
-                percentile_sorted(&others, INTERVAL_LEVEL)
-            };
-            let point = predicted[i][0].energy;
-            (point * (-q).exp(), point * q.exp())
-        })
-        .collect();
-    Ok(METHODS
-        .iter()
-        .enumerate()
-        .map(|(m, method)| {
-            let pick = |f: fn(&Predicted) -> f64| {
-                scored
-                    .iter()
-                    .map(|&i| f(&predicted[i][m]))
-                    .collect::<Vec<_>>()
-            };
-            let pe = pick(|x| x.energy);
-            let ln = |v: &[f64]| v.iter().map(|x| x.ln()).collect::<Vec<_>>();
-            PeerLine {
-                task: task.to_string(),
-                split,
-                method: method.to_string(),
-                folds,
-                rows: scored.len(),
-                energy_mdape_pct: mdape(&pe, &e),
-                power_mdape_pct: mdape(&pick(|x| x.power_w), &p),
-                itl_mdape_pct: mdape(&pick(|x| x.itl_s), &t),
-                energy_pearson_r_log: pearson(&ln(&pe), &ln(&e)),
-                coverage: (m == 0).then(|| coverage(&intervals, &e)).flatten(),
-            }
-        })
-        .collect())
-}
-
-/// The whole table: every task the rows hold, both splits.
-pub fn validate(rows: &[PeerRow], settings: &Settings) -> Result<Vec<PeerLine>, EstimatorError> {
-    let mut tasks: Vec<&str> = rows.iter().map(|r| r.task.as_str()).collect();
-    tasks.sort_unstable();
-    tasks.dedup();
-    let mut lines = Vec::new();
-    for task in tasks {
-        for split in [PeerSplit::LeaveOneLlmOut, PeerSplit::LeaveOneBatchSizeOut] {
-            lines.extend(validate_task(rows, task, split, settings)?);
-        }
-    }
-    Ok(lines)
-}
-
-impl PeerLine {
-    /// The line as a table shows it: task, split, method, folds, rows,
-    /// energy, power and ITL MdAPE, r and coverage.
-    pub fn cells(&self) -> [String; 10] {
-        let pct = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{v:.1} %"));
-        [
-            self.task.clone(),
-            match self.split {
-                PeerSplit::LeaveOneLlmOut => "leave one LLM out",
-                PeerSplit::LeaveOneBatchSizeOut => "leave one batch size out",
-            }
-            .into(),
-            match self.method.as_str() {
-                "tdp" => "TDP power, roofline ITL",
-                "load_scaled_tdp" => "load-scaled TDP power, roofline ITL",
-                other => other,
-            }
-            .into(),
-            self.folds.to_string(),
-            self.rows.to_string(),
-            pct(self.energy_mdape_pct),
-            pct(self.power_mdape_pct),
-            pct(self.itl_mdape_pct),
-            self.energy_pearson_r_log
-                .map_or("–".into(), |r| format!("{r:.3}")),
-            self.coverage
-                .map_or("–".into(), |c| format!("{:.0} %", c * 100.0)),
-        ]
-    }
-}
-
-/// The table as Markdown (the bench and the note print it).
-pub fn markdown(lines: &[PeerLine]) -> String {
-    let mut out = String::from(
-        "| task | split | method | folds | rows | energy MdAPE | power MdAPE | ITL MdAPE | r (ln energy) | coverage (80 %) |\n|---|---|---|---|---|---|---|---|---|---|\n",
-    );
-    for l in lines {
-        out.push_str(&format!("| {} |\n", l.cells().join(" | ")));
-    }
-    out
+    Ok(HeldOut {
+        fold_of,
+        predicted,
+        folds,
+    })
 }
