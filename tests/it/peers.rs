@@ -814,10 +814,11 @@ async fn a_configuration_ml_energy_did_not_publish_is_estimated_under_its_protoc
         (StatusCode::UNPROCESSABLE_ENTITY, Some("no_peer_estimator")),
         "{body}"
     );
-    let (status, _) = app
+    let (status, body) = app
         .get("/api/v1/peers/nobody/estimate?model=x&gpu=b200&max_num_seqs=8")
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(body["error"]["code"], "unknown_peer");
 
     // The form on the peer's page, and its answer as a page.
     let (_, html) = text(&app, "/peers/mlenergy-v3").await;

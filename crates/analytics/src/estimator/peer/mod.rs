@@ -205,10 +205,10 @@ struct Predicted {
 /// steps fall from it: power as a share of the GPUs' TDP, ITL as a
 /// multiple of the roofline's step time, and energy per token as a
 /// multiple of GPUs × TDP × roofline step ÷ cap (ln). Energy is learnt
-/// directly rather than as P̂ × ITL̂ ÷ (cap × f): on v3's lm-arena-chat it
-/// halves the compounding of the two models' errors (leave-one-LLM-out
-/// 11.6 % against 13.7 %; docs/performance.md), so the three figures of
-/// an answer need not multiply out exactly.
+/// directly rather than as P̂ × ITL̂ ÷ (cap × f), which compounds the two
+/// models' errors (v3's lm-arena-chat leave-one-LLM-out: 11.6 % against
+/// 14.4 %; docs/performance.md), so the three figures of an answer need
+/// not multiply out exactly.
 pub struct Fitted {
     power: forust_ml::GradientBooster,
     itl: forust_ml::GradientBooster,
