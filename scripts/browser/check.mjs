@@ -54,6 +54,8 @@ const figures = { fits: [], loads: 0, charts: 0, labels: 0, minFontPx: Infinity,
 
 // Runs in the page: what the layout and the charts look like.
 function measure() {
+  // Folded tables are measured unfolded: a reader opens them.
+  for (const d of document.querySelectorAll("main details")) if (d.querySelector("table")) d.open = true;
   const result = { pageWidth: document.documentElement.scrollWidth, viewport: window.innerWidth, overflowing: [], keyCells: 0, charts: [] };
   for (const table of document.querySelectorAll("table.folding")) {
     const keys = [...table.querySelectorAll("tbody tr:first-child > td:not(.more)")];

@@ -278,7 +278,7 @@ def main():
     check_schema(snap, manifest, card)
     check_csv_round_trip(snap, "runs", {"submission_id", "submitter", "origin", "protocol_id", "gpu_id",
                                         "gpu_name", "model", "scenario", "started_at"})
-    check_csv_round_trip(snap, "configurations", {"gpu_id", "gpu_name", "model", "scenario", "origin",
+    check_csv_round_trip(snap, "configurations", {"gpu_id", "gpu_name", "model", "model_precision", "scenario", "origin",
                                                   "protocol_id", "protocol", "evidence_submission_id"})
     n_conf = check_configurations(snap, dump["leaderboard"])
     n_runs = check_runs(snap, dump["receipts"])

@@ -299,7 +299,7 @@ impl crate::Service {
         let (gpus, models) = wattcounts_analytics::estimator::distinct_counts(&rows);
         if gpus < MIN_GPUS || models < MIN_MODELS {
             let why = format!(
-                "the {origin} data of the reference protocol hold {gpus} catalogue GPU(s) and {models} dense catalogue model(s) with accepted groups; the estimator needs at least {MIN_GPUS} of each (its validation holds one out)"
+                "the {origin} data of the reference protocol hold {gpus} catalogue GPU(s) and {models} catalogue model(s) with accepted groups; the estimator needs at least {MIN_GPUS} of each (its validation holds one out)"
             );
             e.swap(None);
             e.set_phase(Phase::Unavailable { why: why.clone() });
@@ -394,15 +394,6 @@ impl crate::Service {
                     }
                     last = v;
                 }
-                // The table on real hardware first (its swap bumps the
-                // version before `before` is read): it changes only with a
-                // peer import, and a second call for a release reads one list.
-                if let Err(err) = self
-                    .refresh_real_hardware_validation(self.estimates.config.settings())
-                    .await
-                {
-                    tracing::warn!(error = %err, "estimator: the real-hardware table failed");
-                }
                 let before = self.data_version();
                 let own_bumps = match self.refresh_estimator().await {
                     Ok(Refreshed::Unchanged) => 0,
@@ -415,10 +406,24 @@ impl crate::Service {
                         0
                     }
                 };
+                // The table on real hardware after the fit (it takes
+                // seconds and must not hold up loading a stored fit): it
+                // changes only with a peer import, and a second call for a
+                // release reads one list.
+                let peer_bumps = match self
+                    .refresh_real_hardware_validation(self.estimates.config.settings())
+                    .await
+                {
+                    Ok(swapped) => u64::from(swapped),
+                    Err(err) => {
+                        tracing::warn!(error = %err, "estimator: the real-hardware table failed");
+                        0
+                    }
+                };
                 // A swap bumps the version itself; that is not news. A
                 // write that landed while fitting is, and is seen next.
                 let after = self.data_version();
-                seen = Some(if after == before + own_bumps {
+                seen = Some(if after == before + own_bumps + peer_bumps {
                     after
                 } else {
                     before

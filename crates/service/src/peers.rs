@@ -659,18 +659,19 @@ impl Service {
 
     /// Computes the table when the newest v3 release has none yet (after
     /// an import, and at start). A second call for the same release does
-    /// nothing but read the release list.
+    /// nothing but read the release list. True when it swapped a table in
+    /// (and so bumped the data version once).
     pub async fn refresh_real_hardware_validation(
         &self,
         settings: wattcounts_analytics::estimator::Settings,
-    ) -> Result<(), ServiceError> {
+    ) -> Result<bool, ServiceError> {
         let Some(release) = self
             .peer_releases()
             .await?
             .into_iter()
             .find(|r| r.source == VALIDATED_ON)
         else {
-            return Ok(());
+            return Ok(false);
         };
         if self
             .peer_validation
@@ -679,7 +680,7 @@ impl Service {
             .as_ref()
             .is_some_and(|v| v.release_id == release.id)
         {
-            return Ok(());
+            return Ok(false);
         }
         let label = release.label.clone();
         let id = release.id;
@@ -698,7 +699,8 @@ impl Service {
                 lines: Vec::new(),
                 estimator: None,
             }));
-            return Ok(());
+            self.changed();
+            return Ok(true);
         }
         let configs = self.release_configs(&release).await?;
         let computed = tokio::task::spawn_blocking(move || {
@@ -742,6 +744,6 @@ impl Service {
         );
         *self.peer_validation.write().await = Some(Arc::new(computed));
         self.changed();
-        Ok(())
+        Ok(true)
     }
 }

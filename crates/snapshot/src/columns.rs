@@ -169,6 +169,16 @@ pub fn configurations() -> Vec<Field<LeaderboardRow>> {
         field!("model", Text, "", "Hugging Face model id.", |e| text(
             &e.model
         )),
+        field!(
+            "model_precision",
+            Text,
+            "",
+            "The weights' precision as the model's config.json states it (bf16, fp16, fp8, mxfp4, awq-int4, …): part of what was measured, so an AWQ checkpoint is its own model; `unknown` for a model this instance has not catalogued.",
+            |e| text(
+                &wattcounts_rules::catalog::model_by_id(&e.model)
+                    .map_or_else(|| "unknown".to_string(), |m| m.precision.clone())
+            )
+        ),
         field!("scenario", Text, "", "batch or server.", |e| text(
             e.scenario.as_str()
         )),

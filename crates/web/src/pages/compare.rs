@@ -151,6 +151,7 @@ pub async fn compare_page(
             .map(|r| CompareRow {
                 model: r.model.clone(),
                 model_link: format!("{}?{}", model_path(&r.model), view.query),
+                precision: crate::view::format::precision_of(&r.model),
                 cells: r
                     .energy_per_token_j
                     .iter()

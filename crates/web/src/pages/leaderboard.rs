@@ -80,6 +80,8 @@ struct Row {
     model: String,
     /// The model's page, in the row's own view (origin and protocol).
     model_link: String,
+    /// The weights' precision (`BF16`, `AWQ-INT4`, …), from the catalogue.
+    precision: String,
     scenario: String,
     ept: String,
     ept_range: String,
@@ -224,6 +226,7 @@ pub async fn leaderboard_page(
                     .map(|g| format!("/gpus/{}?{}", url_encode(&g.id), row_view(e))),
                 model: e.model.clone(),
                 model_link: format!("{}?{}", model_path(&e.model), row_view(e)),
+                precision: crate::view::format::precision_of(&e.model),
                 scenario: scenario_label(e.scenario, e.lambda_qps),
                 protocol: e.protocol.clone(),
                 ept: format::value(Some(ept), 1.0),

@@ -14,6 +14,8 @@ pub(crate) struct CompareCell {
 pub(crate) struct CompareRow {
     pub(crate) model: String,
     pub(crate) model_link: String,
+    /// The weights' precision (`BF16`, `AWQ-INT4`, …), from the catalogue.
+    pub(crate) precision: String,
     pub(crate) cells: Vec<CompareCell>,
     pub(crate) savings: Vec<String>,
     pub(crate) latencies: Vec<String>,

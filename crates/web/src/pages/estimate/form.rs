@@ -199,6 +199,11 @@ pub async fn estimate_page(
                     })
                     .collect();
             }
+            // "Does not fit" answers the question, on a page of its own
+            // (200); a question the estimator cannot take is the error.
+            Err(e) if e.code == "does_not_fit" => {
+                page.error = Some(format!("it does not fit. {}", e.message));
+            }
             Err(e) => {
                 status = e.status;
                 page.error = Some(format!("{} ({})", e.message, e.code));

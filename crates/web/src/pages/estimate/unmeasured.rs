@@ -216,10 +216,23 @@ pub(crate) fn unmeasured_response(s: &AppState, model_id: &str, csv: bool) -> Re
 /// The model page's section, as it renders.
 pub(crate) struct UnmeasuredSection {
     pub why_empty: Option<String>,
-    pub rows: Vec<(String, String, String, String, String)>,
+    pub rows: Vec<UnmeasuredLine>,
+    /// "198 estimates, 9 refused (6 do not fit)": what the folded table holds.
+    pub summary: String,
     pub json_link: String,
     pub csv_link: String,
     pub level: String,
+}
+
+/// One row of the model page's estimates table.
+pub(crate) struct UnmeasuredLine {
+    pub gpu: String,
+    pub scenario: String,
+    pub ept: String,
+    pub epr: String,
+    /// Why there is no estimate, in words (a refused row).
+    pub why: Option<String>,
+    pub link: String,
 }
 
 pub(crate) fn unmeasured_section(s: &AppState, model_id: &str) -> UnmeasuredSection {
@@ -230,21 +243,29 @@ pub(crate) fn unmeasured_section(s: &AppState, model_id: &str) -> UnmeasuredSect
             format!("{p} ({i})")
         })
     };
+    let refused = a.rows.iter().filter(|r| r.refused.is_some()).count();
+    let no_fit = a
+        .rows
+        .iter()
+        .filter(|r| r.refusal_code.as_deref() == Some("does_not_fit"))
+        .count();
     UnmeasuredSection {
         why_empty: a.why_empty.clone(),
+        summary: format!(
+            "{} estimate{}, {refused} refused ({no_fit} because the model does not fit)",
+            a.rows.len() - refused,
+            if a.rows.len() - refused == 1 { "" } else { "s" }
+        ),
         rows: a
             .rows
             .iter()
-            .map(|r| {
-                (
-                    r.gpu_name.clone(),
-                    r.scenario.clone(),
-                    cell(&r.energy_per_token_j)
-                        .or_else(|| r.refused.clone())
-                        .unwrap_or_else(|| "–".into()),
-                    cell(&r.energy_per_request_j).unwrap_or_else(|| "–".into()),
-                    r.link.clone(),
-                )
+            .map(|r| UnmeasuredLine {
+                gpu: r.gpu_name.clone(),
+                scenario: r.scenario.clone(),
+                ept: cell(&r.energy_per_token_j).unwrap_or_else(|| "–".into()),
+                epr: cell(&r.energy_per_request_j).unwrap_or_else(|| "–".into()),
+                why: r.refused.clone(),
+                link: r.link.clone(),
             })
             .collect(),
         json_link: format!("/api/v1{}/estimates", model_path(model_id)),
