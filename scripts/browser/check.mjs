@@ -1,10 +1,11 @@
 // Loads every page of a running wattcounts in Debian's headless Chromium
-// (never a downloaded browser) at a desktop (1366 px) and a phone (390 px)
-// width, and fails on:
+// (never a downloaded browser) at a desktop (1,280 px), a tablet (768 px),
+// a phone (390 px) and a small phone (320 px), and fails on:
 // - console errors, page errors, dialogs (an alert would mean an unescaped
 //   <script>), a bad status or a missing key element;
 // - expected text missing (in the whole page or in one element);
-// - on the phone: horizontal overflow of the page, or a key column of a
+// - at 768, 390 and 320 px: horizontal overflow of the page;
+// - on the phone: a key column of a
 //   folding table (GPU, model, J/token and its interval: the cells not
 //   marked `.more`) reaching past the screen's edge (a `.matrix` of more
 //   than four GPUs scrolls in its box instead, its model column sticky);
@@ -12,7 +13,7 @@
 //   under 11 px (font size × the chart's scale).
 // - at 1,280 px, on the pages marked `fit`, a table wider than its box;
 // - any axe-core violation of the WCAG 2.1 A and AA rules (tags wcag2a,
-//   wcag2aa, wcag21a, wcag21aa), at both widths, named by page, width, rule
+//   wcag2aa, wcag21a, wcag21aa), at all four widths, named by page, width, rule
 //   and element.
 // It saves a full-page screenshot of each page and prints one summary line
 // with what it measured.
@@ -99,6 +100,28 @@ function measure() {
     const inner = box.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
     return { what: t.className || t.closest("section[id]")?.id || "table", width: Math.round(t.getBoundingClientRect().width), box: Math.round(inner) };
   }).filter((t) => t.width > 0);
+  // What pushes the page past the screen: the outermost elements reaching
+  // beyond its right edge (not those inside a box that scrolls).
+  if (result.pageWidth > result.viewport + 1) {
+    const out = [];
+    for (const e of document.querySelectorAll("body *")) {
+      if (e.closest(".scroll") && !e.classList.contains("scroll")) continue;
+      const r = e.getBoundingClientRect();
+      if (r.right > window.innerWidth + 1 && !(e.parentElement && e.parentElement.getBoundingClientRect().right > window.innerWidth + 1 && e.parentElement !== document.body)) {
+        out.push(`${e.tagName.toLowerCase()}${e.id ? "#" + e.id : ""}${e.className && typeof e.className === "string" ? "." + e.className.split(" ").join(".") : ""} (${Math.round(r.right)} px)`);
+      }
+    }
+    // Else the element whose own content is wider than the screen.
+    if (!out.length) {
+      for (const e of document.querySelectorAll("body *")) {
+        if (e.closest(".scroll")) continue;
+        if (e.scrollWidth > window.innerWidth + 1 && getComputedStyle(e).overflowX === "visible" && ![...e.children].some((c) => c.scrollWidth > window.innerWidth + 1)) {
+          out.push(`${e.tagName.toLowerCase()}${e.className && typeof e.className === "string" ? "." + e.className.split(" ").join(".") : ""} holds ${e.scrollWidth} px`);
+        }
+      }
+    }
+    result.beyond = out.slice(0, 4);
+  }
   return result;
 }
 
@@ -190,7 +213,7 @@ async function formsAsAPersonDoes(f) {
 }
 
 try {
-  for (const [width, height, label] of [[1280, 900, "desktop"], [390, 844, "phone"]]) {
+  for (const [width, height, label] of [[1280, 900, "desktop"], [768, 1024, "tablet"], [390, 844, "phone"], [320, 640, "small"]]) {
     const context = await browser.newContext({ viewport: { width, height }, javaScriptEnabled: true });
     const page = await context.newPage();
     current = "";
@@ -249,8 +272,12 @@ try {
         figures.fits.push(`${p.name || p.path} ${widest.width} px in ${widest.box}`);
       }
       figures.maxPageWidth = Math.max(figures.maxPageWidth, m.pageWidth);
+      if (label !== "desktop") {
+        // At 768, 390 and 320 px no page scrolls sideways (a wide table
+        // scrolls inside its own box, which says so).
+        if (m.pageWidth > m.viewport + 1) problems.push(`${label} ${p.path}: the page is ${m.pageWidth} px wide on a ${m.viewport} px screen (${(m.beyond || []).join(", ")})`);
+      }
       if (label === "phone") {
-        if (m.pageWidth > m.viewport + 1) problems.push(`${label} ${p.path}: the page is ${m.pageWidth} px wide on a ${m.viewport} px screen`);
         for (const o of m.overflowing) problems.push(`${label} ${p.path}: key column off screen: ${o}`);
         figures.keyCells += m.keyCells;
       }

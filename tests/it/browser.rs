@@ -1,7 +1,9 @@
 //! Real headless Chromium (Debian's `chromium`, driven by playwright-core
 //! from scripts/browser) loads every page of a real server with data, at
-//! 1366 and 390 px: no console errors, no dialogs, the key elements
-//! present, no horizontal overflow of the key columns on the phone, no
+//! 1,280, 768, 390 and 320 px: no console errors, no dialogs, the key
+//! elements present, no page wider than the screen below 1,280 px, no table
+//! wider than its box at 1,280 px on the pages marked `fit` (folded tables
+//! unfolded), no horizontal overflow of the key columns on the phone, no
 //! overlapping chart labels and no chart text under 11 px, a tie shown
 //! where intervals overlap and a verdict where they separate; screenshots
 //! land in target/browser-screenshots (emptied each run). The hostile model name must show as
@@ -194,15 +196,15 @@ async fn every_page_in_headless_chromium() {
         {"path": "/leaderboard?scenario=server@0.33&sort=ttft", "expect": "table tbody tr"},
         {"path": "/leaderboard?include_review=true", "expect": "span.tag.review", "text": HOSTILE},
         {"path": "/gpus", "expect": "table tbody tr"},
-        {"path": "/gpus/l4", "expect": "svg.chart .bar, svg.chart .dot"},
+        {"path": "/gpus/l4", "expect": "svg.chart .bar, svg.chart .dot", "fit": true},
         {"path": "/compare?gpu=l4&gpu=h100-pcie&gpu=h100-nvl&scenario=server@0.33", "expect": "td.best", "name": "compare"},
         {"path": compare_all, "expect": "td.best", "name": "compare-all", "fit": true,
          "text": "show every column", "within": "main"},
-        {"path": "/insights", "expect": "section.finding figure svg", "name": "insights",
+        {"path": "/insights", "expect": "section.finding figure svg", "name": "insights", "fit": true,
          "text": "best against worst GPU per model", "within": "main"},
         {"path": "/estimate", "expect": "form select[name=model]", "name": "estimate-form",
          "text": "is not a measurement", "within": "main"},
-        {"path": format!("/estimate?model={LLAMA}&gpu=a100-sxm4-40gb&scenario=batch"), "expect": "tr.estimate", "name": "estimate",
+        {"path": format!("/estimate?model={LLAMA}&gpu=a100-sxm4-40gb&scenario=batch"), "expect": "tr.estimate", "name": "estimate", "fit": true,
          "text": "Estimate:", "within": "main"},
         {"path": format!("/models/{LLAMA}#estimates"), "expect": "section#estimates tr.estimate", "name": "model-estimates"},
         {"path": "/methodology", "expect": "table.coverage tbody tr", "text": "tie within measurement noise"},
@@ -211,12 +213,12 @@ async fn every_page_in_headless_chromium() {
         {"path": "/checks", "expect": "table tbody tr"},
         {"path": "/admin", "expect": "form[action='/admin/login']"},
         {"path": "/peers", "expect": "section table tbody tr code", "name": "peers"},
-        {"path": "/peers/mlenergy-v3", "expect": "p.banner.peer", "name": "peer",
+        {"path": "/peers/mlenergy-v3", "expect": "p.banner.peer", "name": "peer", "fit": true,
          "text": "Published by others, under another protocol", "within": "main"},
         {"path": format!("/models/{LLAMA}#also"), "expect": "section.peer-note tbody tr", "name": "model-llama-peer",
          "text": "Also measured by ML.ENERGY Leaderboard v3", "within": "main"},
-        {"path": "/snapshots", "expect": "table tbody tr code.digest"},
-        {"path": format!("/snapshots/{snapshot_id}"), "expect": "pre.card", "name": "snapshot"},
+        {"path": "/snapshots", "expect": "table tbody tr code.digest", "fit": true},
+        {"path": format!("/snapshots/{snapshot_id}"), "expect": "pre.card", "name": "snapshot", "fit": true},
         {"path": "/log", "expect": "table tbody tr code.wrap", "name": "log", "text": "verify log --server", "within": "main"},
         {"path": "/api", "expect": "article#post--api-v1-submissions table tbody tr", "name": "api",
          "text": "POST /api/v1/submissions", "within": "main"},
@@ -243,7 +245,8 @@ async fn every_page_in_headless_chromium() {
         status.success(),
         "the browser check failed (see its output above)"
     );
-    // One screenshot per page at each of the two widths, no name taken twice.
+    // One screenshot per page at each of the four widths (1,280, 768, 390
+    // and 320 px), no name taken twice.
     let shots = std::fs::read_dir(&out).unwrap().count();
-    assert_eq!(shots, 2 * count, "screenshots in {}", out.display());
+    assert_eq!(shots, 4 * count, "screenshots in {}", out.display());
 }
