@@ -283,3 +283,52 @@ async fn the_model_feed_reads_the_newest_accepted_on_both_backends() {
             .is_empty());
     }
 }
+
+/// A feed item is dated at acceptance (issue #55): a submission that
+/// waited for review and was approved later carries the approval's time
+/// (read back from the moderation log the API shows), not its receipt's;
+/// one accepted at intake carries its receipt's.
+#[tokio::test]
+async fn an_item_is_dated_when_it_was_accepted() {
+    let app = TestApp::new().await;
+    let alice = app.register("alice").await;
+    let gz = BundleBuilder::faulty(Fault::WarmStart, 42)
+        .by("alice", &alice)
+        .build();
+    let (_, r) = app.submit(&gz, &sign(&alice, &gz)).await;
+    assert_eq!(r["status"], "needs_review", "{r}");
+    let id = r["submission_id"].as_str().unwrap().to_string();
+    let received =
+        chrono::DateTime::parse_from_rfc3339(r["received_at"].as_str().unwrap()).unwrap();
+    // RFC 2822 dates are whole seconds: approve in a later second.
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let (status, body) = app
+        .admin_post(
+            &format!("/api/v1/admin/submissions/{id}/decision"),
+            json!({"decision": "approve", "reason": "warm start explained"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let items = feed(&app, "/feeds/submissions").await.items().to_vec();
+    let item = items
+        .iter()
+        .find(|i| i.link().is_some_and(|l| l.ends_with(&id)))
+        .expect("approved: in the feed");
+    let dated = chrono::DateTime::parse_from_rfc2822(item.pub_date().unwrap()).unwrap();
+    assert!(
+        dated.timestamp() > received.timestamp(),
+        "dated {dated}, received {received}"
+    );
+    // The approval's own time, as the moderation log records it.
+    let (_, events) = app.get(&format!("/api/v1/submissions/{id}")).await;
+    let approved = events.to_string();
+    assert!(
+        approved.contains(
+            &dated
+                .with_timezone(&chrono::Utc)
+                .format("%Y-%m-%dT%H:%M:%S")
+                .to_string()
+        ),
+        "{dated} not among the submission's decisions: {approved}"
+    );
+}

@@ -147,3 +147,45 @@ async fn hostile_model_names_show_as_text() {
         .next()
         .is_none());
 }
+
+/// The bare leaderboard opens on the most-measured model and says which
+/// (issue #55): Qwen 1.5B is measured on two GPUs, Qwen 0.5B on one; the
+/// form's "all models" shows every model.
+#[tokio::test]
+async fn the_bare_leaderboard_opens_on_the_most_measured_model() {
+    let app = TestApp::new().await;
+    let key = app.register("alice").await;
+    const SMALL: &str = "Qwen/Qwen2.5-1.5B-Instruct";
+    for (gpu, models) in [("l4", vec![QWEN, SMALL]), ("h100-pcie", vec![SMALL])] {
+        let gz = BundleBuilder::on(gpu, &models).by("alice", &key).build();
+        let (status, r) = app.submit(&gz, &sign(&key, &gz)).await;
+        assert_eq!(status, StatusCode::CREATED, "{r}");
+    }
+    let sel = |s: &str| scraper::Selector::parse(s).unwrap();
+    let models_shown = |doc: &scraper::Html| -> std::collections::BTreeSet<String> {
+        doc.select(&sel("table.board td.model a"))
+            .map(|a| a.text().collect::<String>())
+            .collect()
+    };
+    let (status, doc) = html_page(&app, "/leaderboard").await;
+    assert_eq!(status, StatusCode::OK);
+    let said: String = doc
+        .select(&sel("p.opened-on"))
+        .flat_map(|p| p.text())
+        .collect();
+    assert!(
+        said.contains(&format!("Showing {SMALL}, the most-measured model here"))
+            && said.contains("on 2 GPUs"),
+        "{said}"
+    );
+    assert_eq!(
+        models_shown(&doc),
+        [SMALL.to_string()].into_iter().collect()
+    );
+    let (_, all) = html_page(&app, "/leaderboard?model=all").await;
+    assert_eq!(
+        models_shown(&all),
+        [QWEN.to_string(), SMALL.to_string()].into_iter().collect()
+    );
+    assert_eq!(all.select(&sel("p.opened-on")).count(), 0);
+}

@@ -465,6 +465,20 @@ impl Service {
     pub async fn models_of(&self, ids: &[Uuid]) -> Result<Vec<(Uuid, Vec<String>)>, ServiceError> {
         self.store.models_of(ids).await.map_err(ServiceError::from)
     }
+    /// When each submission was accepted: by its last accepting decision,
+    /// else at receipt (accepted at intake), in the order of `records`.
+    pub async fn accepted_times(
+        &self,
+        records: &[SubmissionRecord],
+    ) -> Result<Vec<chrono::DateTime<chrono::Utc>>, ServiceError> {
+        let ids: Vec<Uuid> = records.iter().map(|r| r.id).collect();
+        let decided: std::collections::HashMap<Uuid, chrono::DateTime<chrono::Utc>> =
+            self.store.accepted_at(&ids).await?.into_iter().collect();
+        Ok(records
+            .iter()
+            .map(|r| decided.get(&r.id).copied().unwrap_or(r.received_at))
+            .collect())
+    }
     pub async fn review_queue(&self, limit: u32) -> Result<Vec<SubmissionRecord>, ServiceError> {
         self.store
             .submissions_with_status(Status::NeedsReview, limit)

@@ -117,6 +117,14 @@ pub trait Intake: Send + Sync {
     /// The models each of `ids` measured, in their configurations' order
     /// (once each).
     async fn models_of(&self, ids: &[Uuid]) -> Result<Vec<(Uuid, Vec<String>)>, StoreError>;
+    /// When each of these submissions was last accepted by a decision
+    /// (a maintainer's approval, or a judgement again once the catalogue
+    /// knew its GPU or model); absent for one accepted at intake, whose
+    /// acceptance is its receipt. One indexed read for a feed's 50 items.
+    async fn accepted_at(
+        &self,
+        ids: &[Uuid],
+    ) -> Result<Vec<(Uuid, chrono::DateTime<chrono::Utc>)>, StoreError>;
 }
 
 pub(crate) const SUBMISSION_SELECT: &str = "SELECT s.id, s.bundle_sha256, u.handle, s.status, s.received_at, s.gpu_name, s.gpu_id, s.run_name,
@@ -575,6 +583,38 @@ macro_rules! intake_sql {
                         }
                     }
                     Ok(out)
+                }).await
+            }
+
+            async fn accepted_at(
+                &self,
+                ids: &[Uuid],
+            ) -> Result<Vec<(Uuid, chrono::DateTime<chrono::Utc>)>, StoreError> {
+                if ids.is_empty() {
+                    return Ok(Vec::new());
+                }
+                self.calls.run($crate::calls::CallKind::Request, "accepted_at", async move {
+                    let sql = format!(
+                        "SELECT submission_id, MAX(created_at) FROM moderation_events
+                         WHERE to_status = 'accepted' AND submission_id IN ({})
+                         GROUP BY submission_id",
+                        $crate::tlog::placeholders(ids.len())
+                    );
+                    let mut q = sqlx::query_as::<_, (String, String)>(&sql);
+                    for id in ids {
+                        q = q.bind(id.to_string());
+                    }
+                    q.fetch_all(&self.pool)
+                        .await
+                        .map_err(db_err)?
+                        .into_iter()
+                        .map(|(id, at)| {
+                            Ok((
+                                Uuid::parse_str(&id).map_err(|e| StoreError::Other(e.into()))?,
+                                parse_ts(&at)?,
+                            ))
+                        })
+                        .collect()
                 }).await
             }
 

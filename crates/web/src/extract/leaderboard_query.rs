@@ -38,6 +38,9 @@ pub fn parse_query(p: &LeaderboardParams) -> Result<leaderboard::Query, ApiError
                         .ok_or_else(|| bad(k, v, "a positive number"))?,
                 )
             }
+            // `all`: every model (the leaderboard page's own choice; a bare
+            // page opens on one model, issue #55).
+            "model" if v == "all" => {}
             "model" => q.model = Some(v.clone()),
             "size" => {
                 q.size = Some(

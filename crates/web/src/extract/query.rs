@@ -144,7 +144,9 @@ pub struct LeaderboardParams {
     /// Server arrival rate, requests per second.
     #[param(value_type = Option<f64>, minimum = 0.0, exclusive_minimum = 0.0)]
     pub rate: Option<String>,
-    /// A model's Hugging Face id.
+    /// A model's Hugging Face id, or `all` for every model (the default of
+    /// the API; the bare `/leaderboard` page opens on the most-measured
+    /// model and says so).
     pub model: Option<String>,
     #[param(value_type = Option<wattcounts_analytics::leaderboard::SizeClass>)]
     pub size: Option<String>,

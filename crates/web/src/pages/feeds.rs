@@ -74,7 +74,12 @@ fn protocol_words(r: &SubmissionRecord) -> String {
 
 /// One submission as a feed item: who, which GPU, which models, under
 /// which protocol, real or demo, linking to its page.
-fn item(base: &str, r: &SubmissionRecord, models: &[String]) -> Item {
+fn item(
+    base: &str,
+    r: &SubmissionRecord,
+    models: &[String],
+    accepted: chrono::DateTime<chrono::Utc>,
+) -> Item {
     let origin = if r.is_demo {
         "synthetic demo data"
     } else {
@@ -102,7 +107,9 @@ fn item(base: &str, r: &SubmissionRecord, models: &[String]) -> Item {
         permalink: true,
     });
     item.set_author(r.handle.clone());
-    item.set_pub_date(r.received_at.to_rfc2822());
+    // Dated at acceptance (issue #55): a submission a maintainer approved
+    // a week after it arrived is news on the day it joined the data.
+    item.set_pub_date(accepted.to_rfc2822());
     item.set_description(format!(
         "Accepted {origin} by {} on the {} ({} iterations, {} power samples), {}. Models: {}. Run {}; bundle SHA-256 {}.",
         r.handle,
@@ -151,15 +158,17 @@ async fn channel_of(
     let base = base(s);
     let ids: Vec<_> = records.iter().map(|r| r.id).collect();
     let models = s.service.models_of(&ids).await?;
+    let accepted = s.service.accepted_times(&records).await?;
     let mut channel = channel(&base, title, page, description);
-    if let Some(newest) = records.first() {
-        channel.set_last_build_date(newest.received_at.to_rfc2822());
+    if let Some(newest) = accepted.iter().max() {
+        channel.set_last_build_date(newest.to_rfc2822());
     }
     channel.set_items(
         records
             .iter()
             .zip(models)
-            .map(|(r, (_, m))| item(&base, r, &m))
+            .zip(&accepted)
+            .map(|((r, (_, m)), at)| item(&base, r, &m, *at))
             .collect::<Vec<_>>(),
     );
     Ok(channel)
@@ -312,7 +321,8 @@ mod tests {
     #[test]
     fn a_demo_item_says_demo_and_a_real_one_says_community() {
         let models = vec!["Qwen/Qwen2.5-0.5B-Instruct".to_string()];
-        let demo = item("https://w.test", &record(true, None), &models);
+        let at = record(true, None).received_at;
+        let demo = item("https://w.test", &record(true, None), &models, at);
         assert_eq!(
             demo.title(),
             Some("[demo] alice on the NVIDIA L4: Qwen/Qwen2.5-0.5B-Instruct")
@@ -323,7 +333,7 @@ mod tests {
         let many: Vec<String> = (0..50)
             .map(|i| format!("org/Model-{i:02}-7B-Instruct"))
             .collect();
-        let fifty = item("https://w.test", &record(true, None), &many);
+        let fifty = item("https://w.test", &record(true, None), &many, at);
         assert_eq!(
             fifty.title(),
             Some("[demo] alice on the NVIDIA L4: 50 models")
@@ -337,6 +347,7 @@ mod tests {
             "https://w.test",
             &record(false, Some(Protocol::reference())),
             &models,
+            at,
         );
         assert!(real
             .description()

@@ -111,6 +111,10 @@ struct Row {
 #[template(path = "leaderboard.html")]
 struct LeaderboardPage {
     view: String,
+    /// Which model the bare page opened on, and why.
+    opened_on: Option<String>,
+    /// The reader chose every model.
+    all_models: bool,
     origins: Vec<Opt>,
     protocols: Vec<Opt>,
     peers: Vec<Opt>,
@@ -162,10 +166,50 @@ fn row_view(e: &leaderboard::LeaderboardRow) -> String {
     q
 }
 
+/// The model the bare leaderboard opens on (issue #55): the view's
+/// most-measured one (most configurations, then most submissions, then
+/// name), with the sentence that says so. Read from the view's groups,
+/// bounded by what was measured, not by runs.
+async fn default_model(
+    s: &AppState,
+    params: &LeaderboardParams,
+) -> Result<Option<(String, String)>, PageError> {
+    let board = s.service.all_groups(&parse_query(params)?).await?;
+    let mut per: std::collections::BTreeMap<&str, (usize, u64, std::collections::BTreeSet<&str>)> =
+        std::collections::BTreeMap::new();
+    for e in &board.entries {
+        let m = per.entry(e.model.as_str()).or_default();
+        m.0 += 1;
+        m.1 += e.submissions;
+        m.2.insert(e.gpu_id.as_str());
+    }
+    Ok(per
+        .into_iter()
+        .max_by(|a, b| (a.1 .0, a.1 .1, std::cmp::Reverse(a.0)).cmp(&(b.1 .0, b.1 .1, std::cmp::Reverse(b.0))))
+        .map(|(m, (configs, _, gpus))| {
+            (
+                m.to_string(),
+                format!(
+                    "Showing {m}, the most-measured model here ({configs} configurations on {} GPUs). Pick another model, or all models, above.",
+                    gpus.len()
+                ),
+            )
+        }))
+}
+
 pub async fn leaderboard_page(
     State(s): State<AppState>,
-    PageParams(params): PageParams<LeaderboardParams>,
+    PageParams(mut params): PageParams<LeaderboardParams>,
 ) -> Result<Response, PageError> {
+    // The bare page (no parameter at all, as the menu links it) opens on
+    // one model; a form sends every field, so "all" there stays all.
+    let opened_on = if params.named().iter().all(|(_, v)| v.is_none()) {
+        let d = default_model(&s, &params).await?;
+        params.model = d.as_ref().map(|(m, _)| m.clone());
+        d.map(|(_, why)| why)
+    } else {
+        None
+    };
     let q = parse_query(&params)?;
     let board = load(&s, &q).await?;
     let facets = s
@@ -274,6 +318,8 @@ pub async fn leaderboard_page(
         })
         .collect::<Vec<_>>();
     let page = LeaderboardPage {
+        all_models: params.model.as_deref() == Some("all"),
+        opened_on,
         demo: board.origin == Origin::Demo,
         view: view_note(&board, &q),
         origins,
