@@ -87,6 +87,14 @@ pub fn saving(s: &Saving) -> String {
     )
 }
 
+/// A model's weights' precision as a table shows it (`BF16`, `AWQ-INT4`),
+/// from the catalogue; empty for a model it does not hold.
+pub fn precision_of(model: &str) -> String {
+    wattcounts_rules::catalog::model_by_id(model)
+        .map(|m| m.precision.to_ascii_uppercase())
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,12 +133,4 @@ mod tests {
         };
         assert_eq!(saving(&s), "4 % (−7–12 %)");
     }
-}
-
-/// A model's weights' precision as a table shows it (`BF16`, `AWQ-INT4`),
-/// from the catalogue; empty for a model it does not hold.
-pub fn precision_of(model: &str) -> String {
-    wattcounts_rules::catalog::model_by_id(model)
-        .map(|m| m.precision.to_ascii_uppercase())
-        .unwrap_or_default()
 }

@@ -278,7 +278,7 @@ pub async fn peer_estimate_page(
     } else {
         (None, None)
     };
-    let query = serde_html_form::to_string(&[
+    let query = serde_html_form::to_string([
         ("task", given(&p.task).unwrap_or(DEFAULT_TASK)),
         ("model", given(&p.model).unwrap_or_default()),
         ("gpu", given(&p.gpu).unwrap_or_default()),
