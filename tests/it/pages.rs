@@ -189,3 +189,48 @@ async fn the_bare_leaderboard_opens_on_the_most_measured_model() {
     );
     assert_eq!(all.select(&sel("p.opened-on")).count(), 0);
 }
+
+/// The model page's answer gives the saving against the most
+/// energy-hungry GPU measured (issue #55), named from the leaderboard's
+/// own rows: the GPU with the highest batch J/token for the model.
+#[tokio::test]
+async fn the_model_page_names_the_saving_against_the_worst_gpu() {
+    let app = TestApp::new().await;
+    let key = app.register("alice").await;
+    for gpu in ["l4", "a30", "h100-pcie"] {
+        let gz = BundleBuilder::on(gpu, &[QWEN]).by("alice", &key).build();
+        let (status, r) = app.submit(&gz, &sign(&key, &gz)).await;
+        assert_eq!(status, StatusCode::CREATED, "{r}");
+    }
+    let (_, board) = app
+        .get(&format!(
+            "/api/v1/leaderboard?model={}&scenario=batch",
+            QWEN.replace('/', "%2F")
+        ))
+        .await;
+    let worst = board["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .max_by(|a, b| {
+            a["energy_per_token_j"]
+                .as_f64()
+                .unwrap()
+                .total_cmp(&b["energy_per_token_j"].as_f64().unwrap())
+        })
+        .unwrap()["gpu_name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (_, doc) = html_page(&app, &format!("/models/{QWEN}")).await;
+    let said: String = doc
+        .select(&scraper::Selector::parse("section#batch p.against-worst").unwrap())
+        .flat_map(|p| p.text())
+        .collect();
+    assert!(
+        said.starts_with(&format!(
+            "Against the most energy-hungry GPU measured, the {worst}: "
+        )),
+        "{said}"
+    );
+}

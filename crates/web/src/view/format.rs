@@ -79,6 +79,17 @@ pub fn confidence(e: Option<Estimate>) -> String {
 pub fn saving(s: &Saving) -> String {
     // A true minus sign: "−7–12 %" reads as a range, "-7–12 %" as a typo.
     let pct = |v: f64| format!("{v:.0}").replace('-', "−");
+    if s.lo_pct < 0.0 && s.hi_pct > 0.0 {
+        // A range from "more" to "less" is no saving to promise (issue
+        // #55: "8 % (−303–79 %)" was hard to read): said in words, the
+        // bounds joined by "to".
+        return format!(
+            "{} % ({} to {} %): no clear saving",
+            pct(s.median_pct),
+            pct(s.lo_pct),
+            pct(s.hi_pct)
+        );
+    }
     format!(
         "{} % ({}–{} %)",
         pct(s.median_pct),
@@ -98,6 +109,22 @@ pub fn precision_of(model: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_saving_that_spans_zero_is_said_in_words() {
+        let s = |m, lo, hi| Saving {
+            median_pct: m,
+            lo_pct: lo,
+            hi_pct: hi,
+        };
+        assert_eq!(
+            saving(&s(8.0, -303.0, 79.0)),
+            "8 % (−303 to 79 %): no clear saving"
+        );
+        assert_eq!(saving(&s(30.0, 12.0, 45.0)), "30 % (12–45 %)");
+        // A saving that may be nil at one end is still a saving.
+        assert_eq!(saving(&s(30.0, 0.0, 45.0)), "30 % (0–45 %)");
+    }
 
     #[test]
     fn readable_numbers_and_dates() {
@@ -131,6 +158,6 @@ mod tests {
             lo_pct: -7.3,
             hi_pct: 12.2,
         };
-        assert_eq!(saving(&s), "4 % (−7–12 %)");
+        assert_eq!(saving(&s), "4 % (−7 to 12 %): no clear saving");
     }
 }

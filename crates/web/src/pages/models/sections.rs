@@ -57,6 +57,9 @@ pub(crate) struct ModelSection {
     pub(crate) best: String,
     /// The verdict against the runner-up, or why it is a tie.
     pub(crate) verdict: String,
+    /// The saving against the most energy-hungry GPU measured (three GPUs
+    /// or more: with two, that is the runner-up).
+    pub(crate) against_worst: Option<String>,
     pub(crate) tie: bool,
     pub(crate) alone: bool,
     pub(crate) per_request: String,
@@ -158,6 +161,30 @@ pub(crate) fn section(
         (Some(v), [a, b, ..]) => verdict_text(v, &a.gpu_name, &b.gpu_name),
         _ => "Only one GPU measured this model here: no comparison to make.".into(),
     };
+    let against_worst = match m.points.as_slice() {
+        [a, _, .., z] => {
+            let s = wattcounts_analytics::verdict::saving(&a.energy_per_token, &z.energy_per_token);
+            let pct = |v: f64| format!("{v:.0}").replace('-', "−");
+            Some(if s.lo_pct < 0.0 && s.hi_pct > 0.0 {
+                format!(
+                    "Against the most energy-hungry GPU measured, the {}: no clear saving ({} % less at the medians, but the intervals allow {} to {} %).",
+                    z.gpu_name,
+                    pct(s.median_pct),
+                    pct(s.lo_pct),
+                    pct(s.hi_pct)
+                )
+            } else {
+                format!(
+                    "Against the most energy-hungry GPU measured, the {}: {} % less energy per token ({}–{} %).",
+                    z.gpu_name,
+                    pct(s.median_pct),
+                    pct(s.lo_pct),
+                    pct(s.hi_pct)
+                )
+            })
+        }
+        _ => None,
+    };
     let per_request = first
         .and_then(|p| Some((p, p.energy_per_request?)))
         .map_or(String::new(), |(p, e)| {
@@ -198,6 +225,7 @@ pub(crate) fn section(
         tie: m.verdict.as_ref().is_some_and(Verdict::is_tie),
         alone: m.verdict.is_none(),
         verdict,
+        against_worst,
         per_request,
         latency_header: format!("{} ms", m.latency_metric),
         server,
