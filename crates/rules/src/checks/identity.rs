@@ -339,10 +339,41 @@ fn model_catalogue(input: &CheckInput) -> CheckResult {
             None => unknown.push(format!("{m} (the bundle carries no config.json for it: pack with its Hugging Face cache, or --model-config {m}=FILE)")),
         }
     }
+    // A catalogued model whose bundled config describes another shape (a
+    // revision that changed the architecture, or another model behind the
+    // name): the run is not the catalogue's model, and the catalogue entry
+    // is never overwritten by a bundle, so it waits for a maintainer. The
+    // shipped figures of size are rounded (7.0 for 7.62 B), so the shape is
+    // judged on what the config states exactly.
+    let mut other_shape = Vec::new();
+    for m in models.iter().copied() {
+        let (Some(spec), Some(b)) = (catalog::model_by_id(m), bundled(m)) else {
+            continue;
+        };
+        let Ok(f) = &b.figures else { continue };
+        let theirs = catalog::ModelSpec::from_figures(m, f);
+        let shape =
+            |s: &catalog::ModelSpec| (s.layers, s.hidden_size, s.attention_heads, s.kv_heads);
+        if shape(&theirs) != shape(spec) {
+            other_shape.push(format!(
+                "{m} (its config.json{} gives {} layers, hidden size {}, {} heads ({} KV) where the catalogue's {m} has {}, {}, {} ({}): another revision or another model under this name, judged by a maintainer, never merged silently)",
+                b.revision.as_deref().map(|r| format!(" at revision {r}")).unwrap_or_default(),
+                theirs.layers, theirs.hidden_size, theirs.attention_heads, theirs.kv_heads,
+                spec.layers, spec.hidden_size, spec.attention_heads, spec.kv_heads
+            ));
+        }
+    }
     let mut r = verdict(
         MODEL_CATALOGUE,
-        unknown.is_empty(),
-        if unknown.is_empty() && from_configs.is_empty() {
+        unknown.is_empty() && other_shape.is_empty(),
+        if !other_shape.is_empty() {
+            format!(
+                "{} of {} models were run as another shape than the catalogue's: {}",
+                other_shape.len(),
+                models.len(),
+                other_shape.join("; ")
+            )
+        } else if unknown.is_empty() && from_configs.is_empty() {
             format!("all {} models are in the catalogue", models.len())
         } else if unknown.is_empty() {
             format!(
@@ -362,8 +393,8 @@ fn model_catalogue(input: &CheckInput) -> CheckResult {
         Location::default(),
     );
     r.evaluated = models.len() as u32;
-    r.failing = unknown.len() as u32;
-    if let Some(first) = unknown.first() {
+    r.failing = (unknown.len() + other_shape.len()) as u32;
+    if let Some(first) = other_shape.first().or(unknown.first()) {
         r.location = Some(Location {
             model: Some(first.split(" (").next().unwrap_or(first).to_string()),
             ..Default::default()
@@ -674,5 +705,56 @@ mod tests {
         let (o, m) = limit(71.6, false, Some(info("NVIDIA L4", 71.4)));
         assert_eq!(o, CheckOutcome::Warn);
         assert!(m.contains("current power limit 71 W"), "{m}");
+    }
+}
+
+#[cfg(test)]
+mod revisions {
+    use super::*;
+
+    /// A catalogued model run from a config of another shape waits for a
+    /// maintainer (issue #54: never a silent overwrite); one of the same
+    /// shape passes whatever its revision (the shipped sizes are rounded).
+    #[test]
+    fn a_catalogued_model_run_as_another_shape_waits() {
+        use crate::checks::test_support::{manifest, row};
+        use crate::model_config::BundledModel;
+        // The rows' model: Qwen/Qwen2.5-0.5B-Instruct, in the catalogue
+        // (24 layers, hidden 896, 14 heads, 2 KV heads).
+        let r = row(&[50.0; 11], &[40.0], 100);
+        let judge_with = |config: &str| {
+            let b = BundledModel::read(
+                &r.model,
+                Some("abc123".into()),
+                "00".repeat(32),
+                config.as_bytes(),
+            );
+            let m = manifest();
+            let rows = vec![r.clone()];
+            let runs: Vec<_> = rows.iter().map(crate::derived::derive).collect();
+            let configurations = crate::derived::aggregate(&runs);
+            model_catalogue(&crate::checks::CheckInput {
+                manifest: &m,
+                received_at: crate::checks::test_support::received(),
+                bundled_models: std::slice::from_ref(&b),
+                system_info: None,
+                gpu: crate::catalog::gpu_by_id("l4"),
+                rows: &rows,
+                runs: &runs,
+                configurations: &configurations,
+            })
+        };
+        let same = r#"{"model_type": "qwen2", "hidden_size": 896, "intermediate_size": 4864, "num_hidden_layers": 24, "num_attention_heads": 14, "num_key_value_heads": 2, "vocab_size": 151936, "tie_word_embeddings": true}"#;
+        let ok = judge_with(same);
+        assert_eq!(ok.outcome, CheckOutcome::Pass, "{}", ok.message);
+        let deeper = same.replace("\"num_hidden_layers\": 24", "\"num_hidden_layers\": 28");
+        let no = judge_with(&deeper);
+        assert_eq!(no.outcome, CheckOutcome::Warn, "{}", no.message);
+        assert!(
+            no.message.contains("its config.json at revision abc123 gives 28 layers, hidden size 896, 14 heads (2 KV) where the catalogue's Qwen/Qwen2.5-0.5B-Instruct has 24, 896, 14 (2)"),
+            "{}",
+            no.message
+        );
+        assert_eq!(no.failing, 1);
     }
 }
