@@ -139,6 +139,7 @@ impl PeerRow {
             self.weight_read_s().ln(),
             self.compute_s().ln(),
             self.expert_spread().ln(),
+            (self.active_params_b / self.total_params_b).ln(),
         ]
     }
     /// The family a family-out split holds out together: organisation,
@@ -174,6 +175,7 @@ pub const FEATURES: &[&str] = &[
     "ln_weight_read_s",
     "ln_compute_s",
     "ln_expert_spread",
+    "ln_active_share",
 ];
 
 /// Tokens per step per running sequence, from training rows.
@@ -207,8 +209,8 @@ struct Predicted {
 /// multiple of GPUs × TDP × roofline step ÷ cap (ln). Energy is learnt
 /// directly rather than as P̂ × ITL̂ ÷ (cap × f), which compounds the two
 /// models' errors (v3's lm-arena-chat leave-one-LLM-out: 11.6 % against
-/// 14.4 %; docs/performance.md), so the three figures of an answer need
-/// not multiply out exactly.
+/// 14.4 %, 11.2 % with the active share; docs/performance.md), so the
+/// three figures of an answer need not multiply out exactly.
 pub struct Fitted {
     power: forust_ml::GradientBooster,
     itl: forust_ml::GradientBooster,
