@@ -62,6 +62,7 @@ fn one_bundle(cache: &Path, key: &ssh_key::PrivateKey) -> anyhow::Result<Vec<u8>
         declare_power_limit: false,
         created_at: chrono::Utc::now(),
         model_configs: Vec::new(),
+        weights_indexes: Vec::new(),
     })?;
     std::fs::write(&path, &packed.bytes)?;
     Ok(packed.bytes)

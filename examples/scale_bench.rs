@@ -220,6 +220,7 @@ fn one_more(
         declare_power_limit: false,
         created_at: chrono::Utc::now(),
         model_configs: Vec::new(),
+        weights_indexes: Vec::new(),
     })?;
     let sig = wattcounts::signing::sign(
         key,

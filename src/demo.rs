@@ -81,6 +81,7 @@ pub fn demo_bundle(
         declare_power_limit: false,
         created_at: chrono::Utc::now(),
         model_configs: Vec::new(),
+        weights_indexes: Vec::new(),
     })?;
     std::fs::create_dir_all(path.parent().expect("has parent"))?;
     let tmp = path.with_extension("partial");

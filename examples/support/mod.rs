@@ -204,6 +204,7 @@ pub fn pack_signed(
         declare_power_limit: false,
         created_at: chrono::Utc::now(),
         model_configs: Vec::new(),
+        weights_indexes: Vec::new(),
     })
     .expect("packs");
     let sig = signing::sign(key, signing::SUBMISSION_NAMESPACE, &packed.bytes)

@@ -537,6 +537,9 @@ fn pack_fetches_a_missing_config_from_the_hub() {
         asked.lock().unwrap().as_slice(),
         [
             "/Qwen/Qwen2.5-0.5B-Instruct/resolve/abc123/config.json",
+            // Asked beside the config; the stand-in has none (a
+            // single-file checkpoint), so nothing more is packed.
+            "/Qwen/Qwen2.5-0.5B-Instruct/resolve/abc123/model.safetensors.index.json",
             "/Qwen/Qwen2.5-0.5B-Instruct/resolve/nope/config.json"
         ]
     );

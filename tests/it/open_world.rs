@@ -86,6 +86,32 @@ async fn any_model_any_gpu(app: TestApp, org: [&str; 3]) {
     );
     assert_eq!(n, 9);
 
+    // A checkpoint's byte total travels too (model.safetensors.index.json):
+    // one far from the config's weights (16.38 GB for Qwen3-8B at BF16
+    // against 8 GB stated: 16.38 ÷ 8 − 1 = 105 %) says the config is not
+    // the checkpoint's, and the run waits.
+    let index = br#"{"metadata": {"total_size": 8000000000}, "weight_map": {}}"#;
+    let gz = BundleBuilder::on("l4", &[QWEN])
+        .marked("far index")
+        .model_named(&ids[0])
+        .with_model_config(
+            &ids[0],
+            "0123456789abcdef0123456789abcdef01234567",
+            QWEN3_8B.as_bytes(),
+        )
+        .with_weights_index(&ids[0], index)
+        .by("alice", &key)
+        .build();
+    let (_, r) = app.submit(&gz, &sign(&key, &gz)).await;
+    assert_eq!(r["status"], "needs_review", "{r}");
+    assert!(
+        r["summary"]
+            .to_string()
+            .contains("its model.safetensors.index.json 8.00 GB: 105 % apart"),
+        "{:#}",
+        r["summary"]
+    );
+
     // Each joined the catalogue from its config, with figures worked out
     // by hand from the files (a layer of Qwen3-8B: q 4096×4096, k and v
     // 4096×1024 each, o 4096×4096, MLP 3×4096×12288, two norms of 4096

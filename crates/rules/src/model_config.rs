@@ -306,6 +306,10 @@ pub struct BundledModel {
     pub revision: Option<String>,
     pub config_sha256: String,
     pub figures: Result<ModelFigures, ConfigError>,
+    /// The checkpoint's byte total, from its model.safetensors.index.json
+    /// (`metadata.total_size`) when the bundle carries one, or why that
+    /// file states none.
+    pub weights_total_bytes: Option<Result<u64, String>>,
 }
 
 impl BundledModel {
@@ -322,9 +326,26 @@ impl BundledModel {
             revision,
             config_sha256,
             figures,
+            weights_total_bytes: None,
         }
     }
+
+    /// The byte total a model.safetensors.index.json states
+    /// (`metadata.total_size`), or why it states none.
+    pub fn index_total(bytes: &[u8]) -> Result<u64, String> {
+        let v: Value = serde_json::from_slice(bytes).map_err(|e| format!("not JSON ({e})"))?;
+        v.pointer("/metadata/total_size")
+            .and_then(Value::as_u64)
+            .filter(|n| *n > 0)
+            .ok_or_else(|| "no positive metadata.total_size".to_string())
+    }
 }
+
+/// How far the formula's weight bytes may lie from a checkpoint's stated
+/// byte total before the config is taken to describe another checkpoint:
+/// the total also counts quantization scales and zero points (a few % for
+/// 4-bit AWQ/GPTQ) and any tensor the formula leaves out (biases, norms).
+pub const WEIGHTS_TOTAL_TOLERANCE: f64 = 0.10;
 
 /// Each catalogue model as the config.json its row was flattened from
 /// (`catalog/model_features.csv`, the WattGPU release: numbers as

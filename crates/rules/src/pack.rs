@@ -33,6 +33,10 @@ pub struct PackInput {
     /// Shipped under `model-configs/ID/config.json` and named in the
     /// manifest's `models`.
     pub model_configs: Vec<(String, Option<String>, Vec<u8>)>,
+    /// Each model's model.safetensors.index.json the caller found beside
+    /// its config: (id, bytes). Shipped under
+    /// `model-configs/ID/model.safetensors.index.json`.
+    pub weights_indexes: Vec<(String, Vec<u8>)>,
 }
 
 pub struct Packed {
@@ -132,11 +136,16 @@ pub fn build_manifest(input: &PackInput) -> anyhow::Result<Manifest> {
         models: input
             .model_configs
             .iter()
-            .map(|(id, revision, data)| manifest::ManifestModel {
-                id: id.clone(),
-                revision: revision.clone(),
-                config: manifest::model_config_path(id),
-                config_sha256: hex::encode(Sha256::digest(data)),
+            .map(|(id, revision, data)| {
+                let index = input.weights_indexes.iter().find(|(m, _)| m == id);
+                manifest::ManifestModel {
+                    id: id.clone(),
+                    revision: revision.clone(),
+                    config: manifest::model_config_path(id),
+                    config_sha256: hex::encode(Sha256::digest(data)),
+                    weights_index: index.map(|_| manifest::weights_index_path(id)),
+                    weights_index_sha256: index.map(|(_, b)| hex::encode(Sha256::digest(b))),
+                }
             })
             .collect(),
     })
@@ -147,6 +156,9 @@ fn all_files(input: &PackInput) -> Vec<(String, Vec<u8>)> {
     let mut all = input.files.clone();
     for (id, _, data) in &input.model_configs {
         all.push((manifest::model_config_path(id), data.clone()));
+        if let Some((_, index)) = input.weights_indexes.iter().find(|(m, _)| m == id) {
+            all.push((manifest::weights_index_path(id), index.clone()));
+        }
     }
     all.sort_by(|a, b| a.0.cmp(&b.0));
     all

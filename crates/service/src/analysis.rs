@@ -473,7 +473,8 @@ enum ParsedAs {
     /// A harness CSV directly inside a model folder.
     Harness(FileKind),
     SystemInfo,
-    /// A model's config.json (`model-configs/ORG/NAME/config.json`).
+    /// A model's config.json (`model-configs/ORG/NAME/config.json`), or its
+    /// model.safetensors.index.json beside it.
     ModelConfig,
 }
 
@@ -482,7 +483,7 @@ fn parsed_as(path: &str) -> Option<ParsedAs> {
         return Some(ParsedAs::SystemInfo);
     }
     if path.starts_with(wattcounts_rules::bundle::manifest::MODEL_CONFIG_DIR)
-        && path.ends_with("/config.json")
+        && (path.ends_with("/config.json") || path.ends_with("/model.safetensors.index.json"))
     {
         return Some(ParsedAs::ModelConfig);
     }
@@ -657,12 +658,33 @@ fn check_files(processed: Vec<Processed>, m: &Manifest) -> Result<Parsed, Reject
                 .pointer(format!("/models/{i}/config_sha256")),
             ));
         }
-        bundled_models.push(BundledModel::read(
-            &model.id,
-            model.revision.clone(),
-            sha,
-            bytes,
-        ));
+        let mut bundled = BundledModel::read(&model.id, model.revision.clone(), sha, bytes);
+        if let Some(path) = &model.weights_index {
+            let pointer = format!("/models/{i}/weights_index");
+            let index = configs.get(path).ok_or_else(|| {
+                Rejection::invalid(
+                    "model_config_missing",
+                    format!("{MANIFEST_NAME} /models/{i} names {path} for {}, which the bundle does not hold", model.id),
+                )
+                .with(Detail::new(format!("no {path}")).file(MANIFEST_NAME).pointer(&pointer))
+            })?;
+            let sha = sha256_hex(index);
+            if model.weights_index_sha256.as_deref() != Some(sha.as_str()) {
+                return Err(Rejection::invalid(
+                    "digest_mismatch",
+                    format!("{path} does not match its weights_index_sha256 in the manifest"),
+                )
+                .with(
+                    Detail::new(format!("found sha256 {sha}"))
+                        .file(path)
+                        .pointer(format!("/models/{i}/weights_index_sha256")),
+                ));
+            }
+            // An index without a byte total is judged by the checks (a
+            // warning), not refused: the run stands on its config.
+            bundled.weights_total_bytes = Some(BundledModel::index_total(index));
+        }
+        bundled_models.push(bundled);
     }
     Ok(Parsed {
         rows,

@@ -45,6 +45,19 @@ pub fn cached_revision(hub: &Path, id: &str) -> Option<String> {
         })
 }
 
+/// Model `id`'s model.safetensors.index.json at `revision` in the cache
+/// `hub`, when the harness's download kept it (sharded checkpoints have
+/// one; a single-file checkpoint has none).
+pub fn index_from_cache(hub: &Path, id: &str, revision: &str) -> Option<Vec<u8>> {
+    let repo = hub.join(format!("models--{}", id.replace('/', "--")));
+    std::fs::read(
+        repo.join("snapshots")
+            .join(revision)
+            .join("model.safetensors.index.json"),
+    )
+    .ok()
+}
+
 /// Model `id`'s config.json in the cache `hub`: (revision, bytes).
 pub fn from_cache(hub: &Path, id: &str) -> Option<(String, Vec<u8>)> {
     let repo = hub.join(format!("models--{}", id.replace('/', "--")));
@@ -74,8 +87,19 @@ pub async fn fetch_config(
     id: &str,
     revision: &str,
 ) -> anyhow::Result<(String, Vec<u8>)> {
+    fetch_file(endpoint, id, revision, "config.json").await
+}
+
+/// `file` of `id` at `revision` from the Hub at `endpoint`, which must be
+/// JSON: (the commit the Hub resolved it to, else `revision`; the bytes).
+pub async fn fetch_file(
+    endpoint: &str,
+    id: &str,
+    revision: &str,
+    file: &str,
+) -> anyhow::Result<(String, Vec<u8>)> {
     let url = format!(
-        "{}/{id}/resolve/{revision}/config.json",
+        "{}/{id}/resolve/{revision}/{file}",
         endpoint.trim_end_matches('/')
     );
     let http = reqwest::Client::builder()

@@ -115,6 +115,38 @@ pub async fn run(a: &PackArgs) -> anyhow::Result<()> {
         }
     }
     let (model_configs, missing) = found;
+    // Each model's model.safetensors.index.json beside its config, from the
+    // cache, else the Hub at the same revision (a single-file checkpoint
+    // has none: nothing is said of it).
+    let mut weights_indexes = Vec::new();
+    for (id, revision, _) in &model_configs {
+        let Some(revision) = revision else { continue };
+        let index = match hub
+            .as_deref()
+            .and_then(|h| crate::model_configs::index_from_cache(h, id, revision))
+        {
+            Some(b) => Some(b),
+            None => match &endpoint {
+                Some(e) => crate::model_configs::fetch_file(
+                    e,
+                    id,
+                    revision,
+                    "model.safetensors.index.json",
+                )
+                .await
+                .ok()
+                .map(|(_, b)| b),
+                None => None,
+            },
+        };
+        if let Some(b) = index {
+            eprintln!(
+                "model {id}: model.safetensors.index.json ({} bytes) packed",
+                b.len()
+            );
+            weights_indexes.push((id.clone(), b));
+        }
+    }
     for id in &missing {
         eprintln!(
             "model {id}: no config.json in {}, no --model-config{}; packed without one (a model the service's catalogue lacks then waits for review)",
@@ -142,6 +174,7 @@ pub async fn run(a: &PackArgs) -> anyhow::Result<()> {
         declare_power_limit: a.declare_power_limit,
         created_at: chrono::Utc::now(),
         model_configs,
+        weights_indexes,
     };
     let packed = pack::pack(&input)?;
     let g = &packed.manifest.system.gpu;

@@ -192,6 +192,12 @@ fn pack_ships_the_models_config_from_the_hugging_face_cache() {
     std::fs::write(repo.join("refs/main"), "7ae5576").unwrap();
     let config = br#"{"model_type": "qwen2", "hidden_size": 896}"#;
     std::fs::write(repo.join("snapshots/7ae5576/config.json"), config).unwrap();
+    let index = br#"{"metadata": {"total_size": 988097536}, "weight_map": {}}"#;
+    std::fs::write(
+        repo.join("snapshots/7ae5576/model.safetensors.index.json"),
+        index,
+    )
+    .unwrap();
     ok(&["keygen", "--out", "keys/me"], dir);
     let out = Command::new(BIN)
         .args(pack_args(&run_dir))
@@ -224,8 +230,15 @@ fn pack_ships_the_models_config_from_the_hugging_face_cache() {
             "revision": "7ae5576",
             "config": "model-configs/Qwen/Qwen2.5-0.5B-Instruct/config.json",
             "config_sha256": wattcounts_rules::digest::sha256_hex(config),
+            "weights_index": "model-configs/Qwen/Qwen2.5-0.5B-Instruct/model.safetensors.index.json",
+            "weights_index_sha256": wattcounts_rules::digest::sha256_hex(index),
         }])
     );
+    let shipped = entries
+        .iter()
+        .find(|e| e.path == "model-configs/Qwen/Qwen2.5-0.5B-Instruct/model.safetensors.index.json")
+        .expect("the index in the bundle");
+    assert_eq!(shipped.data, index.to_vec());
 }
 
 /// A small one-model L4 run written into `dir`: (the run, its folder).

@@ -23,6 +23,7 @@ fn a_packed_manifest_passes_and_a_missing_field_is_pointed_at() {
         declare_power_limit: false,
         created_at: chrono::Utc::now(),
         model_configs: Vec::new(),
+        weights_indexes: Vec::new(),
     };
     let manifest = wattcounts_rules::pack::build_manifest(&input).unwrap();
     let mut json = serde_json::to_value(&manifest).unwrap();

@@ -62,6 +62,7 @@ pub struct BundleBuilder<'a> {
     signer: Option<(String, PrivateKey)>,
     declare_power_limit: bool,
     model_configs: Vec<(String, Option<String>, Vec<u8>)>,
+    weights_indexes: Vec<(String, Vec<u8>)>,
 }
 
 impl<'a> BundleBuilder<'a> {
@@ -75,6 +76,7 @@ impl<'a> BundleBuilder<'a> {
             signer: None,
             declare_power_limit: false,
             model_configs: Vec::new(),
+            weights_indexes: Vec::new(),
         }
     }
 
@@ -129,6 +131,13 @@ impl<'a> BundleBuilder<'a> {
     pub fn with_model_config(mut self, id: &str, revision: &str, config: &[u8]) -> Self {
         self.model_configs
             .push((id.into(), Some(revision.into()), config.to_vec()));
+        self
+    }
+
+    /// Ships `index` as model `id`'s model.safetensors.index.json (as
+    /// `pack` does when the Hugging Face cache has it).
+    pub fn with_weights_index(mut self, id: &str, index: &[u8]) -> Self {
+        self.weights_indexes.push((id.into(), index.to_vec()));
         self
     }
 
@@ -286,6 +295,7 @@ impl<'a> BundleBuilder<'a> {
             declare_power_limit: self.declare_power_limit,
             created_at: chrono::Utc::now(),
             model_configs: self.model_configs.clone(),
+            weights_indexes: self.weights_indexes.clone(),
         })
     }
 

@@ -43,6 +43,11 @@ pub fn model_config_path(id: &str) -> String {
     format!("{MODEL_CONFIG_DIR}{id}/config.json")
 }
 
+/// The path of model `id`'s model.safetensors.index.json in a bundle.
+pub fn weights_index_path(id: &str) -> String {
+    format!("{MODEL_CONFIG_DIR}{id}/model.safetensors.index.json")
+}
+
 /// One model's config.json in the bundle.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ManifestModel {
@@ -55,6 +60,12 @@ pub struct ManifestModel {
     pub config: String,
     /// SHA-256 of the config's bytes.
     pub config_sha256: String,
+    /// Its model.safetensors.index.json, when the cache had one
+    /// ([`weights_index_path`]): the checkpoint's byte total.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weights_index: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weights_index_sha256: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -363,12 +363,44 @@ fn model_catalogue(input: &CheckInput) -> CheckResult {
             ));
         }
     }
+    // A checkpoint's byte total (its model.safetensors.index.json) against
+    // the formula's weights at the config's precision: a config that is
+    // not the checkpoint's is off by far more than scales and norms.
+    let mut agree = Vec::new();
+    for b in input
+        .bundled_models
+        .iter()
+        .filter(|b| models.contains(&b.id.as_str()))
+    {
+        let (Ok(f), Some(total)) = (&b.figures, &b.weights_total_bytes) else {
+            continue;
+        };
+        let m = &b.id;
+        match total {
+            Err(why) => other_shape.push(format!("{m} (its model.safetensors.index.json: {why})")),
+            Ok(total) => {
+                let gap = (f.weight_bytes() / *total as f64 - 1.0).abs();
+                if gap > crate::model_config::WEIGHTS_TOTAL_TOLERANCE {
+                    other_shape.push(format!(
+                        "{m} (its config.json gives {:.2} GB of {} weights, its model.safetensors.index.json {:.2} GB: {:.0} % apart, more than {:.0} %, so the config is not the checkpoint's)",
+                        f.weight_bytes() / 1e9,
+                        f.precision.name,
+                        *total as f64 / 1e9,
+                        gap * 100.0,
+                        crate::model_config::WEIGHTS_TOTAL_TOLERANCE * 100.0
+                    ));
+                } else {
+                    agree.push(format!("{m} {:.1} %", gap * 100.0));
+                }
+            }
+        }
+    }
     let mut r = verdict(
         MODEL_CATALOGUE,
         unknown.is_empty() && other_shape.is_empty(),
         if !other_shape.is_empty() {
             format!(
-                "{} of {} models were run as another shape than the catalogue's: {}",
+                "{} of {} models were run as another model than their config or the catalogue says: {}",
                 other_shape.len(),
                 models.len(),
                 other_shape.join("; ")
@@ -392,6 +424,12 @@ fn model_catalogue(input: &CheckInput) -> CheckResult {
         },
         Location::default(),
     );
+    if r.outcome == CheckOutcome::Pass && !agree.is_empty() {
+        r.message.push_str(&format!(
+            "; the safetensors byte totals agree with the formula ({})",
+            agree.join(", ")
+        ));
+    }
     r.evaluated = models.len() as u32;
     r.failing = (unknown.len() + other_shape.len()) as u32;
     if let Some(first) = other_shape.first().or(unknown.first()) {
@@ -756,5 +794,50 @@ mod revisions {
             no.message
         );
         assert_eq!(no.failing, 1);
+    }
+
+    /// The checkpoint's byte total (model.safetensors.index.json) against
+    /// the formula: Qwen2.5-0.5B's config gives 493,961,216 parameters,
+    /// 987,922,432 bytes at BF16 (worked in model_config/tests.rs).
+    #[test]
+    fn a_byte_total_far_from_the_formula_waits() {
+        use crate::checks::test_support::{manifest, row};
+        use crate::model_config::BundledModel;
+        let r = row(&[50.0; 11], &[40.0], 100);
+        let config = r#"{"model_type": "qwen2", "hidden_size": 896, "intermediate_size": 4864, "num_hidden_layers": 24, "num_attention_heads": 14, "num_key_value_heads": 2, "vocab_size": 151936, "tie_word_embeddings": true}"#;
+        let judge_with = |total: Result<u64, String>| {
+            let mut b = BundledModel::read(&r.model, None, "00".repeat(32), config.as_bytes());
+            b.weights_total_bytes = Some(total);
+            let m = manifest();
+            let rows = vec![r.clone()];
+            let runs: Vec<_> = rows.iter().map(crate::derived::derive).collect();
+            let configurations = crate::derived::aggregate(&runs);
+            model_catalogue(&crate::checks::CheckInput {
+                manifest: &m,
+                received_at: crate::checks::test_support::received(),
+                bundled_models: std::slice::from_ref(&b),
+                system_info: None,
+                gpu: crate::catalog::gpu_by_id("l4"),
+                rows: &rows,
+                runs: &runs,
+                configurations: &configurations,
+            })
+        };
+        // 1,000,000,000 bytes: 987,922,432 ÷ 1e9 − 1 = −1.2 %, within 10 %.
+        let ok = judge_with(Ok(1_000_000_000));
+        assert_eq!(ok.outcome, CheckOutcome::Pass, "{}", ok.message);
+        assert!(ok.message.contains("the safetensors byte totals agree with the formula (Qwen/Qwen2.5-0.5B-Instruct 1.2 %)"), "{}", ok.message);
+        // 1.5 GB: 987,922,432 ÷ 1.5e9 − 1 = −34.1 %.
+        let far = judge_with(Ok(1_500_000_000));
+        assert_eq!(far.outcome, CheckOutcome::Warn, "{}", far.message);
+        assert!(far.message.contains("its config.json gives 0.99 GB of bf16 weights, its model.safetensors.index.json 1.50 GB: 34 % apart, more than 10 %"), "{}", far.message);
+        let none = judge_with(Err("no positive metadata.total_size".into()));
+        assert_eq!(none.outcome, CheckOutcome::Warn);
+        assert!(
+            none.message
+                .contains("its model.safetensors.index.json: no positive metadata.total_size"),
+            "{}",
+            none.message
+        );
     }
 }
