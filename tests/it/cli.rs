@@ -60,6 +60,32 @@ fn ok_with(bin: &Path, args: &[&str], dir: &Path) -> String {
     stdout
 }
 
+/// A small one-model L4 run written by `wattcounts demo generate` into
+/// `dir/gen/l4`: its folder.
+fn generated_l4_run(dir: &Path) -> std::path::PathBuf {
+    ok_with(
+        Path::new(BIN),
+        &[
+            "demo",
+            "generate",
+            "--out",
+            "gen",
+            "--gpus",
+            "l4",
+            "--models",
+            "Qwen/Qwen2.5-0.5B-Instruct",
+            "--small",
+        ],
+        dir,
+    );
+    std::fs::read_dir(dir.join("gen/l4"))
+        .unwrap()
+        .flatten()
+        .find(|e| e.path().is_dir())
+        .unwrap()
+        .path()
+}
+
 /// `pack` of the generated run for alice.
 fn pack(bin: &Path, run_dir: &str, url: &str, out: &str, dir: &Path) {
     let config = "gen/l4/config-v2.yaml";
@@ -112,21 +138,7 @@ fn walkthrough(bin: &Path) {
     let server = start_server(&dir.join("data"));
     let url = server.url.as_str();
 
-    ok_with(
-        Path::new(BIN),
-        &[
-            "demo",
-            "generate",
-            "--out",
-            "gen",
-            "--gpus",
-            "l4",
-            "--models",
-            "Qwen/Qwen2.5-0.5B-Instruct",
-            "--small",
-        ],
-        dir,
-    );
+    let run_dir = generated_l4_run(dir);
     ok(&["keygen", "--out", "keys/me"], dir);
     let out = ok(
         &[
@@ -135,12 +147,6 @@ fn walkthrough(bin: &Path) {
         dir,
     );
     assert!(out.contains("registered 'alice'"), "{out}");
-    let run_dir = std::fs::read_dir(dir.join("gen/l4"))
-        .unwrap()
-        .flatten()
-        .find(|e| e.path().is_dir())
-        .unwrap()
-        .path();
     let run_dir = run_dir.to_str().unwrap();
     pack(bin, run_dir, url, "b.tar.gz", dir);
 
@@ -453,27 +459,8 @@ fn pack_fetches_a_missing_config_from_the_hub() {
     const CONFIG: &str = r#"{"model_type": "qwen2", "hidden_size": 896}"#;
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    ok(
-        &[
-            "demo",
-            "generate",
-            "--out",
-            "gen",
-            "--gpus",
-            "l4",
-            "--models",
-            "Qwen/Qwen2.5-0.5B-Instruct",
-            "--small",
-        ],
-        dir,
-    );
+    let run_dir = generated_l4_run(dir);
     ok(&["keygen", "--out", "keys/me"], dir);
-    let run_dir = std::fs::read_dir(dir.join("gen/l4"))
-        .unwrap()
-        .flatten()
-        .find(|e| e.path().is_dir())
-        .unwrap()
-        .path();
     let (hub, asked) = stand_in_hub(
         "/Qwen/Qwen2.5-0.5B-Instruct/resolve/abc123/config.json".into(),
         CONFIG,

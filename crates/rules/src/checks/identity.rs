@@ -441,11 +441,34 @@ fn model_catalogue(input: &CheckInput) -> CheckResult {
     r
 }
 
+/// `identity.model_catalogue` on one L4 iteration `r` with `bundled`
+/// configs (the tests' shared judge).
+#[cfg(test)]
+fn judge_models(
+    r: &crate::bundle::harness::IterationRow,
+    bundled: &[crate::model_config::BundledModel],
+) -> CheckResult {
+    let m = crate::checks::test_support::manifest();
+    let rows = vec![r.clone()];
+    let runs: Vec<_> = rows.iter().map(crate::derived::derive).collect();
+    let configurations = crate::derived::aggregate(&runs);
+    model_catalogue(&crate::checks::CheckInput {
+        manifest: &m,
+        received_at: crate::checks::test_support::received(),
+        bundled_models: bundled,
+        system_info: None,
+        gpu: crate::catalog::gpu_by_id("l4"),
+        rows: &rows,
+        runs: &runs,
+        configurations: &configurations,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
     fn a_models_config_joins_or_says_why_not() {
-        use crate::checks::test_support::{manifest, row};
+        use crate::checks::test_support::row;
         use crate::model_config::BundledModel;
         // The rows' model is Qwen/Qwen2.5-0.5B-Instruct, in the catalogue:
         // rename it to one that is not.
@@ -453,21 +476,7 @@ mod tests {
         r.model = "example-org/Big".into();
         let judge_with = |config: &str| {
             let b = BundledModel::read("example-org/Big", None, "00".repeat(32), config.as_bytes());
-            let m = manifest();
-            let rows = vec![r.clone()];
-            let runs: Vec<_> = rows.iter().map(crate::derived::derive).collect();
-            let configurations = crate::derived::aggregate(&runs);
-            let input = crate::checks::CheckInput {
-                manifest: &m,
-                received_at: crate::checks::test_support::received(),
-                bundled_models: std::slice::from_ref(&b),
-                system_info: None,
-                gpu: crate::catalog::gpu_by_id("l4"),
-                rows: &rows,
-                runs: &runs,
-                configurations: &configurations,
-            };
-            model_catalogue(&input)
+            judge_models(&r, std::slice::from_ref(&b))
         };
         // Llama-3.1-8B's shape: 8.03 B parameters, 16.06 GB at BF16, in
         // the L4's 24 GB: it joins from its config.
@@ -491,20 +500,7 @@ mod tests {
         assert_eq!(no.outcome, CheckOutcome::Warn, "{}", no.message);
         assert!(no.message.contains("its config.json says 60.0 GB of fp32 weights, more than the 24 GB of 1 × NVIDIA L4"), "{}", no.message);
         // No config: named, with what to do.
-        let m = manifest();
-        let rows = vec![r.clone()];
-        let runs: Vec<_> = rows.iter().map(crate::derived::derive).collect();
-        let configurations = crate::derived::aggregate(&runs);
-        let none = model_catalogue(&crate::checks::CheckInput {
-            manifest: &m,
-            received_at: crate::checks::test_support::received(),
-            bundled_models: &[],
-            system_info: None,
-            gpu: crate::catalog::gpu_by_id("l4"),
-            rows: &rows,
-            runs: &runs,
-            configurations: &configurations,
-        });
+        let none = judge_models(&r, &[]);
         assert_eq!(none.outcome, CheckOutcome::Warn);
         assert!(
             none.message
@@ -755,7 +751,7 @@ mod revisions {
     /// shape passes whatever its revision (the shipped sizes are rounded).
     #[test]
     fn a_catalogued_model_run_as_another_shape_waits() {
-        use crate::checks::test_support::{manifest, row};
+        use crate::checks::test_support::row;
         use crate::model_config::BundledModel;
         // The rows' model: Qwen/Qwen2.5-0.5B-Instruct, in the catalogue
         // (24 layers, hidden 896, 14 heads, 2 KV heads).
@@ -767,20 +763,7 @@ mod revisions {
                 "00".repeat(32),
                 config.as_bytes(),
             );
-            let m = manifest();
-            let rows = vec![r.clone()];
-            let runs: Vec<_> = rows.iter().map(crate::derived::derive).collect();
-            let configurations = crate::derived::aggregate(&runs);
-            model_catalogue(&crate::checks::CheckInput {
-                manifest: &m,
-                received_at: crate::checks::test_support::received(),
-                bundled_models: std::slice::from_ref(&b),
-                system_info: None,
-                gpu: crate::catalog::gpu_by_id("l4"),
-                rows: &rows,
-                runs: &runs,
-                configurations: &configurations,
-            })
+            judge_models(&r, std::slice::from_ref(&b))
         };
         let same = r#"{"model_type": "qwen2", "hidden_size": 896, "intermediate_size": 4864, "num_hidden_layers": 24, "num_attention_heads": 14, "num_key_value_heads": 2, "vocab_size": 151936, "tie_word_embeddings": true}"#;
         let ok = judge_with(same);
@@ -801,27 +784,14 @@ mod revisions {
     /// 987,922,432 bytes at BF16 (worked in model_config/tests.rs).
     #[test]
     fn a_byte_total_far_from_the_formula_waits() {
-        use crate::checks::test_support::{manifest, row};
+        use crate::checks::test_support::row;
         use crate::model_config::BundledModel;
         let r = row(&[50.0; 11], &[40.0], 100);
         let config = r#"{"model_type": "qwen2", "hidden_size": 896, "intermediate_size": 4864, "num_hidden_layers": 24, "num_attention_heads": 14, "num_key_value_heads": 2, "vocab_size": 151936, "tie_word_embeddings": true}"#;
         let judge_with = |total: Result<u64, String>| {
             let mut b = BundledModel::read(&r.model, None, "00".repeat(32), config.as_bytes());
             b.weights_total_bytes = Some(total);
-            let m = manifest();
-            let rows = vec![r.clone()];
-            let runs: Vec<_> = rows.iter().map(crate::derived::derive).collect();
-            let configurations = crate::derived::aggregate(&runs);
-            model_catalogue(&crate::checks::CheckInput {
-                manifest: &m,
-                received_at: crate::checks::test_support::received(),
-                bundled_models: std::slice::from_ref(&b),
-                system_info: None,
-                gpu: crate::catalog::gpu_by_id("l4"),
-                rows: &rows,
-                runs: &runs,
-                configurations: &configurations,
-            })
+            judge_models(&r, std::slice::from_ref(&b))
         };
         // 1,000,000,000 bytes: 987,922,432 ÷ 1e9 − 1 = −1.2 %, within 10 %.
         let ok = judge_with(Ok(1_000_000_000));
