@@ -249,8 +249,67 @@ pub fn scatter(
     s
 }
 
+/// Series `i`'s marker at (`x`, `y`): one of eight colours and one of six
+/// shapes, so that no two of 24 series look alike even without colour
+/// (issue #55: eleven GPUs in eight colours made pairs indistinguishable).
+/// `title`, when given, is the marker's tooltip.
+fn marker(s: &mut String, x: f64, y: f64, i: usize, title: Option<&str>) {
+    // The shape is named in the class too (m0 … m5), for tests and styles.
+    let class = format!("dot s{} m{}", i % 8, i % 6);
+    let shape = match i % 6 {
+        0 => format!(r#"<circle cx="{x:.1}" cy="{y:.1}" r="5" class="{class}""#),
+        1 => format!(
+            r#"<rect x="{:.1}" y="{:.1}" width="9" height="9" class="{class}""#,
+            x - 4.5,
+            y - 4.5
+        ),
+        2 => format!(
+            r#"<path d="M{x:.1} {:.1}L{:.1} {:.1}H{:.1}Z" class="{class}""#,
+            y - 5.5,
+            x + 5.5,
+            y + 4.5,
+            x - 5.5
+        ),
+        3 => format!(
+            r#"<path d="M{x:.1} {:.1}L{:.1} {y:.1}L{x:.1} {:.1}L{:.1} {y:.1}Z" class="{class}""#,
+            y - 6.0,
+            x + 6.0,
+            y + 6.0,
+            x - 6.0
+        ),
+        4 => format!(
+            r#"<path d="M{x:.1} {:.1}L{:.1} {:.1}H{:.1}Z" class="{class}""#,
+            y + 5.5,
+            x + 5.5,
+            y - 4.5,
+            x - 5.5
+        ),
+        _ => format!(
+            r#"<path d="M{:.1} {:.1}h3v-4.5h3v4.5h4.5v3h-4.5v4.5h-3v-4.5h-4.5Z" class="{class}""#,
+            x - 5.5,
+            y - 1.5
+        ),
+    };
+    s.push_str(&shape);
+    match title {
+        Some(t) => {
+            let _ = write!(s, "><title>{}</title>", escape(t));
+            let tag = if i % 6 == 0 {
+                "circle"
+            } else if i % 6 == 1 {
+                "rect"
+            } else {
+                "path"
+            };
+            let _ = write!(s, "</{tag}>");
+        }
+        None => s.push_str("/>"),
+    }
+}
+
 /// One row per model, one marker per series (GPU) at its median with its
-/// interval; series not measured for a row are left out. A legend on top.
+/// interval; series not measured for a row are left out. A legend on top,
+/// each series with its own colour and shape.
 pub fn dot_rows(
     id: &str,
     title: &str,
@@ -276,11 +335,10 @@ pub fn dot_rows(
     head(&mut s, id, height, title, desc);
     for (i, name) in series.iter().enumerate() {
         let y = ROW * i as f64 + ROW / 2.0;
+        marker(&mut s, L + 6.0, y, i, None);
         let _ = write!(
             s,
-            r#"<circle cx="{:.1}" cy="{y:.1}" r="5" class="dot s{}"/><text x="{:.1}" y="{:.1}" class="label">{}</text>"#,
-            L + 6.0,
-            i % 8,
+            r#"<text x="{:.1}" y="{:.1}" class="label">{}</text>"#,
             L + 18.0,
             y + 4.5,
             escape(name)
@@ -300,14 +358,8 @@ pub fn dot_rows(
         for (i, v) in values.iter().enumerate() {
             let Some(e) = v else { continue };
             whisker_h(&mut s, px(e.lo), px(e.hi), mid);
-            let _ = write!(
-                s,
-                r#"<circle cx="{:.1}" cy="{mid:.1}" r="5" class="dot s{}"><title>{}: {}</title></circle>"#,
-                px(e.median),
-                i % 8,
-                escape(&series[i]),
-                escape(&crate::view::format::estimate(e, unit))
-            );
+            let tip = format!("{}: {}", series[i], crate::view::format::estimate(e, unit));
+            marker(&mut s, px(e.median), mid, i, Some(&tip));
         }
         s.push_str("</g>");
     }
@@ -318,6 +370,39 @@ pub fn dot_rows(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// 24 series get 24 markers that differ in colour or shape, and the
+    /// first 6 differ in shape alone (readable without colour).
+    #[test]
+    fn markers_differ_by_shape_as_well_as_colour() {
+        let sig = |i: usize| {
+            let mut s = String::new();
+            marker(&mut s, 10.0, 10.0, i, None);
+            let class = s
+                .split("class=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap()
+                .to_string();
+            let shape = class.split(' ').nth(2).unwrap().to_string();
+            // The element drawn differs with the shape, not the colour.
+            let tag = s.split(' ').next().unwrap().to_string();
+            (class, format!("{shape} {tag}"))
+        };
+        let all: std::collections::BTreeSet<_> = (0..24).map(sig).collect();
+        assert_eq!(all.len(), 24);
+        let shapes: std::collections::BTreeSet<_> = (0..6).map(|i| sig(i).1).collect();
+        assert_eq!(shapes.len(), 6);
+        // A marker with a tooltip closes its own element.
+        let mut s = String::new();
+        marker(&mut s, 1.0, 1.0, 1, Some("L4: 0.1 J"));
+        assert!(
+            s.starts_with("<rect") && s.ends_with("<title>L4: 0.1 J</title></rect>"),
+            "{s}"
+        );
+    }
     use wattcounts_rules::domain::Interval;
 
     fn est(v: f64) -> Estimate {
