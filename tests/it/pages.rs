@@ -233,4 +233,45 @@ async fn the_model_page_names_the_saving_against_the_worst_gpu() {
         )),
         "{said}"
     );
+
+    // A reference the reader picks: the A30, said against the least-energy
+    // GPU (from the same rows), or that it is that GPU; an unmeasured one
+    // is said to be unmeasured.
+    let best = board["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .min_by(|a, b| {
+            a["energy_per_token_j"]
+                .as_f64()
+                .unwrap()
+                .total_cmp(&b["energy_per_token_j"].as_f64().unwrap())
+        })
+        .unwrap()["gpu_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let picked = |doc: &scraper::Html| -> String {
+        doc.select(&scraper::Selector::parse("section#batch p.against-reference").unwrap())
+            .flat_map(|p| p.text())
+            .collect()
+    };
+    let (_, doc) = html_page(&app, &format!("/models/{QWEN}?reference=a30")).await;
+    let said = picked(&doc);
+    if best == "a30" {
+        assert_eq!(
+            said,
+            "The NVIDIA A30 you picked is the least-energy GPU here."
+        );
+    } else {
+        assert!(
+            said.starts_with("Against the NVIDIA A30 you picked: "),
+            "{said}"
+        );
+    }
+    let (_, doc) = html_page(&app, &format!("/models/{QWEN}?reference=h200")).await;
+    assert_eq!(
+        picked(&doc),
+        "The GPU you picked (h200) was not measured with this model in this scenario."
+    );
 }

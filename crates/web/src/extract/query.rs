@@ -256,6 +256,10 @@ pub struct DeadlineParams {
     /// deadline's pick must meet both ("none meets both" is an answer).
     #[param(value_type = Option<f64>, exclusive_minimum = 0.0)]
     pub max_j_per_token: Option<String>,
+    /// The model page's reference GPU (a catalogue id, e.g. `l4`): each
+    /// scenario says the saving against it. The JSON lists every GPU's
+    /// figures with their intervals, so a client computes any saving.
+    pub reference: Option<String>,
 }
 
 impl DeadlineParams {

@@ -74,7 +74,15 @@ pub async fn model_page(
     let (summary, view) = model_data(&s, &id, &params).await?;
     let sections = summary
         .iter()
-        .map(|m| section(&id, m, &s.footprint, &view.query))
+        .map(|m| {
+            section(
+                &id,
+                m,
+                &s.footprint,
+                &view.query,
+                params.0.reference.as_deref(),
+            )
+        })
         .collect();
     let facts =
         wattcounts_rules::catalog::model_by_id(&id).map_or("parameters unknown".into(), |m| {
@@ -96,6 +104,13 @@ pub async fn model_page(
             )
         });
     let field = |v: &Option<String>| v.clone().unwrap_or_default();
+    let picked = field(&params.0.reference);
+    let mut references: Vec<(String, String, bool)> = Vec::new();
+    for p in summary.iter().flat_map(|m| &m.points) {
+        if !references.iter().any(|(id, _, _)| *id == p.gpu_id) {
+            references.push((p.gpu_id.clone(), p.gpu_name.clone(), p.gpu_id == picked));
+        }
+    }
     let estimates = crate::pages::estimate::unmeasured_section(&s, &id);
     let (also_measured, _) = crate::pages::peers::model_notes::model_notes(&s, &id).await?;
     Ok(render(
@@ -116,6 +131,7 @@ pub async fn model_page(
             itl_ms: field(&params.0.itl_ms),
             min_tok_s: field(&params.0.min_tok_s),
             max_j_per_token: field(&params.0.max_j_per_token),
+            references,
             estimates,
             also_measured,
             footprint: s.footprint.describe(),

@@ -60,6 +60,8 @@ pub(crate) struct ModelSection {
     /// The saving against the most energy-hungry GPU measured (three GPUs
     /// or more: with two, that is the runner-up).
     pub(crate) against_worst: Option<String>,
+    /// The saving against the GPU the reader picked, or why there is none.
+    pub(crate) against_reference: Option<String>,
     pub(crate) tie: bool,
     pub(crate) alone: bool,
     pub(crate) per_request: String,
@@ -83,6 +85,9 @@ pub(crate) struct ModelPage {
     pub(crate) itl_ms: String,
     pub(crate) min_tok_s: String,
     pub(crate) max_j_per_token: String,
+    /// The GPUs measured with the model, for the reference picker:
+    /// (id, name, picked).
+    pub(crate) references: Vec<(String, String, bool)>,
     pub(crate) footprint: String,
     pub(crate) json_link: String,
     pub(crate) csv_link: String,
@@ -139,11 +144,33 @@ pub(crate) fn choice_row(c: &deadline::Choice, asked: bool) -> ChoiceRow {
     }
 }
 
+/// "Against the X: N % less (lo–hi %)", or "no clear saving" in words when
+/// the range spans zero.
+fn saving_sentence(against: &str, s: &wattcounts_analytics::verdict::Saving) -> String {
+    let pct = |v: f64| format!("{v:.0}").replace('-', "−");
+    if s.lo_pct < 0.0 && s.hi_pct > 0.0 {
+        format!(
+            "Against {against}: no clear saving ({} % less at the medians, but the intervals allow {} to {} %).",
+            pct(s.median_pct),
+            pct(s.lo_pct),
+            pct(s.hi_pct)
+        )
+    } else {
+        format!(
+            "Against {against}: {} % less energy per token ({}–{} %).",
+            pct(s.median_pct),
+            pct(s.lo_pct),
+            pct(s.hi_pct)
+        )
+    }
+}
+
 pub(crate) fn section(
     id: &str,
     m: &ModelScenario,
     footprint: &wattcounts_analytics::units::Footprint,
     view_query: &str,
+    reference: Option<&str>,
 ) -> ModelSection {
     // The presets come first in `choices`; any after them were asked for.
     let presets = Deadline::presets(m.scenario.scenario).len();
@@ -162,29 +189,30 @@ pub(crate) fn section(
         _ => "Only one GPU measured this model here: no comparison to make.".into(),
     };
     let against_worst = match m.points.as_slice() {
-        [a, _, .., z] => {
-            let s = wattcounts_analytics::verdict::saving(&a.energy_per_token, &z.energy_per_token);
-            let pct = |v: f64| format!("{v:.0}").replace('-', "−");
-            Some(if s.lo_pct < 0.0 && s.hi_pct > 0.0 {
-                format!(
-                    "Against the most energy-hungry GPU measured, the {}: no clear saving ({} % less at the medians, but the intervals allow {} to {} %).",
-                    z.gpu_name,
-                    pct(s.median_pct),
-                    pct(s.lo_pct),
-                    pct(s.hi_pct)
-                )
-            } else {
-                format!(
-                    "Against the most energy-hungry GPU measured, the {}: {} % less energy per token ({}–{} %).",
-                    z.gpu_name,
-                    pct(s.median_pct),
-                    pct(s.lo_pct),
-                    pct(s.hi_pct)
-                )
-            })
-        }
+        [a, _, .., z] => Some(saving_sentence(
+            &format!("the most energy-hungry GPU measured, the {}", z.gpu_name),
+            &wattcounts_analytics::verdict::saving(&a.energy_per_token, &z.energy_per_token),
+        )),
         _ => None,
     };
+    let against_reference = reference.filter(|r| !r.is_empty()).map(|r| {
+        match (m.points.first(), m.points.iter().find(|p| p.gpu_id == r)) {
+            (_, None) => format!(
+                "The GPU you picked ({r}) was not measured with this model in this scenario."
+            ),
+            (Some(best), Some(p)) if best.gpu_id == p.gpu_id => {
+                format!(
+                    "The {} you picked is the least-energy GPU here.",
+                    p.gpu_name
+                )
+            }
+            (Some(best), Some(p)) => saving_sentence(
+                &format!("the {} you picked", p.gpu_name),
+                &wattcounts_analytics::verdict::saving(&best.energy_per_token, &p.energy_per_token),
+            ),
+            (None, Some(_)) => String::new(),
+        }
+    });
     let per_request = first
         .and_then(|p| Some((p, p.energy_per_request?)))
         .map_or(String::new(), |(p, e)| {
@@ -226,6 +254,7 @@ pub(crate) fn section(
         alone: m.verdict.is_none(),
         verdict,
         against_worst,
+        against_reference,
         per_request,
         latency_header: format!("{} ms", m.latency_metric),
         server,
