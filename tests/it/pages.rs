@@ -208,17 +208,16 @@ async fn the_model_page_names_the_saving_against_the_worst_gpu() {
             QWEN.replace('/', "%2F")
         ))
         .await;
-    let worst = board["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .max_by(|a, b| {
-            a["energy_per_token_j"]
-                .as_f64()
-                .unwrap()
-                .total_cmp(&b["energy_per_token_j"].as_f64().unwrap())
-        })
-        .unwrap()["gpu_name"]
+    // The rows least energy first: the worst is the last, the best the first.
+    let mut by_energy: Vec<&serde_json::Value> =
+        board["entries"].as_array().unwrap().iter().collect();
+    by_energy.sort_by(|a, b| {
+        a["energy_per_token_j"]
+            .as_f64()
+            .unwrap()
+            .total_cmp(&b["energy_per_token_j"].as_f64().unwrap())
+    });
+    let worst = by_energy.last().unwrap()["gpu_name"]
         .as_str()
         .unwrap()
         .to_string();
@@ -237,20 +236,7 @@ async fn the_model_page_names_the_saving_against_the_worst_gpu() {
     // A reference the reader picks: the A30, said against the least-energy
     // GPU (from the same rows), or that it is that GPU; an unmeasured one
     // is said to be unmeasured.
-    let best = board["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .min_by(|a, b| {
-            a["energy_per_token_j"]
-                .as_f64()
-                .unwrap()
-                .total_cmp(&b["energy_per_token_j"].as_f64().unwrap())
-        })
-        .unwrap()["gpu_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let best = by_energy[0]["gpu_id"].as_str().unwrap().to_string();
     let picked = |doc: &scraper::Html| -> String {
         doc.select(&scraper::Selector::parse("section#batch p.against-reference").unwrap())
             .flat_map(|p| p.text())

@@ -704,17 +704,16 @@ impl Service {
         }
         let configs = self.release_configs(&release).await?;
         let computed = tokio::task::spawn_blocking(move || {
-            use wattcounts_analytics::estimator::peer::{peer_rows, validate, PeerEstimator};
+            use wattcounts_analytics::estimator::peer::{peer_rows, validate_and_fit};
             let start = std::time::Instant::now();
             let rows = peer_rows(&configs);
             let mut models: Vec<&str> = rows.iter().map(|r| r.model.as_str()).collect();
             models.sort_unstable();
             models.dedup();
             let models = models.len();
-            let lines = validate(&rows, &settings)?;
-            let seconds = start.elapsed().as_secs_f64();
             let count = rows.len();
-            let estimator = PeerEstimator::fit(rows, &settings)?;
+            let (lines, estimator) = validate_and_fit(rows, &settings)?;
+            let seconds = start.elapsed().as_secs_f64();
             Ok::<_, wattcounts_analytics::estimator::EstimatorError>(RealHardwareValidation {
                 info: VALIDATED_ON.info(),
                 release_id: id,

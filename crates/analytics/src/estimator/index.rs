@@ -31,7 +31,8 @@ pub(super) struct Index {
     pub(super) moe_models: usize,
 }
 
-fn range(values: impl Iterator<Item = f64>) -> (f64, f64) {
+/// The (min, max) of `values`.
+pub(crate) fn range(values: impl Iterator<Item = f64>) -> (f64, f64) {
     values.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
         (lo.min(v), hi.max(v))
     })

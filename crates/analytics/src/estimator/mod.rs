@@ -11,7 +11,7 @@ pub mod answer;
 pub mod baselines;
 pub mod conformal;
 pub mod features;
-mod index;
+pub(crate) mod index;
 pub mod metrics;
 pub mod peer;
 pub mod trained;

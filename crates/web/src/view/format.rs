@@ -76,26 +76,36 @@ pub fn confidence(e: Option<Estimate>) -> String {
 }
 
 /// "23 % (18–27 %)".
+/// A whole percentage with a true minus sign: "−7–12 %" reads as a range,
+/// "-7–12 %" as a typo.
+fn pct(v: f64) -> String {
+    format!("{v:.0}").replace('-', "−")
+}
+
+/// A range from "more" to "less" is no saving to promise (issue #55:
+/// "8 % (−303–79 %)" was hard to read): such a saving is said in words.
+fn spans_zero(s: &Saving) -> bool {
+    s.lo_pct < 0.0 && s.hi_pct > 0.0
+}
+
 pub fn saving(s: &Saving) -> String {
-    // A true minus sign: "−7–12 %" reads as a range, "-7–12 %" as a typo.
-    let pct = |v: f64| format!("{v:.0}").replace('-', "−");
-    if s.lo_pct < 0.0 && s.hi_pct > 0.0 {
-        // A range from "more" to "less" is no saving to promise (issue
-        // #55: "8 % (−303–79 %)" was hard to read): said in words, the
-        // bounds joined by "to".
-        return format!(
-            "{} % ({} to {} %): no clear saving",
-            pct(s.median_pct),
-            pct(s.lo_pct),
-            pct(s.hi_pct)
-        );
+    let (m, lo, hi) = (pct(s.median_pct), pct(s.lo_pct), pct(s.hi_pct));
+    if spans_zero(s) {
+        // The bounds joined by "to", not a dash that reads as a minus.
+        return format!("{m} % ({lo} to {hi} %): no clear saving");
     }
-    format!(
-        "{} % ({}–{} %)",
-        pct(s.median_pct),
-        pct(s.lo_pct),
-        pct(s.hi_pct)
-    )
+    format!("{m} % ({lo}–{hi} %)")
+}
+
+/// The saving as a sentence "Against `against`: …", with "no clear
+/// saving" in words when its range spans zero (the model page's answer).
+pub fn saving_sentence(against: &str, s: &Saving) -> String {
+    let (m, lo, hi) = (pct(s.median_pct), pct(s.lo_pct), pct(s.hi_pct));
+    if spans_zero(s) {
+        format!("Against {against}: no clear saving ({m} % less at the medians, but the intervals allow {lo} to {hi} %).")
+    } else {
+        format!("Against {against}: {m} % less energy per token ({lo}–{hi} %).")
+    }
 }
 
 /// A model's weights' precision as a table shows it (`BF16`, `AWQ-INT4`),

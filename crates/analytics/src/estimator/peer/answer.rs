@@ -7,7 +7,9 @@
 
 use serde::Serialize;
 
-use super::{architecture, held_out, weight_bytes, Fitted, PeerRow, PeerSplit, INTERVAL_LEVEL};
+use super::{
+    architecture, held_out, weight_bytes, Fitted, HeldOut, PeerRow, PeerSplit, INTERVAL_LEVEL,
+};
 use crate::estimator::metrics::mdape;
 use crate::estimator::{EstimatorError, Settings};
 use wattcounts_rules::catalog::{self, GpuSpec};
@@ -98,7 +100,7 @@ fn refuse(code: &'static str, message: String) -> PeerRefusal {
 }
 
 /// One task's fit and the domain it was fitted on.
-struct TaskFit {
+pub(crate) struct TaskFit {
     task: String,
     fitted: Fitted,
     /// 80th percentile of |ln error| under leave-one-LLM-out.
@@ -110,10 +112,37 @@ struct TaskFit {
     active: (f64, f64),
 }
 
-fn span(v: impl Iterator<Item = f64>) -> (f64, f64) {
-    v.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
-        (lo.min(x), hi.max(x))
-    })
+impl TaskFit {
+    /// `task`'s rows (`of`) fitted, with the interval and error of their
+    /// leave-one-LLM-out predictions `held`; None when none was predicted
+    /// (a task of one LLM).
+    pub(crate) fn of(
+        task: &str,
+        of: &[&PeerRow],
+        held: &HeldOut,
+        settings: &Settings,
+    ) -> Result<Option<TaskFit>, EstimatorError> {
+        let mut errors = held.log_errors(of);
+        errors.sort_by(f64::total_cmp);
+        if errors.is_empty() {
+            return Ok(None);
+        }
+        let (est, published): (Vec<f64>, Vec<f64>) = (0..of.len())
+            .filter(|&i| held.fold_of[i] != usize::MAX)
+            .map(|i| (held.predicted[i][0].energy, of[i].energy_per_token_j))
+            .unzip();
+        let span = |f: fn(&PeerRow) -> f64| crate::estimator::index::range(of.iter().map(|r| f(r)));
+        Ok(Some(TaskFit {
+            fitted: Fitted::fit(of, settings)?,
+            half_width_ln: percentile_sorted(&errors, INTERVAL_LEVEL),
+            mdape_pct: mdape(&est, &published),
+            rows: of.len(),
+            batch: span(|r| r.batch),
+            gpus: span(|r| r.num_gpus),
+            active: span(|r| r.active_params_b),
+            task: task.to_string(),
+        }))
+    }
 }
 
 /// The peer's rows fitted per task, ready to answer.
@@ -130,30 +159,16 @@ impl PeerEstimator {
         names.sort();
         names.dedup();
         let mut tasks = Vec::new();
-        for task in names {
-            let of: Vec<&PeerRow> = rows.iter().filter(|r| r.task == task).collect();
+        for task in &names {
+            let of: Vec<&PeerRow> = rows.iter().filter(|r| &r.task == task).collect();
             let held = held_out(&of, PeerSplit::LeaveOneLlmOut, settings)?;
-            let mut errors = held.log_errors(&of);
-            errors.sort_by(f64::total_cmp);
-            if errors.is_empty() {
-                continue;
-            }
-            let (est, published): (Vec<f64>, Vec<f64>) = (0..of.len())
-                .filter(|&i| held.fold_of[i] != usize::MAX)
-                .map(|i| (held.predicted[i][0].energy, of[i].energy_per_token_j))
-                .unzip();
-            tasks.push(TaskFit {
-                fitted: Fitted::fit(&of, settings)?,
-                half_width_ln: percentile_sorted(&errors, INTERVAL_LEVEL),
-                mdape_pct: mdape(&est, &published),
-                rows: of.len(),
-                batch: span(of.iter().map(|r| r.batch)),
-                gpus: span(of.iter().map(|r| r.num_gpus)),
-                active: span(of.iter().map(|r| r.active_params_b)),
-                task,
-            });
+            tasks.extend(TaskFit::of(task, &of, &held, settings)?);
         }
-        Ok(PeerEstimator { rows, tasks })
+        Ok(PeerEstimator::of(rows, tasks))
+    }
+
+    pub(crate) fn of(rows: Vec<PeerRow>, tasks: Vec<TaskFit>) -> PeerEstimator {
+        PeerEstimator { rows, tasks }
     }
 
     /// The tasks it answers for, sorted.

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{held_out, HeldOut, PeerRow, Predicted};
+use super::{held_out, HeldOut, PeerEstimator, PeerRow, Predicted, TaskFit};
 use crate::estimator::metrics::{coverage, mdape};
 use crate::estimator::{EstimatorError, Settings};
 use wattcounts_rules::stats::{pearson, percentile_sorted};
@@ -83,11 +83,18 @@ pub fn validate_task(
     settings: &Settings,
 ) -> Result<Vec<PeerLine>, EstimatorError> {
     let rows: Vec<&PeerRow> = rows.iter().filter(|r| r.task == task).collect();
+    let held = held_out(&rows, split, settings)?;
+    Ok(lines_of(&rows, task, split, &held))
+}
+
+/// The table's lines of one task and split from its held-out predictions.
+fn lines_of(rows: &[&PeerRow], task: &str, split: PeerSplit, held: &HeldOut) -> Vec<PeerLine> {
     let HeldOut {
         fold_of,
         predicted,
         folds,
-    } = held_out(&rows, split, settings)?;
+    } = held;
+    let folds = *folds;
     let scored: Vec<usize> = (0..rows.len())
         .filter(|&i| fold_of[i] != usize::MAX)
         .collect();
@@ -126,7 +133,7 @@ pub fn validate_task(
             (point * (-q).exp(), point * q.exp())
         })
         .collect();
-    Ok(METHODS
+    METHODS
         .iter()
         .enumerate()
         .map(|(m, method)| {
@@ -156,7 +163,7 @@ pub fn validate_task(
                 coverage: (m == 0).then(|| coverage(&intervals, &e)).flatten(),
             }
         })
-        .collect())
+        .collect()
 }
 
 /// The whole table: every task the rows hold, both splits.
@@ -171,6 +178,31 @@ pub fn validate(rows: &[PeerRow], settings: &Settings) -> Result<Vec<PeerLine>, 
         }
     }
     Ok(lines)
+}
+
+/// The whole table and the estimator that answers under the protocol,
+/// from one held-out pass per task and split: the answers' intervals are
+/// the table's leave-one-LLM-out errors, not a second pass over them.
+pub fn validate_and_fit(
+    rows: Vec<PeerRow>,
+    settings: &Settings,
+) -> Result<(Vec<PeerLine>, PeerEstimator), EstimatorError> {
+    let mut names: Vec<String> = rows.iter().map(|r| r.task.clone()).collect();
+    names.sort();
+    names.dedup();
+    let mut lines = Vec::new();
+    let mut fits = Vec::new();
+    for task in &names {
+        let of: Vec<&PeerRow> = rows.iter().filter(|r| &r.task == task).collect();
+        for split in PeerSplit::ALL {
+            let held = held_out(&of, split, settings)?;
+            lines.extend(lines_of(&of, task, split, &held));
+            if split == PeerSplit::LeaveOneLlmOut {
+                fits.extend(TaskFit::of(task, &of, &held, settings)?);
+            }
+        }
+    }
+    Ok((lines, PeerEstimator::of(rows, fits)))
 }
 
 impl PeerLine {

@@ -144,27 +144,6 @@ pub(crate) fn choice_row(c: &deadline::Choice, asked: bool) -> ChoiceRow {
     }
 }
 
-/// "Against the X: N % less (lo–hi %)", or "no clear saving" in words when
-/// the range spans zero.
-fn saving_sentence(against: &str, s: &wattcounts_analytics::verdict::Saving) -> String {
-    let pct = |v: f64| format!("{v:.0}").replace('-', "−");
-    if s.lo_pct < 0.0 && s.hi_pct > 0.0 {
-        format!(
-            "Against {against}: no clear saving ({} % less at the medians, but the intervals allow {} to {} %).",
-            pct(s.median_pct),
-            pct(s.lo_pct),
-            pct(s.hi_pct)
-        )
-    } else {
-        format!(
-            "Against {against}: {} % less energy per token ({}–{} %).",
-            pct(s.median_pct),
-            pct(s.lo_pct),
-            pct(s.hi_pct)
-        )
-    }
-}
-
 pub(crate) fn section(
     id: &str,
     m: &ModelScenario,
@@ -189,7 +168,7 @@ pub(crate) fn section(
         _ => "Only one GPU measured this model here: no comparison to make.".into(),
     };
     let against_worst = match m.points.as_slice() {
-        [a, _, .., z] => Some(saving_sentence(
+        [a, _, .., z] => Some(format::saving_sentence(
             &format!("the most energy-hungry GPU measured, the {}", z.gpu_name),
             &wattcounts_analytics::verdict::saving(&a.energy_per_token, &z.energy_per_token),
         )),
@@ -206,7 +185,7 @@ pub(crate) fn section(
                     p.gpu_name
                 )
             }
-            (Some(best), Some(p)) => saving_sentence(
+            (Some(best), Some(p)) => format::saving_sentence(
                 &format!("the {} you picked", p.gpu_name),
                 &wattcounts_analytics::verdict::saving(&best.energy_per_token, &p.energy_per_token),
             ),
