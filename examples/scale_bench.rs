@@ -1,7 +1,7 @@
 //! How the read paths, one more submission and `snapshot create` scale
 //! with the data: the paper-scale demo, then N copies of it.
 //!
-//!     cargo build --release && cargo run --release --example scale_bench -- [--copies 160] [--database-url URL]
+//!     cargo build --release && cargo run --release --example scale_bench -- [--copies 160] [--database-url URL] [--pages-only]
 //!
 //! The demo is loaded once into target/bench-scale (or the PostgreSQL
 //! database given, in a schema of its own), measured, then copied N times
@@ -116,22 +116,55 @@ async fn start_server(data: &Path, db: &str, audience: &str) -> anyhow::Result<S
     anyhow::bail!("the server did not come up")
 }
 
+/// How far down `/gpus/l4`'s submissions the deep page is: the 21st page
+/// of 50 (submissions 1,001-1,050), or the last when there are fewer.
+const DEEP_PAGES: usize = 20;
+
+/// The L4 page that lists its submissions from 1,000 down (or its last),
+/// found by following `older_submissions`, and which page it is.
+async fn deep_gpu_page(server: &Server) -> anyhow::Result<(String, usize)> {
+    let client = reqwest::Client::new();
+    let mut path = "/gpus/l4".to_string();
+    let mut page = 1;
+    while page <= DEEP_PAGES {
+        let api = path.replacen("/gpus/", "/api/v1/gpus/", 1);
+        let v: serde_json::Value = client
+            .get(format!("{}{api}", server.url))
+            .send()
+            .await?
+            .json()
+            .await?;
+        let Some(before) = v["older_submissions"].as_str() else {
+            break;
+        };
+        path = format!("/gpus/l4?before={before}");
+        page += 1;
+    }
+    Ok((path, page))
+}
+
 /// Median uncached answer time per page, and the server's RSS after.
 async fn time_pages(server: &Server) -> anyhow::Result<(Vec<(String, f64)>, u64, u64)> {
     let client = reqwest::Client::new();
     let mut out = Vec::new();
-    for page in PAGES {
+    let (deep, n) = deep_gpu_page(server).await?;
+    let deep_label = format!("/gpus/l4, submissions page {n}");
+    let pages = PAGES
+        .iter()
+        .map(|p| (p.to_string(), p.to_string()))
+        .chain([(deep_label, deep)]);
+    for (page, path) in pages {
         let mut times = Vec::with_capacity(REPEATS);
         for _ in 0..REPEATS {
             let t = Instant::now();
-            let r = client.get(format!("{}{page}", server.url)).send().await?;
+            let r = client.get(format!("{}{path}", server.url)).send().await?;
             let status = r.status();
             r.bytes().await?;
             times.push(t.elapsed().as_secs_f64() * 1e3);
             anyhow::ensure!(status.is_success(), "{page}: {status}");
         }
         times.sort_by(f64::total_cmp);
-        out.push((page.to_string(), times[REPEATS / 2]));
+        out.push((page, times[REPEATS / 2]));
     }
     let pid = server.child.id();
     Ok((out, proc_kb(pid, "VmRSS:"), proc_kb(pid, "VmHWM:")))
@@ -385,15 +418,20 @@ async fn measure(
     audience: &str,
     key: &ssh_key::PrivateKey,
     seed: u64,
+    pages_only: bool,
 ) -> anyhow::Result<Scale> {
     let store = wattcounts::store::open(db).await?;
     let counts = store.counts().await?;
     drop(store);
     eprintln!(
-        "{label}: {} submissions, {} runs; snapshot create",
+        "{label}: {} submissions, {} runs",
         counts.submissions, counts.runs
     );
-    let (snapshot_s, snapshot_kb) = snapshot(data, db)?;
+    let (snapshot_s, snapshot_kb) = if pages_only {
+        (f64::NAN, 0)
+    } else {
+        snapshot(data, db)?
+    };
     let (estimator_read_s, estimator_fit_s, estimator_validation_s) =
         time_estimator(data, db, audience).await?;
     let server = start_server(data, db, audience).await?;
@@ -470,6 +508,10 @@ fn sqlite3_csv_seconds(db_file: &Path) -> Option<f64> {
 async fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let copies: u32 = arg(&args, "--copies").map_or(Ok(160), |v| v.parse())?;
+    // The pages, one more submission and the estimator only: no `snapshot
+    // create` and no sqlite3 dump (at 1,600 copies those take minutes and
+    // are measured at 160).
+    let pages_only = args.iter().any(|a| a == "--pages-only");
     let pg = arg(&args, "--database-url");
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-scale");
     let data = root.join(if pg.is_some() { "pg" } else { "sqlite" });
@@ -511,7 +553,7 @@ async fn main() -> anyhow::Result<()> {
     let key = wattcounts::signing::load_private_key(&std::fs::read_to_string(
         root.join("demo-cache/demo/demo_ed25519"),
     )?)?;
-    let demo = measure("demo", &data, &db, audience, &key, 9001).await?;
+    let demo = measure("demo", &data, &db, audience, &key, 9001, pages_only).await?;
 
     eprintln!("seeding {copies} copies of the demo");
     let t = Instant::now();
@@ -544,6 +586,7 @@ async fn main() -> anyhow::Result<()> {
         audience,
         &key,
         9100,
+        pages_only,
     )
     .await?;
 
@@ -581,14 +624,16 @@ async fn main() -> anyhow::Result<()> {
         big.submit_s,
         big.submit_s / demo.submit_s
     );
-    println!(
-        "snapshot create (no traces): demo {:.2} s peak {:.0} MB; {} {:.2} s peak {:.0} MB",
-        demo.snapshot_s,
-        demo.snapshot_kb as f64 / 1024.0,
-        big.label,
-        big.snapshot_s,
-        big.snapshot_kb as f64 / 1024.0
-    );
+    if !pages_only {
+        println!(
+            "snapshot create (no traces): demo {:.2} s peak {:.0} MB; {} {:.2} s peak {:.0} MB",
+            demo.snapshot_s,
+            demo.snapshot_kb as f64 / 1024.0,
+            big.label,
+            big.snapshot_s,
+            big.snapshot_kb as f64 / 1024.0
+        );
+    }
     println!(
         "estimator (in process, one thread): read the groups {:.3} s → {:.3} s; fit {:.2} s → {:.2} s ({:.2}x); validation {:.1} s → {:.1} s ({:.2}x)",
         demo.estimator_read_s,
@@ -600,7 +645,7 @@ async fn main() -> anyhow::Result<()> {
         big.estimator_validation_s,
         big.estimator_validation_s / demo.estimator_validation_s
     );
-    if pg.is_none() {
+    if pg.is_none() && !pages_only {
         if let Some(s) = sqlite3_csv_seconds(&data.join("wattcounts.db")) {
             println!(
                 "sqlite3 -csv of the runs table at {}: {s:.2} s (snapshot create {:.2}x that)",

@@ -90,7 +90,12 @@ function measure() {
         if (w > 1 && h > 1) overlaps.push(`"${boxes[i].text}" × "${boxes[j].text}"`);
       }
     }
-    result.charts.push({ id: svg.id, labels: boxes.length, minPx: Math.min(...boxes.map((b) => b.px)), overlaps, titled: !!svg.querySelector(":scope > title") && !!svg.querySelector(":scope > desc") });
+    // A label reaching past the chart's own box is cut off there (an
+    // inline SVG clips what lies outside its viewport).
+    const clipped = boxes
+      .filter(({ r }) => r.width > 0 && (r.left < box.left - 0.5 || r.right > box.right + 0.5 || r.top < box.top - 0.5 || r.bottom > box.bottom + 0.5))
+      .map(({ text, r }) => `"${text}" (${Math.round(r.left - box.left)}..${Math.round(r.right - box.left)} px in ${Math.round(box.width)})`);
+    result.charts.push({ id: svg.id, labels: boxes.length, minPx: Math.min(...boxes.map((b) => b.px)), overlaps, clipped, titled: !!svg.querySelector(":scope > title") && !!svg.querySelector(":scope > desc") });
   }
   // Each table against the box it sits in (its scrolling div, or main):
   // where one is wider, a reader scrolls sideways to find its figures.
@@ -286,6 +291,7 @@ try {
         figures.labels += c.labels;
         figures.minFontPx = Math.min(figures.minFontPx, c.minPx);
         if (c.overlaps.length) problems.push(`${label} ${p.path}: chart ${c.id}: overlapping labels ${c.overlaps.slice(0, 5).join(", ")}`);
+        if (c.clipped.length) problems.push(`${label} ${p.path}: chart ${c.id}: labels cut at the chart's edge ${c.clipped.slice(0, 5).join(", ")}`);
         if (c.minPx < 11) problems.push(`${label} ${p.path}: chart ${c.id}: text at ${c.minPx.toFixed(1)} px`);
         if (!c.titled) problems.push(`${label} ${p.path}: chart ${c.id} has no title and desc`);
       }
@@ -314,7 +320,7 @@ try {
 } finally {
   await browser.close();
 }
-console.log(`measured: ${figures.loads} page loads, ${figures.charts} charts with ${figures.labels} labels, 0 overlaps allowed, smallest chart text ${figures.minFontPx.toFixed(1)} px, ${figures.keyCells} key cells on the phone inside 390 px, widest page ${figures.maxPageWidth} px, axe-core ${figures.axeRules} WCAG 2.1 A/AA rules per page, ${figures.axeViolations} violating elements, ${figures.keyboardControls} leaderboard controls reached by Tab; leaderboard at 1,280 px: table ${figures.board?.table} px in a ${figures.board?.box} px box, ${figures.board?.first} of ${figures.board?.rows} rows in the first screen; widest table at 1,280 px: ${figures.fits.join(", ")}; ${figures.forms || 0} forms posted as a person does; the skip link first on ${figures.skipLinks || 0} pages`);
+console.log(`measured: ${figures.loads} page loads, ${figures.charts} charts with ${figures.labels} labels, 0 overlaps and 0 labels past a chart's edge allowed, smallest chart text ${figures.minFontPx.toFixed(1)} px, ${figures.keyCells} key cells on the phone inside 390 px, widest page ${figures.maxPageWidth} px, axe-core ${figures.axeRules} WCAG 2.1 A/AA rules per page, ${figures.axeViolations} violating elements, ${figures.keyboardControls} leaderboard controls reached by Tab; leaderboard at 1,280 px: table ${figures.board?.table} px in a ${figures.board?.box} px box, ${figures.board?.first} of ${figures.board?.rows} rows in the first screen; widest table at 1,280 px: ${figures.fits.join(", ")}; ${figures.forms || 0} forms posted as a person does; the skip link first on ${figures.skipLinks || 0} pages`);
 if (problems.length) {
   console.error(problems.join("\n"));
   process.exit(1);

@@ -263,23 +263,46 @@ async fn demo_and_real_data_are_never_merged() {
     assert!(texts(&doc, "p.view")[0].contains("real submissions"));
 }
 
+/// `/api/v1/gpus/{id}`'s submissions, page by page down
+/// `older_submissions`: each page's length, and every id in order.
+async fn walk_gpu_submissions(app: &TestApp, gpu: &str) -> (Vec<usize>, Vec<String>) {
+    let (mut pages, mut seen) = (Vec::new(), Vec::new());
+    let mut next = Some(format!("/api/v1/gpus/{gpu}"));
+    while let Some(path) = next.take() {
+        let (status, h) = app.get(&path).await;
+        assert_eq!(status, StatusCode::OK, "{path}: {h}");
+        let ids = h["submissions"].as_array().unwrap();
+        pages.push(ids.len());
+        seen.extend(
+            ids.iter()
+                .map(|x| x["submission_id"].as_str().unwrap().to_string()),
+        );
+        next = h["older_submissions"]
+            .as_str()
+            .map(|b| format!("/api/v1/gpus/{gpu}?before={b}"));
+    }
+    (pages, seen)
+}
+
 /// The GPU page lists a GPU's own submissions, however many newer ones
-/// other GPUs have.
+/// other GPUs have, 50 at a time.
 #[tokio::test]
 async fn a_gpu_page_lists_its_submissions_under_newer_ones_elsewhere() {
-    let app = TestApp::new().await;
+    // Uncached: the rows are rewritten under the service below.
+    let app = TestApp::configured(|c| c.no_response_cache = true).await;
     let key = app.register("alice").await;
     let gz = BundleBuilder::fixture().by("alice", &key).build();
     let (_, l4) = app.submit(&gz, &sign(&key, &gz)).await;
     // 501 newer submissions on another GPU, stored directly (fast).
     let h100 = BundleBuilder::on("h100-pcie", &["Qwen/Qwen2.5-0.5B-Instruct"]).generate();
-    app.insert_copies(
-        &BundleBuilder::of(&h100).by("alice", &key).build(),
-        &key,
-        501,
-        wattcounts::domain::Status::Accepted,
-    )
-    .await;
+    let copies = app
+        .insert_copies(
+            &BundleBuilder::of(&h100).by("alice", &key).build(),
+            &key,
+            501,
+            wattcounts::domain::Status::Accepted,
+        )
+        .await;
     let (status, json) = app.get("/api/v1/gpus/l4").await;
     assert_eq!(status, StatusCode::OK);
     let listed: Vec<&str> = json["submissions"]
@@ -289,12 +312,60 @@ async fn a_gpu_page_lists_its_submissions_under_newer_ones_elsewhere() {
         .map(|s| s["submission_id"].as_str().unwrap())
         .collect();
     assert_eq!(listed, [l4["submission_id"].as_str().unwrap()]);
-    let (_, h) = app.get("/api/v1/gpus/h100-pcie").await;
-    assert_eq!(
-        h["submissions"].as_array().unwrap().len(),
-        500,
-        "the page's cap"
-    );
+    // 50 a page, walked by `older_submissions` (issue #55): 501 = 10 × 50
+    // + 1, so 11 pages; each copy listed exactly once.
+    let (pages, seen) = walk_gpu_submissions(&app, "h100-pcie").await;
+    assert_eq!(pages, [50, 50, 50, 50, 50, 50, 50, 50, 50, 50, 1]);
+    let mut sorted = seen.clone();
+    sorted.sort();
+    sorted.dedup();
+    let mut inserted: Vec<String> = copies.iter().map(|u| u.to_string()).collect();
+    inserted.sort();
+    assert_eq!(sorted, inserted, "every copy listed once");
+    // Received in the same millisecond, the ids order them: the walk is
+    // then exactly the ids, descending.
+    app.raw
+        .as_ref()
+        .unwrap()
+        .exec("UPDATE submissions SET received_at = '2026-01-01T00:00:00.000Z' WHERE gpu_id = 'h100-pcie'")
+        .await;
+    let (pages, tied) = walk_gpu_submissions(&app, "h100-pcie").await;
+    assert_eq!(pages.len(), 11);
+    inserted.reverse();
+    assert_eq!(tied, inserted);
+    // The page says where it is and links the next one.
+    let (_, doc) = html_page(&app, "/gpus/h100-pcie").await;
+    let older = doc
+        .select(&scraper::Selector::parse("a[rel=next]").unwrap())
+        .next()
+        .expect("an older-submissions link")
+        .value()
+        .attr("href")
+        .unwrap()
+        .to_string();
+    assert!(older.contains(&format!("before={}", seen[49])), "{older}");
+    let (status, doc) = html_page(&app, &older).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(texts(&doc, "main p")
+        .iter()
+        .any(|t| t.contains("back to the newest")));
+    // A `before=` that lists nothing here is a 400 naming it.
+    let l4_id = l4["submission_id"].as_str().unwrap();
+    for (before, why) in [
+        ("nonsense", "not a submission id"),
+        (l4_id, "measured on another GPU"),
+        ("00000000-0000-4000-8000-000000000000", "no such submission"),
+    ] {
+        let (status, e) = app
+            .get(&format!("/api/v1/gpus/h100-pcie?before={before}"))
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{before}");
+        let msg = e["error"]["message"].as_str().unwrap();
+        assert!(
+            msg.contains(why) && msg.contains("before="),
+            "{before}: {e}"
+        );
+    }
     let (_, board) = app
         .get("/api/v1/leaderboard?gpu=h100-pcie&scenario=batch")
         .await;

@@ -5,11 +5,13 @@
 //! store: ingest adds the signature, the store and the peer checks. It is
 //! here, not in wattcounts-rules, because it parses files in parallel on
 //! rayon's pool and times its stages for the ingest benchmark; every rule
-//! it applies is a wattcounts-rules function.
+//! it applies is a wattcounts-rules function (`bundle::contents` for what
+//! the bundle holds, `checks` for what its figures say).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use wattcounts_rules::bundle::contents::{self, FileSeen, ParsedAs};
 use wattcounts_rules::bundle::harness::{self, DetailCounts, FileKind, IterationRow};
 use wattcounts_rules::bundle::manifest::{Manifest, ManifestSchema};
 use wattcounts_rules::bundle::system_info::{self, SystemInfo};
@@ -19,7 +21,7 @@ use wattcounts_rules::checks::{self, CheckInput, CheckOutcome, CheckResult, Thre
 use wattcounts_rules::derived::{self, ConfigurationMetrics, IterationMetrics, StoredDerivation};
 use wattcounts_rules::digest::sha256_hex;
 use wattcounts_rules::model_config::BundledModel;
-use wattcounts_rules::rejection::{Detail, Rejection};
+use wattcounts_rules::rejection::Rejection;
 
 /// What the analysis is held to: the audience bundles must name, the
 /// unpack limits and the checks' thresholds.
@@ -124,7 +126,7 @@ pub fn derive_stored(
     let manifest = schema.parse(&manifest_bytes)?;
     let gpu = wattcounts_rules::catalog::gpu_by_nvml_name(&manifest.system.gpu.name);
     let protocol = wattcounts_rules::protocol::derive(&manifest, &rows, gpu)?;
-    sort_rows(&mut rows);
+    contents::sort_rows(&mut rows);
     let runs: Vec<IterationMetrics> = rows.iter().map(derived::derive).collect();
     let configurations = derived::aggregate(&runs);
     Ok(StoredDerivation {
@@ -133,24 +135,6 @@ pub fn derive_stored(
         runs,
         configurations,
     })
-}
-
-/// Rows in the order ingest stores their runs: model, scenario, rate, iteration.
-fn sort_rows(rows: &mut [IterationRow]) {
-    rows.sort_by(|a, b| {
-        (
-            a.model.as_str(),
-            a.scenario.as_str(),
-            a.lambda_qps.map(f64::to_bits),
-            a.iteration,
-        )
-            .cmp(&(
-                b.model.as_str(),
-                b.scenario.as_str(),
-                b.lambda_qps.map(f64::to_bits),
-                b.iteration,
-            ))
-    });
 }
 
 /// Everything between the raw bytes and the derived metrics. Pure: bytes in,
@@ -191,22 +175,28 @@ pub fn analyse_stream(
     let mut unpacked = 0u64;
     let mut inflated_at = start.elapsed();
     rayon::in_place_scope(|scope| {
-        let r = unpack::unpack_stream(source, compressed_len, &cfg.unpack, is_parsed, |e| {
-            unpacked += e.size;
-            if e.path == MANIFEST_NAME {
-                manifest_bytes = Some(e.data);
-                return;
-            }
-            paths.push(e.path.clone());
-            let held = e.data.len() as u64;
-            in_flight.take(held);
-            let (processed, in_flight) = (&processed, &in_flight);
-            scope.spawn(move |_| {
-                let p = process_file(e);
-                in_flight.give_back(held);
-                processed.lock().expect("no panics while holding").push(p);
-            });
-        });
+        let r = unpack::unpack_stream(
+            source,
+            compressed_len,
+            &cfg.unpack,
+            contents::is_parsed,
+            |e| {
+                unpacked += e.size;
+                if e.path == MANIFEST_NAME {
+                    manifest_bytes = Some(e.data);
+                    return;
+                }
+                paths.push(e.path.clone());
+                let held = e.data.len() as u64;
+                in_flight.take(held);
+                let (processed, in_flight) = (&processed, &in_flight);
+                scope.spawn(move |_| {
+                    let p = process_file(e);
+                    in_flight.give_back(held);
+                    processed.lock().expect("no panics while holding").push(p);
+                });
+            },
+        );
         inflated_at = start.elapsed();
         r
     })?;
@@ -216,22 +206,9 @@ pub fn analyse_stream(
     t.unpacked_bytes = unpacked;
 
     let start = Instant::now() - parse_tail;
-    let manifest_bytes = manifest_bytes.ok_or_else(|| {
-        Rejection::invalid(
-            "manifest_missing",
-            format!("the bundle has no {MANIFEST_NAME} at its root; make bundles with `wattcounts pack`"),
-        )
-    })?;
-    let manifest = schema.parse(&manifest_bytes)?;
-    let want = cfg.public_url.trim_end_matches('/');
-    if manifest.audience.trim_end_matches('/') != want {
-        return Err(Rejection::forbidden(
-            "audience_mismatch",
-            format!("this bundle was packed for {} but this service is {want}; pack it again with --audience {want}", manifest.audience),
-        )
-        .with(Detail::new(format!("expected {want}, found {}", manifest.audience)).file(MANIFEST_NAME).pointer("/audience")));
-    }
-    check_file_list(&manifest, &paths)?;
+    let manifest = schema.parse(&contents::manifest_present(manifest_bytes)?)?;
+    contents::check_audience(&manifest, &cfg.public_url)?;
+    contents::check_file_list(&manifest, &paths)?;
     let mut processed = processed.into_inner().expect("no panics while holding");
     processed.sort_by(|a, b| a.path.cmp(&b.path));
     let parsed = check_files(processed, &manifest)?;
@@ -239,49 +216,10 @@ pub fn analyse_stream(
 
     let start = Instant::now();
     let runs: Vec<IterationMetrics> = parsed.rows.iter().map(derived::derive).collect();
-    // Finite but huge samples can overflow a mean or a spread: such a
-    // figure cannot be stored, compared or written as JSON.
-    for (row, run) in parsed.rows.iter().zip(&runs) {
-        if let Some(field) = derived::first_non_finite(run) {
-            return Err(Rejection::invalid(
-                "figure_not_finite",
-                format!(
-                    "{} row {}: {field} computes to a non-finite number (are the power samples plausible watts?)",
-                    row.file, row.line
-                ),
-            )
-            .with(
-                Detail::new(format!("{field} is not finite"))
-                    .file(&row.file)
-                    .row(row.line)
-                    .column("gpu_0_power_draw_watts"),
-            ));
-        }
-    }
+    contents::check_runs_finite(&parsed.rows, &runs)?;
     let configurations = derived::aggregate(&runs);
-    if let Some((c, field)) = configurations
-        .iter()
-        .find_map(|c| derived::first_non_finite_spread(c).map(|f| (c, f)))
-    {
-        return Err(Rejection::invalid(
-            "figure_not_finite",
-            format!(
-                "{} {} {}: the spread of {field} over iterations is not a finite number",
-                c.model,
-                c.scenario.as_str(),
-                c.lambda_qps
-                    .map(|l| format!("at {l} req/s"))
-                    .unwrap_or_default()
-            ),
-        ));
-    }
     t.derive = start.elapsed();
-    if configurations.is_empty() {
-        return Err(Rejection::invalid(
-            "no_tokens",
-            "no iteration in the bundle generated any tokens; there is nothing to measure",
-        ));
-    }
+    contents::check_configurations(&configurations)?;
 
     let start = Instant::now();
     let gpu = wattcounts_rules::catalog::gpu_by_nvml_name(&manifest.system.gpu.name);
@@ -304,7 +242,7 @@ pub fn analyse_stream(
         let apart = checks
             .iter()
             .any(|c| c.outcome == CheckOutcome::Fail)
-            .then(|| set_apart(&input, &cfg.thresholds))
+            .then(|| checks::set_apart(&input, &cfg.thresholds))
             .flatten();
         (checks, apart)
     };
@@ -324,125 +262,6 @@ pub fn analyse_stream(
         content_sha256,
         bundled_models: parsed.bundled_models,
     })
-}
-
-/// What a bundle keeps when some of its configurations are set apart.
-struct Kept {
-    /// The bundle's checks on the configurations kept.
-    checks: Vec<CheckResult>,
-    runs: Vec<IterationMetrics>,
-    configurations: Vec<ConfigurationMetrics>,
-    rejected: Vec<checks::RejectedConfiguration>,
-}
-
-/// What a bundle with a hard failure keeps when only some configurations
-/// break rules on their own. `None` when the bundle is judged whole: every
-/// configuration fails, a failure is not one a configuration can carry
-/// alone, or the rest still fails.
-fn set_apart(input: &CheckInput, t: &Thresholds) -> Option<Kept> {
-    let rejected = checks::rejected_configurations(input, t)?;
-    if rejected.is_empty() || rejected.len() == input.configurations.len() {
-        return None;
-    }
-    let kept = |model: &str, s, l| !rejected.iter().any(|r| r.configuration.is_of(model, s, l));
-    let rows: Vec<IterationRow> = input
-        .rows
-        .iter()
-        .filter(|r| kept(&r.model, r.scenario, r.lambda_qps))
-        .cloned()
-        .collect();
-    let runs: Vec<IterationMetrics> = input
-        .runs
-        .iter()
-        .filter(|r| kept(&r.model, r.scenario, r.lambda_qps))
-        .cloned()
-        .collect();
-    let configurations: Vec<ConfigurationMetrics> = input
-        .configurations
-        .iter()
-        .filter(|c| kept(&c.model, c.scenario, c.lambda_qps))
-        .cloned()
-        .collect();
-    let checks = checks::evaluate(
-        &CheckInput {
-            rows: &rows,
-            runs: &runs,
-            configurations: &configurations,
-            ..*input
-        },
-        t,
-    );
-    if checks.iter().any(|c| c.outcome == CheckOutcome::Fail) {
-        return None;
-    }
-    Some(Kept {
-        checks,
-        runs,
-        configurations,
-        rejected,
-    })
-}
-
-/// Every archive file is listed, every listed file is present.
-fn check_file_list(m: &Manifest, paths: &[String]) -> Result<(), Rejection> {
-    let mut listed = HashSet::new();
-    for (i, f) in m.files.iter().enumerate() {
-        if !listed.insert(f.path.as_str()) {
-            return Err(Rejection::invalid(
-                "manifest_duplicate_path",
-                format!("{} is listed twice in the manifest", f.path),
-            )
-            .with(
-                Detail::new("listed twice")
-                    .file(MANIFEST_NAME)
-                    .pointer(format!("/files/{i}/path")),
-            ));
-        }
-    }
-    let present: HashSet<&str> = paths.iter().map(String::as_str).collect();
-    let extra: Vec<&str> = present
-        .iter()
-        .filter(|p| !listed.contains(*p))
-        .copied()
-        .collect();
-    if !extra.is_empty() {
-        let mut extra = extra;
-        extra.sort_unstable();
-        return Err(Rejection::invalid(
-            "file_not_in_manifest",
-            format!(
-                "{} file(s) in the bundle are not listed in the manifest",
-                extra.len()
-            ),
-        )
-        .with_all(
-            extra
-                .iter()
-                .map(|p| Detail::new("present in the archive, absent from /files").file(*p)),
-        ));
-    }
-    let missing: Vec<(usize, &str)> = m
-        .files
-        .iter()
-        .enumerate()
-        .filter(|(_, f)| !present.contains(f.path.as_str()))
-        .map(|(i, f)| (i, f.path.as_str()))
-        .collect();
-    if !missing.is_empty() {
-        return Err(Rejection::invalid(
-            "file_missing",
-            format!(
-                "{} file(s) listed in the manifest are not in the bundle",
-                missing.len()
-            ),
-        )
-        .with_all(missing.iter().map(|(i, p)| {
-            Detail::new("listed in /files, absent from the archive")
-                .file(*p)
-                .pointer(format!("/files/{i}"))
-        })));
-    }
-    Ok(())
 }
 
 struct Parsed {
@@ -468,38 +287,6 @@ struct Processed {
     outcome: Result<FileOutcome, Rejection>,
 }
 
-/// What analysis reads an archive file as.
-enum ParsedAs {
-    /// A harness CSV directly inside a model folder.
-    Harness(FileKind),
-    SystemInfo,
-    /// A model's config.json (`model-configs/ORG/NAME/config.json`), or its
-    /// model.safetensors.index.json beside it.
-    ModelConfig,
-}
-
-fn parsed_as(path: &str) -> Option<ParsedAs> {
-    if path == system_info::FILE_NAME {
-        return Some(ParsedAs::SystemInfo);
-    }
-    if path.starts_with(wattcounts_rules::bundle::manifest::MODEL_CONFIG_DIR)
-        && (path.ends_with("/config.json") || path.ends_with("/model.safetensors.index.json"))
-    {
-        return Some(ParsedAs::ModelConfig);
-    }
-    let name = path.rsplit('/').next().unwrap_or(path);
-    match harness::classify(name) {
-        Some(kind) if path.matches('/').count() == 1 => Some(ParsedAs::Harness(kind)),
-        _ => None,
-    }
-}
-
-/// The entries held in memory: the manifest and those [`parsed_as`]
-/// names. Everything else is only digested as it streams past.
-fn is_parsed(path: &str) -> bool {
-    path == MANIFEST_NAME || parsed_as(path).is_some()
-}
-
 /// A byte budget the inflating thread waits on (see [`IN_FLIGHT_BYTES`]).
 #[derive(Default)]
 struct InFlight {
@@ -523,7 +310,7 @@ impl InFlight {
 }
 
 fn process_file(e: ArchiveEntry) -> Processed {
-    let outcome = match parsed_as(&e.path) {
+    let outcome = match contents::parsed_as(&e.path) {
         Some(ParsedAs::Harness(FileKind::Results(s))) => {
             harness::parse_results(&e.path, &e.data, s).map(FileOutcome::Results)
         }
@@ -546,40 +333,15 @@ fn process_file(e: ArchiveEntry) -> Processed {
 
 /// Sizes and digests against the manifest first, then what parsing found.
 fn check_files(processed: Vec<Processed>, m: &Manifest) -> Result<Parsed, Rejection> {
-    let by_path: HashMap<&str, (usize, &wattcounts_rules::bundle::manifest::FileEntry)> = m
-        .files
+    let seen: Vec<FileSeen<'_>> = processed
         .iter()
-        .enumerate()
-        .map(|(i, f)| (f.path.as_str(), (i, f)))
+        .map(|p| FileSeen {
+            path: &p.path,
+            size: p.size,
+            sha256: &p.sha256,
+        })
         .collect();
-    for p in &processed {
-        let (i, f) = by_path[p.path.as_str()];
-        if f.bytes != p.size {
-            return Err(Rejection::invalid(
-                "size_mismatch",
-                format!(
-                    "{} has {} bytes, the manifest says {}",
-                    p.path, p.size, f.bytes
-                ),
-            )
-            .with(
-                Detail::new(format!("expected {} bytes, found {}", f.bytes, p.size))
-                    .file(&p.path)
-                    .pointer(format!("/files/{i}/bytes")),
-            ));
-        }
-        if p.sha256 != f.sha256 {
-            return Err(Rejection::invalid(
-                "digest_mismatch",
-                format!("{} does not match its sha256 in the manifest", p.path),
-            )
-            .with(
-                Detail::new(format!("expected sha256 {}, found {}", f.sha256, p.sha256))
-                    .file(&p.path)
-                    .pointer(format!("/files/{i}/sha256")),
-            ));
-        }
-    }
+    contents::check_sizes_and_digests(m, &seen)?;
     let outcomes: Vec<(String, FileOutcome)> = processed
         .into_iter()
         .map(|p| p.outcome.map(|o| (p.path, o)))
@@ -595,140 +357,20 @@ fn check_files(processed: Vec<Processed>, m: &Manifest) -> Result<Parsed, Reject
             }
             FileOutcome::Details(d) => details.push((path, d)),
             FileOutcome::Results(r) => {
-                let first = &r[0].model;
-                if let Some(other) = r.iter().find(|x| &x.model != first) {
-                    return Err(Rejection::invalid(
-                        "csv_mixed_models",
-                        format!("{path} mixes models '{first}' and '{}'", other.model),
-                    )
-                    .with(
-                        Detail::new(format!(
-                            "model '{}' differs from '{first}' in row 2",
-                            other.model
-                        ))
-                        .file(&path)
-                        .row(other.line)
-                        .column("model"),
-                    ));
-                }
+                contents::check_one_model(&path, &r)?;
                 rows.extend(r)
             }
             FileOutcome::SystemInfo(i) => system_info = Some(i),
             FileOutcome::Other => {}
         }
     }
-    check_details(&rows, &details)?;
-    if rows.is_empty() {
-        return Err(Rejection::invalid(
-            "no_results",
-            "the bundle holds no harness results (<model folder>/llm_batch_optimized_results.csv or llm_server_optimized_results.csv)",
-        ));
-    }
+    contents::check_details(&rows, &details)?;
+    contents::check_results_present(&rows)?;
     // A stable order regardless of thread scheduling.
-    sort_rows(&mut rows);
-    // Each model the manifest names with its config (the file is listed,
-    // so its digest was checked above).
-    let mut bundled_models = Vec::new();
-    for (i, model) in m.models.iter().enumerate() {
-        let Some(bytes) = configs.get(&model.config) else {
-            return Err(Rejection::invalid(
-                "model_config_missing",
-                format!(
-                    "{MANIFEST_NAME} /models/{i} names {} for {}, which the bundle does not hold as a model config (model-configs/ORG/NAME/config.json)",
-                    model.config, model.id
-                ),
-            )
-            .with(Detail::new(format!("no {}", model.config)).file(MANIFEST_NAME).pointer(format!("/models/{i}/config"))));
-        };
-        let sha = sha256_hex(bytes);
-        if sha != model.config_sha256 {
-            return Err(Rejection::invalid(
-                "digest_mismatch",
-                format!(
-                    "{} does not match its config_sha256 in the manifest",
-                    model.config
-                ),
-            )
-            .with(
-                Detail::new(format!(
-                    "expected sha256 {}, found {sha}",
-                    model.config_sha256
-                ))
-                .file(&model.config)
-                .pointer(format!("/models/{i}/config_sha256")),
-            ));
-        }
-        let mut bundled = BundledModel::read(&model.id, model.revision.clone(), sha, bytes);
-        if let Some(path) = &model.weights_index {
-            let pointer = format!("/models/{i}/weights_index");
-            let index = configs.get(path).ok_or_else(|| {
-                Rejection::invalid(
-                    "model_config_missing",
-                    format!("{MANIFEST_NAME} /models/{i} names {path} for {}, which the bundle does not hold", model.id),
-                )
-                .with(Detail::new(format!("no {path}")).file(MANIFEST_NAME).pointer(&pointer))
-            })?;
-            let sha = sha256_hex(index);
-            if model.weights_index_sha256.as_deref() != Some(sha.as_str()) {
-                return Err(Rejection::invalid(
-                    "digest_mismatch",
-                    format!("{path} does not match its weights_index_sha256 in the manifest"),
-                )
-                .with(
-                    Detail::new(format!("found sha256 {sha}"))
-                        .file(path)
-                        .pointer(format!("/models/{i}/weights_index_sha256")),
-                ));
-            }
-            // An index without a byte total is judged by the checks (a
-            // warning), not refused: the run stands on its config.
-            bundled.weights_total_bytes = Some(BundledModel::index_total(index));
-        }
-        bundled_models.push(bundled);
-    }
+    contents::sort_rows(&mut rows);
     Ok(Parsed {
         rows,
         system_info,
-        bundled_models,
+        bundled_models: contents::bundled_models(m, &configs)?,
     })
-}
-
-/// Each details file must hold one row per request of the results file
-/// beside it (successes, or successes and failures).
-fn check_details(
-    rows: &[IterationRow],
-    details: &[(String, DetailCounts)],
-) -> Result<(), Rejection> {
-    for (path, d) in details {
-        let (folder, file) = path.rsplit_once('/').unwrap_or(("", path));
-        let results_name = match harness::classify(file) {
-            Some(FileKind::Details(harness::Scenario::Batch)) => harness::BATCH_RESULTS,
-            _ => harness::SERVER_RESULTS,
-        };
-        let results_path = format!("{folder}/{results_name}");
-        let mine: Vec<&IterationRow> = rows.iter().filter(|r| r.file == results_path).collect();
-        if mine.is_empty() {
-            continue;
-        }
-        for r in mine {
-            let found = d
-                .requests
-                .get(&harness::iteration_key(r.iteration, r.lambda_qps))
-                .copied()
-                .unwrap_or(0);
-            if found != r.requests_ok && found != r.requests_ok + r.requests_failed {
-                let what = match r.lambda_qps {
-                    Some(l) => format!("iteration {} at {l} req/s", r.iteration),
-                    None => format!("iteration {}", r.iteration),
-                };
-                return Err(Rejection::invalid(
-                    "details_mismatch",
-                    format!("{path} has {found} request rows for {what}, but {results_path} counts {} successful requests", r.requests_ok),
-                )
-                .with(Detail::new(format!("{found} detail rows, {} requests in results", r.requests_ok)).file(path.as_str()))
-                .with(Detail::new("request_success_total").file(results_path.as_str()).row(r.line).column("request_success_total")));
-            }
-        }
-    }
-    Ok(())
 }

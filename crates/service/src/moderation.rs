@@ -167,3 +167,32 @@ pub async fn weak_keys(store: &dyn Store) -> Result<(Vec<WeakKey>, usize), Servi
     }
     Ok((weak, total))
 }
+
+/// Every decision changes what readers see.
+impl crate::Service {
+    pub async fn decide(
+        &self,
+        id: Uuid,
+        decision: Decision,
+        by: &Actor,
+    ) -> Result<Status, ModerationError> {
+        let r = decide(self.store.as_ref(), id, decision, by).await;
+        self.changed();
+        r
+    }
+    pub async fn suspend(&self, handle: &str, by: &Actor) -> Result<(), ModerationError> {
+        let r = suspend(self.store.as_ref(), handle, by).await;
+        self.changed();
+        r
+    }
+    pub async fn revoke(
+        &self,
+        fingerprint: &str,
+        effective_at: Option<DateTime<Utc>>,
+        by: &Actor,
+    ) -> Result<Vec<Uuid>, ModerationError> {
+        let r = revoke(self.store.as_ref(), fingerprint, effective_at, by).await;
+        self.changed();
+        r
+    }
+}

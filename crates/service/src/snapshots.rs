@@ -133,3 +133,49 @@ impl crate::Service {
         })
     }
 }
+
+impl crate::Service {
+    /// Start-up: lists snapshot folders published before the database
+    /// listed them, and clears what crashed creations left.
+    pub async fn tidy_snapshots(&self) -> anyhow::Result<(usize, usize)> {
+        let Some(shelf) = &self.shelf else {
+            return Ok((0, 0));
+        };
+        let imported = shelf.library.import_folders(self.store.as_ref()).await?;
+        let removed = shelf.library.remove_stale(self.store.as_ref()).await?;
+        Ok((imported, removed))
+    }
+
+    pub async fn create_snapshot(
+        &self,
+        library: &wattcounts_snapshot::library::Library,
+        options: &wattcounts_snapshot::create::Options,
+        progress: impl FnMut(&str) + Send + 'static,
+    ) -> anyhow::Result<wattcounts_snapshot::create::Created> {
+        let mut options = options.clone();
+        if options.estimator.is_none() {
+            options.estimator = Some(match self.estimator_of_current_data().await {
+                Ok(Some(t)) => crate::estimates::card_section(&t),
+                _ => "## Energy estimator\n\nNo fit of the estimator on these data was stored when this snapshot was made; the snapshot holds measurements only.".into(),
+            });
+        }
+        if options.log_key.is_none() {
+            self.tlog.claim().await?;
+            options.log_key = self.tlog.key_arc();
+        }
+        wattcounts_snapshot::create::create(
+            self.store.as_ref(),
+            self.blobs(),
+            library,
+            &options,
+            progress,
+        )
+        .await
+        // The store's failure leaves as the service's (a 503 when the
+        // database is away), anything else as it was.
+        .map_err(|e| match e.downcast::<wattcounts_store::StoreError>() {
+            Ok(store) => anyhow::Error::new(ServiceError::from(store)),
+            Err(other) => other,
+        })
+    }
+}

@@ -100,10 +100,14 @@ pub trait Intake: Send + Sync {
     async fn counts(&self) -> Result<TableCounts, StoreError>;
     /// Most recent accepted submissions, newest first.
     async fn latest_submissions(&self, limit: u32) -> Result<Vec<SubmissionRecord>, StoreError>;
-    /// Most recent accepted submissions measured on one GPU, newest first.
+    /// Most recent accepted submissions measured on one GPU, newest first
+    /// (received, then id, descending); with `before`, those listed after
+    /// that submission, so a page of them costs its `limit` rows down the
+    /// index `submissions_gpu` however deep it is (issue #55).
     async fn submissions_on_gpu(
         &self,
         gpu_id: &str,
+        before: Option<Uuid>,
         limit: u32,
     ) -> Result<Vec<SubmissionRecord>, StoreError>;
     /// Most recent accepted submissions that measured `model`, newest first
@@ -487,13 +491,27 @@ macro_rules! intake_sql {
                 }).await
             }
 
-            async fn submissions_on_gpu(&self, gpu_id: &str, limit: u32) -> Result<Vec<SubmissionRecord>, StoreError> {
+            async fn submissions_on_gpu(&self, gpu_id: &str, before: Option<Uuid>, limit: u32) -> Result<Vec<SubmissionRecord>, StoreError> {
                 self.calls.run($crate::calls::CallKind::Request, "submissions_on_gpu", async move {
-                    let rows = sqlx::query(&format!(
-                        "{SUBMISSION_SELECT} WHERE s.gpu_id = $1 AND s.status = 'accepted' ORDER BY s.received_at DESC LIMIT $2"
-                    ))
+                    // Keyset paging: `<=` on received_at gives the index a
+                    // range to start from; the id breaks ties in receipt.
+                    let after = if before.is_some() {
+                        "AND s.received_at <= (SELECT received_at FROM submissions WHERE id = $3)
+                         AND (s.received_at < (SELECT received_at FROM submissions WHERE id = $3) OR s.id < $3)"
+                    } else {
+                        ""
+                    };
+                    let sql = format!(
+                        "{SUBMISSION_SELECT} WHERE s.gpu_id = $1 AND s.status = 'accepted' {after}
+                         ORDER BY s.received_at DESC, s.id DESC LIMIT $2"
+                    );
+                    let rows = sqlx::query(&sql)
                     .bind(gpu_id)
-                    .bind(limit as i64)
+                    .bind(limit as i64);
+                    let rows = match before {
+                        Some(b) => rows.bind(b.to_string()),
+                        None => rows,
+                    }
                     .fetch_all(&self.pool)
                     .await
                     .map_err(db_err)?;

@@ -200,13 +200,13 @@ fn route_table(state: &AppState) -> Table {
             DataVersioned,
             routes!(pages::peers::insights::peer_insights_json),
         )
-        .api(DataVersioned, routes!(pages::peers::peers_json))
-        .api(DataVersioned, routes!(pages::peers::peer_json))
+        .api(DataVersioned, routes!(pages::peers::api::peers_json))
+        .api(DataVersioned, routes!(pages::peers::api::peer_json))
         .api(
             DataVersioned,
             routes!(pages::peers::estimate::peer_estimate_json),
         )
-        .api(DataVersioned, routes!(pages::peers::peer_csv))
+        .api(DataVersioned, routes!(pages::peers::api::peer_csv))
         .get("/checks", DataVersioned, pages::guides::checks_page)
         .api(DataVersioned, routes!(pages::guides::checks_json))
         .api(DataVersioned, routes!(pages::index::stats_json))

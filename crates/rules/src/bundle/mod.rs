@@ -4,6 +4,7 @@
 //! a [`Rejection`](crate::rejection::Rejection); nothing here touches the
 //! network or a database.
 
+pub mod contents;
 pub mod harness;
 pub mod manifest;
 pub mod strict_json;

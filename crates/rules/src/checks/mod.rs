@@ -7,6 +7,7 @@
 //! Nothing here knows SQL or HTTP; `ingest` feeds the checks and stores
 //! what they say.
 
+mod apart;
 mod arithmetic;
 mod arrivals;
 mod consistency;
@@ -18,6 +19,8 @@ mod sampling;
 #[cfg(test)]
 pub(crate) mod test_support;
 mod thresholds;
+
+pub use apart::{set_apart, Kept};
 
 use std::fmt;
 

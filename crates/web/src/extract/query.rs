@@ -54,6 +54,7 @@ query_set!(
     ViewParams,
     LeaderboardParams,
     ScenarioParam,
+    GpuParams,
     CompareParams,
     ModelSearchParams,
     DeadlineParams,
@@ -208,6 +209,18 @@ pub struct ScenarioParam {
     /// `batch` or `server@RATE`.
     #[param(pattern = "^(batch|server@[0-9]+(\\.[0-9]+)?)$")]
     pub scenario: Option<String>,
+}
+
+/// A GPU page's scenario and where its submissions list starts.
+#[derive(Debug, Clone, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct GpuParams {
+    /// `batch` or `server@RATE`.
+    #[param(pattern = "^(batch|server@[0-9]+(\\.[0-9]+)?)$")]
+    pub scenario: Option<String>,
+    /// List the accepted submissions received before this one (the id
+    /// `older_submissions` gives); the newest when absent.
+    pub before: Option<String>,
 }
 
 /// `/compare`'s GPUs, scenario and reference.

@@ -198,7 +198,7 @@ pub async fn gpu_feed(
             "no GPU '{id}' in the catalogue; /gpus lists them"
         )))
     })?;
-    let records = s.service.submissions_on_gpu(&id, FEED_ITEMS).await?;
+    let records = s.service.submissions_on_gpu(&id, None, FEED_ITEMS).await?;
     let channel = channel_of(
         &s,
         format!("Watt Counts: new results on the {}", gpu.nvml_name),

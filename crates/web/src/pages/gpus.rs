@@ -12,7 +12,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::error::{render, ApiError, PageError};
-use crate::extract::query::{PageParams, Params, ScenarioParam, ViewParams};
+use crate::extract::query::{GpuParams, PageParams, Params, ScenarioParam, ViewParams};
 use crate::extract::resource_path::GpuPath;
 use crate::view::{charts, format, model_path, view_of, view_query, View};
 use crate::AppState;
@@ -105,6 +105,10 @@ struct GpuPage {
     chart: String,
     rows: Vec<GpuRow>,
     submissions: Vec<GpuSubmission>,
+    /// Whether the list starts after a `before=` (not the newest).
+    paged: bool,
+    older_link: Option<String>,
+    newest_link: String,
     json_link: String,
     csv_link: String,
     view: View,
@@ -130,18 +134,29 @@ struct GpuView {
     scenario: Option<ScenarioKey>,
     rows: Vec<LeaderboardRow>,
     submissions: Vec<GpuSubmission>,
+    paged: bool,
+    /// The page's own path and query with `before=` the next page's.
+    older: Option<String>,
+    /// The same without `before=`.
+    newest: String,
 }
 
 async fn gpu_data(
     s: &AppState,
     id: &str,
-    (scenario, params): &(ScenarioParam, ViewParams),
+    scenario: Option<&str>,
+    before: Option<&str>,
+    params: &ViewParams,
 ) -> Result<GpuView, ApiError> {
     let q = view_query(params)?;
-    let (d, board) = s
-        .service
-        .gpu_view(&q, id, scenario.scenario.as_deref())
-        .await?;
+    let before = before.filter(|b| !b.is_empty());
+    let (d, board) = s.service.gpu_view(&q, id, scenario, before).await?;
+    let view = view_of(&board, &q, params);
+    let mut newest = format!("/gpus/{id}?{}", view.query);
+    if let Some(k) = d.scenario {
+        newest.push_str(&format!("&scenario={}", k.param()));
+    }
+    let older = d.older.map(|o| format!("{newest}&before={o}#submissions"));
     let submissions = d
         .submissions
         .into_iter()
@@ -154,19 +169,22 @@ async fn gpu_data(
         })
         .collect();
     Ok(GpuView {
-        view: view_of(&board, &q, params),
+        view,
         gpu: d.gpu,
         present: d.present,
         scenario: d.scenario,
         rows: d.rows,
         submissions,
+        paged: before.is_some(),
+        older,
+        newest: format!("{newest}#submissions"),
     })
 }
 
 pub async fn gpu_page(
     State(s): State<AppState>,
     Path(id): Path<String>,
-    PageParams(params): PageParams<(ScenarioParam, ViewParams)>,
+    PageParams((g, params)): PageParams<(GpuParams, ViewParams)>,
 ) -> Result<Response, PageError> {
     let GpuView {
         view,
@@ -175,7 +193,10 @@ pub async fn gpu_page(
         scenario,
         rows,
         submissions,
-    } = gpu_data(&s, &id, &params).await?;
+        paged,
+        older,
+        newest,
+    } = gpu_data(&s, &id, g.scenario.as_deref(), g.before.as_deref(), &params).await?;
     let label = scenario.map(|k| k.label()).unwrap_or_default();
     let kind = scenario.map_or(Scenario::Batch, |k| k.scenario);
     let chart = charts::bars(
@@ -242,6 +263,9 @@ pub async fn gpu_page(
         view,
         gpu,
         submissions,
+        paged,
+        older_link: older,
+        newest_link: newest,
         version: VERSION,
     };
     page.csv_link = crate::view::csv_twin(&page.json_link);
@@ -257,37 +281,46 @@ pub struct GpuDetail {
     /// The one shown.
     pub scenario: Option<ScenarioKey>,
     pub entries: Vec<LeaderboardRow>,
-    /// Its newest accepted submissions.
+    /// Its accepted submissions, newest first, 50 at a time: the newest, or
+    /// those received before `before=`.
     pub submissions: Vec<GpuSubmission>,
+    /// The next page's `before=` when older submissions follow.
+    pub older_submissions: Option<String>,
 }
 
 #[utoipa::path(get, path = "/api/v1/gpus/{id}", tag = "gpus",
     summary = "One GPU across models, in one scenario",
     params(("id" = String, Path, description = "Catalogue GPU id, e.g. `h100-sxm`"),
-        ScenarioParam, ViewParams),
+        GpuParams, ViewParams),
     responses((status = 200, body = GpuDetail),
+        (status = 400, description = "A parameter names what the data does not hold, e.g. a `before=` that is no accepted submission on this GPU", body = crate::error::ErrorBody),
         (status = 404, description = "No such GPU in the catalogue", body = crate::error::ErrorBody)))]
 pub async fn gpu_json(
     State(s): State<AppState>,
     GpuPath { id, csv }: GpuPath,
-    Params(params): Params<(ScenarioParam, ViewParams)>,
+    Params((g, params)): Params<(GpuParams, ViewParams)>,
 ) -> Result<Response, ApiError> {
+    let v = gpu_data(&s, &id, g.scenario.as_deref(), g.before.as_deref(), &params).await?;
     // `/api/v1/gpus/{id}.csv` rides on this route (one path segment).
     if csv {
-        let v = gpu_data(&s, &id, &params).await?;
         return Ok(crate::view::csv::rows_response(
             &format!("wattcounts-gpu-{id}.csv"),
             &v.rows,
             1,
         ));
     }
-    let v = gpu_data(&s, &id, &params).await?;
+    let older_submissions = v
+        .submissions
+        .last()
+        .filter(|_| v.older.is_some())
+        .map(|x| x.submission_id.clone());
     Ok(Json(GpuDetail {
         gpu: v.gpu,
         scenarios: v.present.iter().map(|k| k.param()).collect(),
         scenario: v.scenario,
         entries: v.rows,
         submissions: v.submissions,
+        older_submissions,
     })
     .into_response())
 }
@@ -302,9 +335,9 @@ pub async fn gpu_json(
 pub async fn gpu_csv(
     State(s): State<AppState>,
     Path(id): Path<String>,
-    Params(params): Params<(ScenarioParam, ViewParams)>,
+    Params((sc, params)): Params<(ScenarioParam, ViewParams)>,
 ) -> Result<Response, ApiError> {
-    let v = gpu_data(&s, &id, &params).await?;
+    let v = gpu_data(&s, &id, sc.scenario.as_deref(), None, &params).await?;
     Ok(crate::view::csv::rows_response(
         &format!("wattcounts-gpu-{id}.csv"),
         &v.rows,

@@ -49,7 +49,7 @@ pub struct EstimatorAnswer {
 #[derive(Serialize, ToSchema)]
 pub struct RealHardware {
     pub statement: String,
-    pub source: crate::pages::peers::PeerSourceJson,
+    pub source: crate::pages::peers::api::PeerSourceJson,
     pub release_id: i64,
     pub release_label: String,
     pub rows: usize,
