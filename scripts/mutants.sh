@@ -21,10 +21,12 @@ files=(
   crates/rules/src/arrival_schedule.rs
   'crates/rules/src/checks/*.rs'
   crates/rules/src/bundle/unpack.rs
+  crates/rules/src/bundle/contents.rs
   crates/rules/src/bundle/manifest.rs
   crates/rules/src/bundle/harness.rs
   crates/rules/src/bundle/strict_json.rs
   crates/rules/src/domain.rs
+  crates/rules/src/peer/read.rs
   crates/rules/src/protocol.rs
   crates/rules/src/handles.rs
   'crates/rules/src/tlog/*.rs'

@@ -5,6 +5,7 @@ mod common;
 
 mod admission;
 mod api_guide;
+mod architecture_map;
 mod backends;
 mod backup;
 mod browser;

@@ -74,7 +74,8 @@ pub trait Identity: Send + Sync {
 }
 
 pub(crate) const KEY_SELECT: &str =
-    "SELECT k.id, k.submitter_id, s.handle, k.fingerprint, k.public_key, k.revoked_at, s.suspended_at
+    "SELECT k.id AS key_id, k.submitter_id, s.handle, k.fingerprint, k.public_key, k.revoked_at,
+            s.suspended_at AS submitter_suspended_at
      FROM keys k JOIN submitters s ON s.id = k.submitter_id";
 
 /// Implements [`Identity`] for a backend module (`sqlite`, `postgres`): `$store`
@@ -85,13 +86,13 @@ macro_rules! identity_sql {
     ($store:ty, $row:ty, $conn:ty) => {
         fn key_record(r: &$row) -> Result<KeyRecord, StoreError> {
             Ok(KeyRecord {
-                key_id: r.get(0),
-                submitter_id: r.get(1),
-                handle: r.get(2),
-                fingerprint: r.get(3),
-                public_key: r.get(4),
-                revoked_at: opt_ts(r.get(5))?,
-                submitter_suspended_at: opt_ts(r.get(6))?,
+                key_id: r.get("key_id"),
+                submitter_id: r.get("submitter_id"),
+                handle: r.get("handle"),
+                fingerprint: r.get("fingerprint"),
+                public_key: r.get("public_key"),
+                revoked_at: opt_ts(r.get("revoked_at"))?,
+                submitter_suspended_at: opt_ts(r.get("submitter_suspended_at"))?,
             })
         }
 

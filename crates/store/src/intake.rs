@@ -143,29 +143,29 @@ pub(crate) const SUBMISSION_SELECT: &str = "SELECT s.id, s.bundle_sha256, u.hand
 macro_rules! intake_sql {
     ($store:ty, $row:ty, $conn:ty) => {
         fn submission_record(r: &$row) -> Result<SubmissionRecord, StoreError> {
-            let id: String = r.get(0);
-            let status: String = r.get(3);
-            let received: String = r.get(4);
+            let id: String = r.get("id");
+            let status: String = r.get("status");
+            let received: String = r.get("received_at");
             Ok(SubmissionRecord {
                 id: Uuid::parse_str(&id).map_err(|e| StoreError::Other(e.into()))?,
-                bundle_sha256: r.get(1),
-                handle: r.get(2),
+                bundle_sha256: r.get("bundle_sha256"),
+                handle: r.get("handle"),
                 status: Status::parse(&status)
                     .ok_or_else(|| StoreError::Other(anyhow::anyhow!("bad status {status}")))?,
                 received_at: parse_ts(&received)?,
-                gpu_name: r.get(5),
-                gpu_id: r.get(6),
-                run_name: r.get(7),
-                is_demo: r.get(8),
-                bundle_bytes: r.get::<i64, _>(9) as u64,
-                blob_path: r.get(10),
-                iterations: r.get::<i64, _>(11) as u64,
-                power_samples: r.get::<i64, _>(12) as u64,
+                gpu_name: r.get("gpu_name"),
+                gpu_id: r.get("gpu_id"),
+                run_name: r.get("run_name"),
+                is_demo: r.get("is_demo"),
+                bundle_bytes: r.get::<i64, _>("bundle_bytes") as u64,
+                blob_path: r.get("blob_path"),
+                iterations: r.get::<i64, _>("iterations") as u64,
+                power_samples: r.get::<i64, _>("power_samples") as u64,
                 protocol: r
                     .get::<Option<String>, _>(13)
                     .map(|p| serde_json::from_str(&p).map_err(json_err))
                     .transpose()?,
-                content_sha256: r.get(14),
+                content_sha256: r.get("content_sha256"),
                 duplicate_of: r
                     .get::<Option<String>, _>(15)
                     .map(|d| Uuid::parse_str(&d).map_err(|e| StoreError::Other(e.into())))
@@ -546,8 +546,8 @@ macro_rules! intake_sql {
                         .await
                         .map_err(db_err)?;
                         for r in &rows {
-                            before = r.get(0);
-                            let id: String = r.get(1);
+                            before = r.get("id");
+                            let id: String = r.get("submission_id");
                             if ids.len() < limit as usize && !ids.contains(&id) {
                                 ids.push(id);
                             }
@@ -591,8 +591,8 @@ macro_rules! intake_sql {
                     let at: std::collections::HashMap<String, usize> =
                         ids.iter().enumerate().map(|(i, id)| (id.to_string(), i)).collect();
                     for r in &rows {
-                        let id: String = r.get(0);
-                        let model: String = r.get(1);
+                        let id: String = r.get("submission_id");
+                        let model: String = r.get("model");
                         if let Some(&i) = at.get(&id) {
                             let models = &mut out[i].1;
                             if !models.contains(&model) {
@@ -649,18 +649,19 @@ macro_rules! intake_sql {
             async fn counts(&self) -> Result<TableCounts, StoreError> {
                 self.calls.run($crate::calls::CallKind::Request, "counts", async move {
                     let r = sqlx::query(
-                        "SELECT (SELECT COUNT(*) FROM submitters), (SELECT COUNT(*) FROM keys), (SELECT COUNT(*) FROM submissions),
-                                (SELECT COUNT(*) FROM runs), (SELECT COUNT(*) FROM configurations)",
+                        "SELECT (SELECT COUNT(*) FROM submitters) AS n_submitters, (SELECT COUNT(*) FROM keys) AS n_keys,
+                                (SELECT COUNT(*) FROM submissions) AS n_submissions, (SELECT COUNT(*) FROM runs) AS n_runs,
+                                (SELECT COUNT(*) FROM configurations) AS n_configurations",
                     )
                     .fetch_one(&self.pool)
                     .await
                     .map_err(db_err)?;
                     Ok(TableCounts {
-                        submitters: r.get::<i64, _>(0) as u64,
-                        keys: r.get::<i64, _>(1) as u64,
-                        submissions: r.get::<i64, _>(2) as u64,
-                        runs: r.get::<i64, _>(3) as u64,
-                        configurations: r.get::<i64, _>(4) as u64,
+                        submitters: r.get::<i64, _>("n_submitters") as u64,
+                        keys: r.get::<i64, _>("n_keys") as u64,
+                        submissions: r.get::<i64, _>("n_submissions") as u64,
+                        runs: r.get::<i64, _>("n_runs") as u64,
+                        configurations: r.get::<i64, _>("n_configurations") as u64,
                     })
                 }).await
             }

@@ -676,16 +676,16 @@ macro_rules! moderation_sql {
                     rows.iter()
                         .map(|r| {
                             Ok(ModerationEvent {
-                                at: r.get(0),
-                                actor: r.get(1),
-                                action: r.get(2),
+                                at: r.get("created_at"),
+                                actor: r.get("actor"),
+                                action: r.get("action"),
                                 submission_id: r
                                     .get::<Option<String>, _>(3)
                                     .map(|s| Uuid::parse_str(&s))
                                     .transpose()
                                     .map_err(|e| StoreError::Other(e.into()))?,
-                                submitter: r.get(4),
-                                key_fingerprint: r.get(5),
+                                submitter: r.get("submitter_handle"),
+                                key_fingerprint: r.get("key_fingerprint"),
                                 from_status: r
                                     .get::<Option<String>, _>(6)
                                     .as_deref()
@@ -696,8 +696,8 @@ macro_rules! moderation_sql {
                                     .as_deref()
                                     .map(parse_status)
                                     .transpose()?,
-                                effective_at: r.get(8),
-                                reason: r.get(9),
+                                effective_at: r.get("effective_at"),
+                                reason: r.get("reason"),
                                 log_index: r.get::<Option<i64>, _>(10).map(|i| i as u64),
                             })
                         })

@@ -206,14 +206,14 @@ macro_rules! read_model_sql {
     ($store:ty, $row:ty, $conn:ty) => {
         /// A row of [`MEMBER_SELECT`].
         fn member_row(r: &$row) -> Result<::wattcounts_analytics::leaderboard::Member, StoreError> {
-            let id: String = r.get(0);
-            let status: String = r.get(2);
-            let iterations = r.get::<i64, _>(3) as u32;
-            let median: f64 = r.get(4);
-            let (lo, hi, conf): (Option<f64>, Option<f64>, Option<f64>) = (r.get(5), r.get(6), r.get(7));
+            let id: String = r.get("id");
+            let status: String = r.get("status");
+            let iterations = r.get::<i64, _>("iterations") as u32;
+            let median: f64 = r.get("ept_median_j");
+            let (lo, hi, conf): (Option<f64>, Option<f64>, Option<f64>) = (r.get("ept_lo"), r.get("ept_hi"), r.get("ept_conf"));
             Ok(::wattcounts_analytics::leaderboard::Member {
                 submission_id: Uuid::parse_str(&id).map_err(|e| StoreError::Other(e.into()))?,
-                submitter_id: r.get(1),
+                submitter_id: r.get("submitter_id"),
                 status: parse_status(&status)?,
                 iterations,
                 ept_median: median,
@@ -222,25 +222,25 @@ macro_rules! read_model_sql {
                     hi: hi.unwrap_or(median),
                     confidence: conf.unwrap_or(0.0),
                 },
-                ept_cv: r.get(8),
-                epr_median: r.get(9),
-                throughput_median: r.get(10),
-                power_median: r.get(11),
-                ttft_median: r.get(12),
-                itl_median: r.get(13),
-                intervals: intervals_of(r.get(14))?,
-                concurrency_median: r.get(15),
-                prefill_share_median: r.get(16),
+                ept_cv: r.get("ept_cv"),
+                epr_median: r.get("epr_median"),
+                throughput_median: r.get("throughput_median"),
+                power_median: r.get("power_mean_median_w"),
+                ttft_median: r.get("ttft_median"),
+                itl_median: r.get("itl_median"),
+                intervals: intervals_of(r.get("intervals"))?,
+                concurrency_median: r.get("concurrency_median"),
+                prefill_share_median: r.get("prefill_share_median"),
             })
         }
 
         /// A row of [`GROUP_COLUMNS`].
         fn group_entry(r: &$row) -> Result<::wattcounts_analytics::leaderboard::LeaderboardRow, StoreError> {
-            let scenario: String = r.get(3);
-            let origin: String = r.get(8);
+            let scenario: String = r.get("scenario");
+            let origin: String = r.get("origin");
             let origin = ::wattcounts_rules::domain::Origin::parse(&origin)
                 .ok_or_else(|| StoreError::Other(anyhow::anyhow!("bad origin {origin}")))?;
-            let first: String = r.get(23);
+            let first: String = r.get("evidence");
             let evidence = Uuid::parse_str(&first).map_err(|e| StoreError::Other(e.into()))?;
             // The whole list only where the query asked for it.
             let evidence_ids = match r.try_get::<Option<String>, _>("evidence_ids") {
@@ -248,37 +248,37 @@ macro_rules! read_model_sql {
                 _ => vec![evidence],
             };
             Ok(::wattcounts_analytics::leaderboard::LeaderboardRow {
-                gpu_id: r.get(0),
-                gpu_name: r.get(1),
-                model: r.get(2),
+                gpu_id: r.get("gpu_id"),
+                gpu_name: r.get("gpu_name"),
+                model: r.get("model"),
                 scenario: Scenario::parse(&scenario)
                     .ok_or_else(|| StoreError::Other(anyhow::anyhow!("bad scenario {scenario}")))?,
-                lambda_qps: r.get(4),
-                protocol_id: r.get(5),
-                protocol: r.get(6),
-                reference_protocol: r.get(7),
+                lambda_qps: r.get("lambda_qps"),
+                protocol_id: r.get("protocol_id"),
+                protocol: r.get("protocol_label"),
+                reference_protocol: r.get("is_reference"),
                 origin,
-                energy_per_token_j: r.get(9),
+                energy_per_token_j: r.get("ept_median"),
                 energy_per_token_interval: ::wattcounts_rules::domain::Interval {
-                    lo: r.get(10),
-                    hi: r.get(11),
-                    confidence: r.get(12),
+                    lo: r.get("ept_lo"),
+                    hi: r.get("ept_hi"),
+                    confidence: r.get("ept_confidence"),
                 },
-                energy_per_token_cv: r.get(13),
-                energy_per_request_j: r.get(14),
-                throughput_tok_s: r.get(15),
-                power_mean_w: r.get(16),
-                ttft_p50_s: r.get(17),
-                itl_s: r.get(18),
-                mean_concurrency: r.get(25),
-                prefill_energy_share: r.get(26),
-                intervals: intervals_of(r.get(24))?,
+                energy_per_token_cv: r.get("ept_cv"),
+                energy_per_request_j: r.get("epr_median"),
+                throughput_tok_s: r.get("throughput_median"),
+                power_mean_w: r.get("power_median"),
+                ttft_p50_s: r.get("ttft_median"),
+                itl_s: r.get("itl_median"),
+                mean_concurrency: r.get("concurrency_median"),
+                prefill_energy_share: r.get("prefill_share_median"),
+                intervals: intervals_of(r.get("intervals"))?,
                 rank_in_model: r.try_get::<i64, _>("model_rank").ok().map(|n| n as u64),
-                iterations: r.get::<i64, _>(19) as u64,
-                submissions: r.get::<i64, _>(20) as u64,
-                submitters: r.get::<i64, _>(21) as u64,
+                iterations: r.get::<i64, _>("iterations") as u64,
+                submissions: r.get::<i64, _>("submissions") as u64,
+                submitters: r.get::<i64, _>("submitters") as u64,
                 demo: origin == ::wattcounts_rules::domain::Origin::Demo,
-                needs_review: r.get::<i64, _>(22) > 0,
+                needs_review: r.get::<i64, _>("in_review") > 0,
                 evidence,
                 evidence_ids,
             })

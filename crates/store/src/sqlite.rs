@@ -99,3 +99,81 @@ super::estimator_fits::estimator_fits_sql!(
 );
 super::limits::limits_sql!(SqliteStore, sqlx::sqlite::SqliteRow, sqlx::SqliteConnection);
 super::peers::peers_sql!(SqliteStore, sqlx::sqlite::SqliteRow, sqlx::SqliteConnection);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rows are read by column name (issue #56): the same columns in the
+    /// opposite order map to the same record, so a column added in the
+    /// middle of a SELECT cannot shift a figure. The values are written
+    /// out here, each field a different number.
+    #[tokio::test]
+    async fn a_reordered_select_maps_the_same() {
+        let pool = SqlitePool::connect("sqlite::memory:").await.unwrap();
+        let columns = [
+            ("id", "'00000000-0000-4000-8000-000000000007'"),
+            ("bundle_sha256", "'bundle'"),
+            ("handle", "'alice'"),
+            ("status", "'needs_review'"),
+            ("received_at", "'2026-12-07T01:02:03.004Z'"),
+            ("gpu_name", "'NVIDIA L4'"),
+            ("gpu_id", "'l4'"),
+            ("run_name", "'run_1'"),
+            ("is_demo", "1"),
+            ("bundle_bytes", "11"),
+            ("blob_path", "'blobs/ab'"),
+            ("iterations", "12"),
+            ("power_samples", "13"),
+            ("protocol", "NULL"),
+            ("content_sha256", "'content'"),
+            ("duplicate_of", "NULL"),
+            ("log_index", "14"),
+            ("energy_rule", "2"),
+        ];
+        for reversed in [false, true] {
+            let mut list: Vec<String> =
+                columns.iter().map(|(n, v)| format!("{v} AS {n}")).collect();
+            if reversed {
+                list.reverse();
+            }
+            let row = sqlx::query(&format!("SELECT {}", list.join(", ")))
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+            let r = submission_record(&row).unwrap();
+            assert_eq!(r.id.to_string(), "00000000-0000-4000-8000-000000000007");
+            assert_eq!(
+                (r.bundle_sha256.as_str(), r.handle.as_str(), r.status),
+                (
+                    "bundle",
+                    "alice",
+                    wattcounts_rules::domain::Status::NeedsReview
+                )
+            );
+            assert_eq!(
+                wattcounts_rules::timestamp::ts(&r.received_at),
+                "2026-12-07T01:02:03.004Z"
+            );
+            assert_eq!(
+                (
+                    r.gpu_name.as_str(),
+                    r.gpu_id.as_deref(),
+                    r.run_name.as_str()
+                ),
+                ("NVIDIA L4", Some("l4"), "run_1")
+            );
+            assert!(r.is_demo);
+            assert_eq!(
+                (r.bundle_bytes, r.iterations, r.power_samples),
+                (11, 12, 13)
+            );
+            assert_eq!(
+                (r.blob_path.as_str(), r.content_sha256.as_deref()),
+                ("blobs/ab", Some("content"))
+            );
+            assert!(r.protocol.is_none() && r.duplicate_of.is_none());
+            assert_eq!((r.log_index, r.energy_rule), (Some(14), 2));
+        }
+    }
+}

@@ -173,7 +173,7 @@ macro_rules! log_store {
             let rows = q.fetch_all(&mut *tx).await.map_err(db_err)?;
             let mut found = std::collections::HashMap::with_capacity(rows.len());
             for r in &rows {
-                found.insert(r.get::<i64, _>(0) as u64, parse_hash(&r.get::<String, _>(1))?);
+                found.insert(r.get::<i64, _>("idx") as u64, parse_hash(&r.get::<String, _>("hash"))?);
             }
             indexes
                 .iter()
@@ -332,9 +332,9 @@ macro_rules! log_store {
                     Ok(rows
                         .iter()
                         .map(|r| $crate::tlog::LogEntry {
-                            index: r.get::<i64, _>(0) as u64,
-                            leaf: r.get(1),
-                            backfilled: r.get(2),
+                            index: r.get::<i64, _>("idx") as u64,
+                            leaf: r.get("leaf"),
+                            backfilled: r.get("backfilled"),
                         })
                         .collect())
                 }).await

@@ -410,3 +410,23 @@ fn v1_refuses_a_board_whose_memory_cannot_hold_the_files_models() {
     assert_eq!(ok.configs.len(), 1);
     assert_eq!(ok.configs[0].gpu_name, "Tesla V100-PCIE-32GB");
 }
+
+/// `ALL` is written from the same list as the enum (`peer_sources!`): each
+/// source is in it once, and its slug and origin read back as itself.
+#[test]
+fn every_source_is_listed_once_and_parses_back() {
+    let mut slugs: Vec<&str> = PeerSource::ALL.iter().map(|p| p.info().slug).collect();
+    for p in PeerSource::ALL {
+        assert_eq!(PeerSource::parse(p.info().slug), Some(p));
+        assert_eq!(PeerSource::parse(p.origin()), Some(p));
+        assert_eq!(p.origin(), format!("peer:{}", p.info().slug));
+        // An exhaustive match: a new variant fails to compile here until
+        // it is named, and then must be in ALL.
+        match p {
+            PeerSource::MlEnergyV3 | PeerSource::MlEnergyV2 | PeerSource::MlEnergyV1 => {}
+        }
+    }
+    slugs.sort_unstable();
+    slugs.dedup();
+    assert_eq!(slugs, ["mlenergy-v1", "mlenergy-v2", "mlenergy-v3"]);
+}
