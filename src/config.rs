@@ -252,54 +252,43 @@ pub fn write_secret(path: &Path, text: &str) -> std::io::Result<()> {
 }
 
 impl ServeConfig {
-    /// The defaults `serve` would run with, for a data dir (tests and
-    /// tools that build the app without a command line). Environment
-    /// variables are not read.
+    /// The configuration tools and tests build the app with, for a data
+    /// dir: every setting at the default its flag declares (clap's, the
+    /// one place defaults are written; environment variables are not read)
+    /// but for what [`TOOL_OVERRIDES`] names.
     pub fn defaults(data_dir: &Path) -> ServeConfig {
-        ServeConfig {
-            bind: "127.0.0.1:0".parse().expect("valid address"),
-            database_url: None,
-            data_dir: data_dir.to_path_buf(),
-            blob_url: None,
-            public_url: None,
-            max_body_bytes: 256 << 20,
-            max_unpacked_bytes: UnpackLimits::default().max_unpacked_bytes,
-            max_entries: UnpackLimits::default().max_entries,
-            max_ratio: UnpackLimits::default().max_ratio,
-            demo: false,
-            thresholds: None,
-            admin_tokens: Vec::new(),
-            no_response_cache: false,
-            orphan_grace_secs: 3600,
-            max_entry_bytes: UnpackLimits::default().max_entry_bytes,
-            header_timeout_secs: 10,
-            request_timeout_secs: 30,
-            upload_timeout_secs: 600,
-            upload_min_bytes_per_sec: 8192,
-            upload_rate_grace_secs: 10,
-            max_connections: 1024,
-            max_concurrent_ingests: None,
-            ingest_queue: 32,
-            max_staging_bytes: 4 << 30,
-            min_free_disk_bytes: 64 << 20,
-            rate_window_secs: 60,
-            // Off: tests that are not about limits send many requests from
-            // one address; the tests about them turn them on.
-            submit_limit_per_ip: 0,
-            submit_limit_per_key: 0,
-            register_limit_per_ip: 0,
-            register_limit_per_key: 0,
-            trusted_proxies: Vec::new(),
-            grid_g_per_kwh: wattcounts_analytics::units::DEFAULT_GRID_G_PER_KWH,
-            pue: wattcounts_analytics::units::DEFAULT_PUE,
-            log_key_file: None,
-            log_publish_secs: 10,
-            metrics_bind: None,
-            checks_toml: None,
-            estimator_toml: None,
-        }
+        use clap::FromArgMatches;
+        let matches = ServeConfig::augment_args(clap::Command::new("serve"))
+            .mut_args(|a| a.env(None))
+            .try_get_matches_from(["serve"])
+            .expect("every setting has a default");
+        let mut c = ServeConfig::from_arg_matches(&matches).expect("the defaults parse");
+        c.data_dir = data_dir.to_path_buf();
+        c.bind = "127.0.0.1:0".parse().expect("valid address");
+        c.submit_limit_per_ip = 0;
+        c.submit_limit_per_key = 0;
+        c.register_limit_per_ip = 0;
+        c.register_limit_per_key = 0;
+        c
     }
 }
+
+/// The settings where [`ServeConfig::defaults`] departs from the flags'
+/// defaults, and why (a test holds the rest equal).
+pub const TOOL_OVERRIDES: &[(&str, &str)] = &[
+    ("data_dir", "the caller's folder"),
+    (
+        "bind",
+        "port 0: any free port, so tests and tools never collide",
+    ),
+    (
+        "submit_limit_per_ip",
+        "off: tests that are not about limits send many requests from one address",
+    ),
+    ("submit_limit_per_key", "off, as above"),
+    ("register_limit_per_ip", "off, as above"),
+    ("register_limit_per_key", "off, as above"),
+];
 
 /// The database a maintenance command works on: `url` when given, else the
 /// data dir's embedded one, which must exist (a typo in --data-dir would

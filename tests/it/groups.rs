@@ -343,7 +343,7 @@ async fn a_gpu_page_lists_its_submissions_under_newer_ones_elsewhere() {
         .attr("href")
         .unwrap()
         .to_string();
-    assert!(older.contains(&format!("before={}", seen[49])), "{older}");
+    assert!(older.contains(&format!("before={}", tied[49])), "{older}");
     let (status, doc) = html_page(&app, &older).await;
     assert_eq!(status, StatusCode::OK);
     assert!(texts(&doc, "main p")

@@ -492,3 +492,31 @@ fn the_readme_table_lists_every_setting_config_print_shows() {
         .collect();
     assert_eq!(printed, documented);
 }
+
+/// The configuration tools and tests run with is `serve`'s own, setting
+/// by setting, but for the overrides it names with their reasons (issue
+/// #56): a default is written once, on its flag.
+#[test]
+fn tool_defaults_are_the_flags_defaults_but_for_the_named_overrides() {
+    use clap::Parser;
+    let cli = wattcounts::cli::Cli::try_parse_from(["wattcounts", "serve"]).unwrap();
+    let wattcounts::cli::Command::Serve(flags) = cli.command else {
+        panic!("not serve")
+    };
+    let mut flags = serde_json::to_value(&*flags).unwrap();
+    let mut tools = serde_json::to_value(wattcounts::config::ServeConfig::defaults(
+        std::path::Path::new("x"),
+    ))
+    .unwrap();
+    // What `serve` with no flag runs with, from `serve --help`.
+    assert_eq!(flags["bind"], "127.0.0.1:8080");
+    assert_eq!(flags["submit_limit_per_ip"], 30);
+    assert_eq!(tools["bind"], "127.0.0.1:0");
+    assert_eq!(tools["submit_limit_per_ip"], 0);
+    for (name, why) in wattcounts::config::TOOL_OVERRIDES {
+        assert_ne!(flags[name], tools[name], "{name} ({why}) is not overridden");
+        flags.as_object_mut().unwrap().remove(*name);
+        tools.as_object_mut().unwrap().remove(*name);
+    }
+    assert_eq!(flags, tools);
+}

@@ -162,15 +162,15 @@ macro_rules! intake_sql {
                 iterations: r.get::<i64, _>("iterations") as u64,
                 power_samples: r.get::<i64, _>("power_samples") as u64,
                 protocol: r
-                    .get::<Option<String>, _>(13)
+                    .get::<Option<String>, _>("protocol")
                     .map(|p| serde_json::from_str(&p).map_err(json_err))
                     .transpose()?,
                 content_sha256: r.get("content_sha256"),
                 duplicate_of: r
-                    .get::<Option<String>, _>(15)
+                    .get::<Option<String>, _>("duplicate_of")
                     .map(|d| Uuid::parse_str(&d).map_err(|e| StoreError::Other(e.into())))
                     .transpose()?,
-                log_index: r.get::<Option<i64>, _>(16).map(|i| i as u64),
+                log_index: r.get::<Option<i64>, _>("log_index").map(|i| i as u64),
                 energy_rule: i64::from(r.get::<i32, _>("energy_rule")),
             })
         }

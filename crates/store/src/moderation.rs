@@ -680,25 +680,25 @@ macro_rules! moderation_sql {
                                 actor: r.get("actor"),
                                 action: r.get("action"),
                                 submission_id: r
-                                    .get::<Option<String>, _>(3)
+                                    .get::<Option<String>, _>("submission_id")
                                     .map(|s| Uuid::parse_str(&s))
                                     .transpose()
                                     .map_err(|e| StoreError::Other(e.into()))?,
                                 submitter: r.get("submitter_handle"),
                                 key_fingerprint: r.get("key_fingerprint"),
                                 from_status: r
-                                    .get::<Option<String>, _>(6)
+                                    .get::<Option<String>, _>("from_status")
                                     .as_deref()
                                     .map(parse_status)
                                     .transpose()?,
                                 to_status: r
-                                    .get::<Option<String>, _>(7)
+                                    .get::<Option<String>, _>("to_status")
                                     .as_deref()
                                     .map(parse_status)
                                     .transpose()?,
                                 effective_at: r.get("effective_at"),
                                 reason: r.get("reason"),
-                                log_index: r.get::<Option<i64>, _>(10).map(|i| i as u64),
+                                log_index: r.get::<Option<i64>, _>("log_index").map(|i| i as u64),
                             })
                         })
                         .collect()

@@ -142,7 +142,7 @@ macro_rules! snapshots_sql {
                     ttft_p90_s: r.get("ttft_p90_s"),
                     e2e_p50_s: r.get("e2e_p50_s"),
                     e2e_p90_s: r.get("e2e_p90_s"),
-                    timed_requests: r.get::<Option<i64>, _>(29).map(|n| n as u64),
+                    timed_requests: r.get::<Option<i64>, _>("timed_requests").map(|n| n as u64),
                     ttft_sum_s: r.get("ttft_sum_s"),
                     e2e_sum_s: r.get("e2e_sum_s"),
                     mean_concurrency: r.get("mean_concurrency"),

@@ -152,11 +152,18 @@ async fn gpu_data(
     let before = before.filter(|b| !b.is_empty());
     let (d, board) = s.service.gpu_view(&q, id, scenario, before).await?;
     let view = view_of(&board, &q, params);
-    let mut newest = format!("/gpus/{id}?{}", view.query);
-    if let Some(k) = d.scenario {
-        newest.push_str(&format!("&scenario={}", k.param()));
-    }
-    let older = d.older.map(|o| format!("{newest}&before={o}#submissions"));
+    let query: Vec<String> = [view.query.clone()]
+        .into_iter()
+        .chain(d.scenario.map(|k| format!("scenario={}", k.param())))
+        .filter(|q| !q.is_empty())
+        .collect();
+    let (newest, sep) = match query.is_empty() {
+        true => (format!("/gpus/{id}"), '?'),
+        false => (format!("/gpus/{id}?{}", query.join("&")), '&'),
+    };
+    let older = d
+        .older
+        .map(|o| format!("{newest}{sep}before={o}#submissions"));
     let submissions = d
         .submissions
         .into_iter()
