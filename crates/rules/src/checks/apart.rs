@@ -66,3 +66,83 @@ pub fn set_apart(input: &CheckInput, t: &Thresholds) -> Option<Kept> {
         rejected,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bundle::system_info::SystemInfo;
+    use crate::checks::test_support::{iterations, manifest, received, row};
+    use crate::derived::{aggregate, derive};
+
+    /// A row every bundle-wide rule passes on the L4 (greedy with a seed,
+    /// the meter's 50 J: 10 intervals of 0.1 s at 50 W), as `model`.
+    fn good(model: &str) -> IterationRow {
+        let mut r = row(&[50.0; 11], &[40.0], 100);
+        r.sampling_params = "SamplingParams(temperature=0.0, seed=1)".into();
+        r.reported_gpu_energy_j = 50.0;
+        r.model = model.into();
+        r
+    }
+
+    /// `set_apart` on these rows, as ingest judges a bundle.
+    fn judge(rows: &[IterationRow]) -> Option<Kept> {
+        let runs: Vec<IterationMetrics> = rows.iter().map(derive).collect();
+        let configurations = aggregate(&runs);
+        let m = manifest();
+        let info = SystemInfo {
+            gpu_name: Some("NVIDIA L4".into()),
+            power_limit_w: Some(72.0),
+            default_power_limit_w: Some(72.0),
+            ..Default::default()
+        };
+        let input = CheckInput {
+            manifest: &m,
+            received_at: received(),
+            bundled_models: &[],
+            system_info: Some(&info),
+            gpu: crate::catalog::gpu_by_id("l4"),
+            rows,
+            runs: &runs,
+            configurations: &configurations,
+        };
+        set_apart(&input, &Thresholds::default())
+    }
+
+    const GPT2: &str = "openai-community/gpt2";
+    const QWEN: &str = "Qwen/Qwen2.5-0.5B-Instruct";
+
+    #[test]
+    fn the_complete_configurations_are_kept_without_the_incomplete_one() {
+        // Qwen with its 3 iterations, GPT-2 with 2 (the minimum is 3).
+        let mut rows = iterations(3, &good(QWEN));
+        rows.extend(iterations(2, &good(GPT2)));
+        let kept = judge(&rows).expect("GPT-2 alone breaks a completeness rule");
+        assert_eq!(kept.configurations.len(), 1);
+        assert_eq!(kept.configurations[0].model, QWEN);
+        assert_eq!(kept.runs.len(), 3);
+        assert!(kept.runs.iter().all(|r| r.model == QWEN));
+        assert_eq!(kept.rejected.len(), 1);
+        assert_eq!(kept.rejected[0].configuration.model, GPT2);
+        assert_eq!(kept.rejected[0].failing[0].id, "method.iterations_minimum");
+        // The kept checks are the rest's own: none fails.
+        assert!(!kept.checks.is_empty());
+        assert!(kept.checks.iter().all(|c| c.outcome != CheckOutcome::Fail));
+    }
+
+    #[test]
+    fn nothing_is_set_apart_when_all_or_none_fail_or_another_rule_breaks() {
+        // Every configuration complete: nothing to set apart.
+        assert!(judge(&iterations(3, &good(QWEN))).is_none());
+        // Every configuration incomplete: the bundle is judged whole.
+        let mut both = iterations(2, &good(QWEN));
+        both.extend(iterations(2, &good(GPT2)));
+        assert!(judge(&both).is_none());
+        // GPT-2 also draws 90 W on a 72 W board (a physics rule, not one
+        // of completeness): judged whole.
+        let mut hot = good(GPT2);
+        hot.power_w = crate::bundle::harness::SeriesStats::of(&[90.0; 11]);
+        let mut rows = iterations(3, &good(QWEN));
+        rows.extend(iterations(2, &hot));
+        assert!(judge(&rows).is_none());
+    }
+}
