@@ -95,6 +95,10 @@ const RELEASED: &[(&str, &str)] = &[
         "5d86a1fcbb64f39a757a16a6cbb929d3b4aed3b29830760082c83d254815e7c7",
     ),
     (
+        "migrations/sqlite/0019_gpu_submissions_recent.sql",
+        "8a5c96cfd0d01514a7c2025a2624e9aec708d2fc6d04c0685f8db80d5df8cb46",
+    ),
+    (
         "migrations/postgres/0001_init.sql",
         "1b9a90f450b12d36d8f020c1f324fc6214e2141addad5b7c453a62d0837cb5d4",
     ),
@@ -166,6 +170,10 @@ const RELEASED: &[(&str, &str)] = &[
         "migrations/postgres/0018_idle_seen.sql",
         "5d86a1fcbb64f39a757a16a6cbb929d3b4aed3b29830760082c83d254815e7c7",
     ),
+    (
+        "migrations/postgres/0019_gpu_submissions_recent.sql",
+        "8a5c96cfd0d01514a7c2025a2624e9aec708d2fc6d04c0685f8db80d5df8cb46",
+    ),
 ];
 
 #[test]
@@ -194,10 +202,13 @@ fn released_migrations_are_never_edited_and_new_ones_are_pinned() {
     }
 }
 
-/// What migrations 0015 to 0018 added, taken away again: the database as
+/// What migrations 0015 to 0019 added, taken away again: the database as
 /// a deployment at migration 0014 held it (they only add columns, indexes
-/// and a table).
+/// and a table; 0019 widens an index).
 const BEFORE_0015: &[&str] = &[
+    "DROP INDEX submissions_gpu_recent",
+    "CREATE INDEX submissions_gpu ON submissions(gpu_id, status, received_at)",
+    "DELETE FROM _sqlx_migrations WHERE version = 19",
     "DROP INDEX submissions_idle_seen",
     "ALTER TABLE submissions DROP COLUMN idle_seen_w",
     "DELETE FROM _sqlx_migrations WHERE version = 18",

@@ -103,7 +103,7 @@ pub trait Intake: Send + Sync {
     /// Most recent accepted submissions measured on one GPU, newest first
     /// (received, then id, descending); with `before`, those listed after
     /// that submission, so a page of them costs its `limit` rows down the
-    /// index `submissions_gpu` however deep it is (issue #55).
+    /// index `submissions_gpu_recent` however deep it is (issue #55).
     async fn submissions_on_gpu(
         &self,
         gpu_id: &str,
