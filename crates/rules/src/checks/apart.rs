@@ -86,6 +86,15 @@ mod tests {
 
     /// `set_apart` on these rows, as ingest judges a bundle.
     fn judge(rows: &[IterationRow]) -> Option<Kept> {
+        judged(rows, |input| set_apart(input, &Thresholds::default()))
+    }
+
+    /// Every check on these rows as one bundle, none set apart.
+    fn whole(rows: &[IterationRow]) -> Vec<CheckResult> {
+        judged(rows, |input| evaluate(input, &Thresholds::default()))
+    }
+
+    fn judged<T>(rows: &[IterationRow], f: impl Fn(&CheckInput) -> T) -> T {
         let runs: Vec<IterationMetrics> = rows.iter().map(derive).collect();
         let configurations = aggregate(&runs);
         let m = manifest();
@@ -105,7 +114,7 @@ mod tests {
             runs: &runs,
             configurations: &configurations,
         };
-        set_apart(&input, &Thresholds::default())
+        f(&input)
     }
 
     const GPT2: &str = "openai-community/gpt2";
@@ -124,9 +133,10 @@ mod tests {
         assert_eq!(kept.rejected.len(), 1);
         assert_eq!(kept.rejected[0].configuration.model, GPT2);
         assert_eq!(kept.rejected[0].failing[0].id, "method.iterations_minimum");
-        // The kept checks are the rest's own: none fails.
-        assert!(!kept.checks.is_empty());
+        // The kept checks are the rest's own, as if GPT-2 had never been
+        // in the bundle: its runs and figures are not in them either.
         assert!(kept.checks.iter().all(|c| c.outcome != CheckOutcome::Fail));
+        assert_eq!(kept.checks, whole(&iterations(3, &good(QWEN))));
     }
 
     #[test]
