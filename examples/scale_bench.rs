@@ -149,7 +149,10 @@ async fn time_pages(server: &Server) -> anyhow::Result<(Vec<(String, f64)>, u64,
     let mut out = Vec::new();
     let (deep, n) = deep_gpu_page(server).await?;
     eprintln!("the deep GPU page is page {n} of /gpus/l4's submissions");
-    let deep_label = format!("/gpus/l4, submissions page {} (or the last)", DEEP_PAGES + 1);
+    let deep_label = format!(
+        "/gpus/l4, submissions page {} (or the last)",
+        DEEP_PAGES + 1
+    );
     let pages = PAGES
         .iter()
         .map(|p| (p.to_string(), p.to_string()))
