@@ -22,7 +22,15 @@ fn with_files(files: &[(&str, u64, &str)]) -> Manifest {
     m
 }
 
-fn where_(r: &Rejection) -> Vec<(Option<&str>, Option<&str>, Option<u64>, Option<&str>)> {
+/// Where a refusal's detail points: file, JSON pointer, CSV row, column.
+type Place<'a> = (
+    Option<&'a str>,
+    Option<&'a str>,
+    Option<u64>,
+    Option<&'a str>,
+);
+
+fn where_(r: &Rejection) -> Vec<Place<'_>> {
     r.details
         .iter()
         .map(|d| {
