@@ -14,8 +14,6 @@ use wattcounts_rules::rejection::{Detail, RejectKind, Rejection};
 use wattcounts_service::ingest::IngestError;
 use wattcounts_service::{ErrorKind, ServiceError};
 
-use crate::VERSION;
-
 #[derive(Debug)]
 pub struct ApiError {
     pub status: StatusCode,
@@ -231,8 +229,7 @@ struct ErrorPage<'a> {
     message: &'a str,
     /// Where exactly (file, pointer, row, column) and what, one per line.
     details: Vec<String>,
-    demo: bool,
-    version: &'a str,
+    layout: crate::view::Layout,
 }
 
 /// An HTML error page (the API has the JSON envelope instead).
@@ -272,8 +269,7 @@ impl IntoResponse for PageError {
                 title,
                 message: &self.0.message,
                 details: self.0.details.iter().map(ToString::to_string).collect(),
-                demo: false,
-                version: VERSION,
+                layout: crate::view::Layout::of(false),
             },
         );
         self.0.set_retry_after(&mut resp);

@@ -18,7 +18,6 @@ use crate::error::{render, ApiError, PageError};
 use crate::extract::query::{NoticeParam, PageParams};
 use crate::pages::admin::api::{parse_id, review_queue};
 use crate::AppState;
-use crate::VERSION;
 use wattcounts_service::moderation::{self, Decision, ModerationError};
 
 impl From<ModerationError> for PageError {
@@ -31,8 +30,7 @@ impl From<ModerationError> for PageError {
 #[template(path = "admin_login.html")]
 struct LoginPage<'a> {
     message: &'a str,
-    demo: bool,
-    version: &'static str,
+    layout: crate::view::Layout,
 }
 
 fn login_page(status: StatusCode, message: &str) -> Response {
@@ -40,8 +38,7 @@ fn login_page(status: StatusCode, message: &str) -> Response {
         status,
         &LoginPage {
             message,
-            demo: false,
-            version: VERSION,
+            layout: crate::view::Layout::of(false),
         },
     )
 }
@@ -69,8 +66,7 @@ struct QueuePage {
     csrf: String,
     notice: String,
     items: Vec<Item>,
-    demo: bool,
-    version: &'static str,
+    layout: crate::view::Layout,
 }
 
 pub async fn admin_home(
@@ -109,8 +105,7 @@ pub async fn admin_home(
             csrf: session.csrf,
             notice: notice(q.done.as_deref()).to_string(),
             items,
-            demo: false,
-            version: VERSION,
+            layout: crate::view::Layout::of(false),
         },
     ))
 }

@@ -10,7 +10,6 @@ use serde_json::Value;
 
 use crate::error::render;
 use crate::openapi::Document;
-use crate::VERSION;
 
 /// One operation as the reference page lists it.
 struct OperationRow {
@@ -36,8 +35,7 @@ struct TagSection {
 struct ApiPage {
     tags: Vec<TagSection>,
     schemas: Vec<String>,
-    demo: bool,
-    version: &'static str,
+    layout: crate::view::Layout,
 }
 
 /// The schema a body or answer names, as a short word.
@@ -146,8 +144,7 @@ pub async fn api_page(Extension(document): Extension<Arc<Document>>) -> Response
         &ApiPage {
             tags: sections(doc),
             schemas,
-            demo: false,
-            version: VERSION,
+            layout: crate::view::Layout::of(false),
         },
     )
 }

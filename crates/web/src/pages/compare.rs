@@ -18,7 +18,6 @@ use crate::error::{render, ApiError, PageError};
 use crate::extract::query::{given, CompareParams, PageParams, Params, ViewParams};
 use crate::view::{charts, format, model_path, view_of, view_query, View};
 use crate::AppState;
-use crate::VERSION;
 use wattcounts_analytics::compare::{self, Comparison, ScenarioKey};
 use wattcounts_analytics::leaderboard::LeaderboardRow;
 use wattcounts_analytics::verdict::Estimate;
@@ -86,8 +85,7 @@ struct ComparePage {
     json_link: String,
     csv_link: String,
     view: View,
-    demo: bool,
-    version: &'static str,
+    layout: crate::view::Layout,
 }
 
 pub async fn compare_page(
@@ -224,9 +222,8 @@ pub async fn compare_page(
                 (id, name, short)
             })
             .collect(),
-        demo: view.demo,
+        layout: crate::view::Layout::of(view.demo),
         view,
-        version: VERSION,
     };
     page.csv_link = crate::view::csv_twin(&page.json_link);
     Ok(render(StatusCode::OK, &page))

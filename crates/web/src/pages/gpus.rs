@@ -16,7 +16,6 @@ use crate::extract::query::{GpuParams, PageParams, Params, ScenarioParam, ViewPa
 use crate::extract::resource_path::GpuPath;
 use crate::view::{charts, format, model_path, view_of, view_query, View};
 use crate::AppState;
-use crate::VERSION;
 use wattcounts_analytics::compare::{self, ScenarioKey};
 use wattcounts_analytics::leaderboard::LeaderboardRow;
 use wattcounts_analytics::verdict::Estimate;
@@ -28,8 +27,7 @@ use wattcounts_service::views::GpuSummary;
 struct GpusPage {
     gpus: Vec<GpuSummary>,
     view: View,
-    demo: bool,
-    version: &'static str,
+    layout: crate::view::Layout,
 }
 
 pub async fn gpus_page(
@@ -42,10 +40,9 @@ pub async fn gpus_page(
     Ok(render(
         StatusCode::OK,
         &GpusPage {
-            demo: view.demo,
+            layout: crate::view::Layout::of(view.demo),
             view,
             gpus,
-            version: VERSION,
         },
     ))
 }
@@ -112,8 +109,7 @@ struct GpuPage {
     json_link: String,
     csv_link: String,
     view: View,
-    demo: bool,
-    version: &'static str,
+    layout: crate::view::Layout,
 }
 
 /// An accepted submission measured on the GPU.
@@ -266,14 +262,13 @@ pub async fn gpu_page(
             gpu.id,
             scenario.map(|k| k.param()).unwrap_or_default()
         ),
-        demo: view.demo,
+        layout: crate::view::Layout::of(view.demo),
         view,
         gpu,
         submissions,
         paged,
         older_link: older,
         newest_link: newest,
-        version: VERSION,
     };
     page.csv_link = crate::view::csv_twin(&page.json_link);
     Ok(render(StatusCode::OK, &page))

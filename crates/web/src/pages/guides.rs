@@ -10,7 +10,6 @@ use axum::response::{IntoResponse, Redirect, Response};
 use crate::error::{render, PageError};
 use crate::pages::submissions::api::read_upload;
 use crate::AppState;
-use crate::VERSION;
 use wattcounts_rules::checks::{self, Severity};
 use wattcounts_rules::domain::TARGET_CONFIDENCE;
 
@@ -19,8 +18,7 @@ use wattcounts_rules::domain::TARGET_CONFIDENCE;
 struct SubmitPage {
     public_url: String,
     max_mb: u64,
-    demo: bool,
-    version: &'static str,
+    layout: crate::view::Layout,
 }
 
 pub async fn submit_page(State(s): State<AppState>) -> Response {
@@ -29,8 +27,7 @@ pub async fn submit_page(State(s): State<AppState>) -> Response {
         &SubmitPage {
             public_url: s.service.config().public_url.clone(),
             max_mb: s.max_body_bytes >> 20,
-            demo: false,
-            version: VERSION,
+            layout: crate::view::Layout::of(false),
         },
     )
 }
@@ -66,8 +63,7 @@ struct RuleRow {
 struct ChecksPage {
     rules: Vec<RuleRow>,
     thresholds: String,
-    demo: bool,
-    version: &'static str,
+    layout: crate::view::Layout,
 }
 
 /// `/api/v1/checks`.
@@ -108,8 +104,7 @@ pub async fn checks_page(State(s): State<AppState>) -> Response {
                 .collect(),
             thresholds: serde_yaml_ng::to_string(&s.service.config().thresholds)
                 .unwrap_or_default(),
-            demo: false,
-            version: VERSION,
+            layout: crate::view::Layout::of(false),
         },
     )
 }
@@ -122,8 +117,7 @@ struct MethodologyPage {
     coverage: Vec<(usize, String, String)>,
     grid: f64,
     pue: f64,
-    demo: bool,
-    version: &'static str,
+    layout: crate::view::Layout,
 }
 
 pub async fn methodology_page(State(s): State<AppState>) -> Result<Response, PageError> {
@@ -148,8 +142,7 @@ pub async fn methodology_page(State(s): State<AppState>) -> Result<Response, Pag
             coverage,
             grid: s.footprint.grid_g_per_kwh,
             pue: s.footprint.pue,
-            demo: false,
-            version: VERSION,
+            layout: crate::view::Layout::of(false),
         },
     ))
 }

@@ -13,7 +13,6 @@ use utoipa::ToSchema;
 use crate::error::{render, ApiError, PageError};
 use crate::view::{format, model_path};
 use crate::AppState;
-use crate::VERSION;
 use wattcounts_analytics::leaderboard;
 use wattcounts_rules::domain::Origin;
 
@@ -55,8 +54,7 @@ struct IndexPage {
     featured: Vec<(String, String)>,
     /// Imported peer origins: real published measurements, one click away.
     peers: Vec<crate::view::Opt>,
-    demo: bool,
-    version: &'static str,
+    layout: crate::view::Layout,
 }
 
 /// Models most readers ask about first, linked from the front page when
@@ -168,7 +166,7 @@ pub async fn index(State(s): State<AppState>) -> Result<Response, PageError> {
         StatusCode::OK,
         &IndexPage {
             peers,
-            demo,
+            layout: crate::view::Layout::of(demo),
             counts: vec![
                 (format::thousands(counts.submissions), "submissions"),
                 (format::thousands(counts.gpus), "GPUs"),
@@ -179,7 +177,6 @@ pub async fn index(State(s): State<AppState>) -> Result<Response, PageError> {
             latest,
             models,
             featured,
-            version: VERSION,
         },
     ))
 }

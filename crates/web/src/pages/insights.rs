@@ -20,7 +20,6 @@ use crate::extract::query::{PageParams, Params, ViewParams};
 use crate::view::csv::opt;
 use crate::view::{url_encode, View};
 use crate::AppState;
-use crate::VERSION;
 use wattcounts_analytics::insights::{self, Finding};
 use wattcounts_rules::domain::Interval;
 use wattcounts_rules::spreadsheet::text_cell;
@@ -229,12 +228,11 @@ struct InsightsPage {
     json_link: String,
     csv_link: String,
     view: View,
-    demo: bool,
     validation: crate::pages::estimate::ValidationBlock,
     demo_physics_note: &'static str,
     /// The estimator judged on ML.ENERGY v3's real measurements.
     real_hardware: Option<RealHardwareBlock>,
-    version: &'static str,
+    layout: crate::view::Layout,
 }
 
 struct RealHardwareBlock {
@@ -301,7 +299,7 @@ pub async fn insights_page(
         synthetic_note: SYNTHETIC_NOTE,
         json_link: format!("/api/v1/insights{q}"),
         csv_link: format!("/api/v1/insights.csv{q}"),
-        demo: c.view.demo,
+        layout: crate::view::Layout::of(c.view.demo),
         view: c.view,
         validation: crate::pages::estimate::validation_block(&s.service.estimator()),
         demo_physics_note: crate::pages::estimate::DEMO_PHYSICS_NOTE,
@@ -311,7 +309,6 @@ pub async fn insights_page(
             .await
             .as_deref()
             .map(real_hardware_block),
-        version: VERSION,
     };
     Ok(render(StatusCode::OK, &page))
 }

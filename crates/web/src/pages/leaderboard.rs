@@ -14,7 +14,6 @@ use crate::extract::leaderboard_query::parse_query;
 use crate::extract::query::{LeaderboardParams, PageParams, Params};
 use crate::view::{format, model_path, scenario_label, url_encode, view_controls, view_note, Opt};
 use crate::AppState;
-use crate::VERSION;
 use wattcounts_analytics::leaderboard::{self, SortKey};
 use wattcounts_rules::bundle::harness::Scenario;
 use wattcounts_rules::domain::Origin;
@@ -132,8 +131,7 @@ struct LeaderboardPage {
     prev: Option<String>,
     next: Option<String>,
     json_link: String,
-    demo: bool,
-    version: &'static str,
+    layout: crate::view::Layout,
 }
 
 fn fmt_opt(v: Option<f64>, digits: usize, scale: f64) -> String {
@@ -320,7 +318,7 @@ pub async fn leaderboard_page(
     let page = LeaderboardPage {
         all_models: params.model.as_deref() == Some("all"),
         opened_on,
-        demo: board.origin == Origin::Demo,
+        layout: crate::view::Layout::of(board.origin == Origin::Demo),
         view: view_note(&board, &q),
         origins,
         protocols,
@@ -368,7 +366,6 @@ pub async fn leaderboard_page(
         next: (q.page < pages)
             .then(|| format!("/leaderboard?{}", query_string(&params, q.page + 1))),
         json_link: format!("/api/v1/leaderboard?{}", query_string(&params, q.page)),
-        version: VERSION,
     };
     Ok(render(StatusCode::OK, &page))
 }

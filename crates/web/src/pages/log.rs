@@ -14,7 +14,6 @@ use crate::auth::Maintainer;
 use crate::error::{render, ApiError, PageError};
 use crate::extract::query::{given, ConsistencyParams, EntriesParams, InclusionParams, Params};
 use crate::AppState;
-use crate::VERSION;
 use wattcounts_rules::tlog::tiles::TilePath;
 use wattcounts_service::tlog::MAX_ENTRIES;
 
@@ -325,8 +324,7 @@ struct LogPage {
     backfilled_range: Option<(u64, u64)>,
     recent: Vec<LeafRow>,
     public_url: String,
-    demo: bool,
-    version: &'static str,
+    layout: crate::view::Layout,
 }
 
 /// `/log`: what the log is, how to check it, its latest checkpoint and
@@ -373,8 +371,7 @@ pub async fn log_page(State(s): State<AppState>) -> Result<Response, PageError> 
             backfilled_range: stats.backfilled_first.zip(stats.backfilled_last),
             recent,
             public_url: s.service.config().public_url.clone(),
-            demo: false,
-            version: VERSION,
+            layout: crate::view::Layout::of(false),
         },
     ))
 }

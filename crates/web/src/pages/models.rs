@@ -21,7 +21,6 @@ use crate::error::{render, ApiError, PageError};
 use crate::extract::query::{given, ModelSearchParams, PageParams, Params, ViewParams};
 use crate::view::{model_path, view_of, view_params, view_query, View};
 use crate::AppState;
-use crate::VERSION;
 use wattcounts_analytics::compare::{BestOf, ModelListing, ScenarioKey};
 
 struct ListingRow {
@@ -44,8 +43,7 @@ struct ModelsPage {
     total: usize,
     json_link: String,
     view: View,
-    demo: bool,
-    version: &'static str,
+    layout: crate::view::Layout,
 }
 
 /// The index of one view, and which of its models a case-insensitive
@@ -134,9 +132,8 @@ pub async fn models_page(
         rows,
         total: listings.len(),
         json_link: format!("/api/v1/models?{}", view.query),
-        demo: view.demo,
+        layout: crate::view::Layout::of(view.demo),
         view,
-        version: VERSION,
     };
     Ok(render(StatusCode::OK, &page))
 }

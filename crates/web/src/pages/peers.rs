@@ -14,7 +14,6 @@ use crate::error::{render, ApiError, PageError};
 use crate::extract::query::{given, PageParams, PeerParams};
 use crate::view::{model_path, url_encode};
 use crate::AppState;
-use crate::VERSION;
 use wattcounts_rules::peer::{PeerConfig, PeerSort, SourceInfo};
 use wattcounts_service::peers::PeerViewRequest;
 
@@ -65,8 +64,7 @@ struct ReleaseRow {
 #[template(path = "peers.html")]
 struct PeersPage {
     releases: Vec<ReleaseRow>,
-    demo: bool,
-    version: &'static str,
+    layout: crate::view::Layout,
 }
 
 pub async fn peers_page(State(s): State<AppState>) -> Result<Response, PageError> {
@@ -91,8 +89,7 @@ pub async fn peers_page(State(s): State<AppState>) -> Result<Response, PageError
         StatusCode::OK,
         &PeersPage {
             releases,
-            demo: false,
-            version: VERSION,
+            layout: crate::view::Layout::of(false),
         },
     ))
 }
@@ -154,8 +151,7 @@ struct PeerPage {
     csv_link: String,
     /// The estimate form, for the peer the estimator is fitted on.
     estimate_form: Option<estimate::PeerEstimateForm>,
-    demo: bool,
-    version: &'static str,
+    layout: crate::view::Layout,
 }
 
 fn fmt(v: f64, digits: usize) -> String {
@@ -343,8 +339,7 @@ pub async fn peer_page(
         json_link,
         release: (&v.release).into(),
         estimate_form: estimate::form_for(&s, slug).await,
-        demo: false,
-        version: VERSION,
+        layout: crate::view::Layout::of(false),
     };
     Ok(render(StatusCode::OK, &page))
 }

@@ -19,8 +19,6 @@ use wattcounts_rules::snapshot_manifest::{self as manifest, Coverage};
 use wattcounts_service::read::Published;
 use wattcounts_service::snapshots::SnapshotRequest;
 
-use crate::VERSION;
-
 fn io_error(e: impl std::fmt::Display) -> ApiError {
     tracing::error!(error = %e, "snapshot folder unreadable");
     ApiError::internal()
@@ -139,8 +137,7 @@ fn no_store(r: Response) -> Response {
 #[template(path = "snapshots.html")]
 struct ListPage {
     snapshots: Vec<SnapshotView>,
-    demo: bool,
-    version: &'static str,
+    layout: crate::view::Layout,
 }
 
 pub async fn list_page(State(s): State<AppState>) -> Result<Response, PageError> {
@@ -148,9 +145,10 @@ pub async fn list_page(State(s): State<AppState>) -> Result<Response, PageError>
     Ok(no_store(render(
         StatusCode::OK,
         &ListPage {
-            demo: snapshots.iter().any(|v| v.coverage.demo_submissions > 0),
+            layout: crate::view::Layout::of(
+                snapshots.iter().any(|v| v.coverage.demo_submissions > 0),
+            ),
             snapshots,
-            version: VERSION,
         },
     )))
 }
@@ -182,8 +180,7 @@ struct DetailPage {
     /// The card's text, shown as it is in the file.
     card: String,
     public_url: String,
-    demo: bool,
-    version: &'static str,
+    layout: crate::view::Layout,
 }
 
 pub async fn snapshot_page(
@@ -201,11 +198,10 @@ pub async fn snapshot_page(
     Ok(render(
         StatusCode::OK,
         &DetailPage {
-            demo: view.coverage.demo_submissions > 0,
+            layout: crate::view::Layout::of(view.coverage.demo_submissions > 0),
             s: view,
             card,
             public_url: s.service.config().public_url.clone(),
-            version: VERSION,
         },
     ))
 }

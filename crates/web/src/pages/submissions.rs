@@ -11,7 +11,6 @@ use axum::response::{IntoResponse, Response};
 use crate::error::{render, ApiError, PageError};
 use crate::pages::admin::api::parse_id;
 use crate::AppState;
-use crate::VERSION;
 use wattcounts_rules::checks::{fmt_figure, CheckResult};
 use wattcounts_rules::receipt::ModerationEvent;
 
@@ -107,8 +106,7 @@ struct SubmissionPage {
     facts: Vec<(&'static str, String)>,
     /// The submission's leaf in the transparency log.
     log: Option<wattcounts_rules::receipt::ReceiptLog>,
-    demo: bool,
-    version: &'static str,
+    layout: crate::view::Layout,
 }
 
 /// What the manifest says about the setup, as label/value lines.
@@ -295,8 +293,7 @@ pub async fn submission_page(
             })
             .collect(),
         facts,
-        demo: r.demo,
-        version: VERSION,
+        layout: crate::view::Layout::of(r.demo),
     };
     Ok(render(StatusCode::OK, &page))
 }

@@ -14,7 +14,6 @@ use crate::error::{render, PageError};
 use crate::extract::query::{given, EstimateParams, PageParams};
 use crate::pages::insights::SYNTHETIC_NOTE;
 use crate::AppState;
-use crate::VERSION;
 use wattcounts_rules::catalog;
 
 // The form.
@@ -50,8 +49,7 @@ struct EstimatePage {
     validation: ValidationBlock,
     synthetic_note: &'static str,
     demo_physics_note: &'static str,
-    demo: bool,
-    version: &'static str,
+    layout: crate::view::Layout,
 }
 
 pub async fn estimate_page(
@@ -102,11 +100,11 @@ pub async fn estimate_page(
         validation: validation_block(&view),
         synthetic_note: SYNTHETIC_NOTE,
         demo_physics_note: DEMO_PHYSICS_NOTE,
-        demo: view
-            .current
-            .as_ref()
-            .is_some_and(|t| t.provenance.origin == "demo"),
-        version: VERSION,
+        layout: crate::view::Layout::of(
+            view.current
+                .as_ref()
+                .is_some_and(|t| t.provenance.origin == "demo"),
+        ),
     };
     let mut status = StatusCode::OK;
     if asked {

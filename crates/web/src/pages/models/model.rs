@@ -15,7 +15,6 @@ use crate::extract::query::{given, DeadlineParams, PageParams, Params, ViewParam
 use crate::extract::resource_path::{ModelPath, ModelResource};
 use crate::view::{entries, model_path, view_of, view_query, View};
 use crate::AppState;
-use crate::VERSION;
 use wattcounts_analytics::compare::ModelScenario;
 use wattcounts_analytics::deadline::Deadline;
 
@@ -135,9 +134,8 @@ pub async fn model_page(
             estimates,
             also_measured,
             footprint: s.footprint.describe(),
-            demo: view.demo,
+            layout: crate::view::Layout::of(view.demo),
             view,
-            version: VERSION,
         },
     ))
 }

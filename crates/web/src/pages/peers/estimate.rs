@@ -18,7 +18,6 @@ use crate::error::{render, ApiError, PageError};
 use crate::extract::query::{given, PageParams, Params, PeerEstimateParams};
 use crate::pages::estimate::question::gpu_named;
 use crate::AppState;
-use crate::VERSION;
 use wattcounts_analytics::estimator::peer::{PeerEstimate, PeerEstimator, PeerQuestion};
 use wattcounts_rules::catalog;
 use wattcounts_rules::peer::{PeerSource, SourceInfo};
@@ -243,8 +242,7 @@ struct PeerEstimatePage {
     answer: Option<PeerEstimateAnswer>,
     error: Option<String>,
     json_link: String,
-    demo: bool,
-    version: &'static str,
+    layout: crate::view::Layout,
 }
 
 pub async fn peer_estimate_page(
@@ -292,8 +290,7 @@ pub async fn peer_estimate_page(
         answer,
         error,
         json_link: format!("/api/v1/peers/{slug}/estimate?{query}"),
-        demo: false,
-        version: VERSION,
+        layout: crate::view::Layout::of(false),
     };
     Ok(render(StatusCode::OK, &page))
 }

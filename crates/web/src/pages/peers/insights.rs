@@ -13,7 +13,6 @@ use super::{PeerReleaseJson, PeerSourceJson};
 use crate::error::{render, ApiError, PageError};
 use crate::view::url_encode;
 use crate::AppState;
-use crate::VERSION;
 use wattcounts_rules::peer::SourceInfo;
 
 /// `/api/v1/peers/{slug}/insights`.
@@ -62,8 +61,7 @@ struct PeerInsightsPage {
     /// (task, GPU, batch setting, models, exponent, interval, points).
     exponents: Vec<[String; 7]>,
     json_link: String,
-    demo: bool,
-    version: &'static str,
+    layout: crate::view::Layout,
 }
 
 /// `/peers/{slug}/insights`, and `/insights?origin=peer:{slug}`.
@@ -148,8 +146,7 @@ pub(crate) async fn peer_insights_response(
             savings,
             exponents,
             json_link: format!("/api/v1/peers/{slug}/insights"),
-            demo: false,
-            version: VERSION,
+            layout: crate::view::Layout::of(false),
         },
     ))
 }
