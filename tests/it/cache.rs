@@ -115,7 +115,7 @@ async fn leaderboard_csv_keeps_numbers_and_defuses_formulas() {
     let headers = rdr.headers().unwrap().clone();
     assert_eq!(
         headers.iter().collect::<Vec<_>>(),
-        wattcounts::web::view::csv::COLUMNS
+        wattcounts::spreadsheet::header(wattcounts::web::view::csv::COLUMNS)
     );
     let rows: Vec<csv::StringRecord> = rdr.records().map(Result::unwrap).collect();
     let (_, json) = app

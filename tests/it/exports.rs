@@ -68,7 +68,7 @@ async fn table_twins_and_the_energy_budget() {
     }
     let header: Vec<String> = wattcounts::web::view::csv::COLUMNS
         .iter()
-        .map(|c| c.to_string())
+        .map(|c| c.name.to_string())
         .collect();
     let col = |name: &str| header.iter().position(|c| c == name).unwrap();
 

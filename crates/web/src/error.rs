@@ -229,7 +229,7 @@ struct ErrorPage<'a> {
     message: &'a str,
     /// Where exactly (file, pointer, row, column) and what, one per line.
     details: Vec<String>,
-    layout: crate::view::Layout,
+    layout: crate::layout::Layout,
 }
 
 /// An HTML error page (the API has the JSON envelope instead).
@@ -269,7 +269,7 @@ impl IntoResponse for PageError {
                 title,
                 message: &self.0.message,
                 details: self.0.details.iter().map(ToString::to_string).collect(),
-                layout: crate::view::Layout::of(false),
+                layout: crate::layout::Layout::of(false),
             },
         );
         self.0.set_retry_after(&mut resp);

@@ -10,6 +10,7 @@ pub mod download;
 pub mod error;
 pub mod extract;
 pub mod layers;
+pub mod layout;
 pub mod openapi;
 pub mod pages;
 pub mod routes;

@@ -210,22 +210,3 @@ pub(crate) fn view_params(params: &ViewParams) -> String {
     pairs.sort();
     pairs.join("&")
 }
-
-/// What every page's frame (`templates/base.html`) shows, held once: the
-/// service's version in the footer, and whether the page shows the
-/// synthetic demo (the banner over it).
-#[derive(Debug, Clone, Copy)]
-pub struct Layout {
-    pub version: &'static str,
-    pub demo: bool,
-}
-
-impl Layout {
-    /// This build's frame, with the demo banner when `demo`.
-    pub fn of(demo: bool) -> Layout {
-        Layout {
-            version: crate::VERSION,
-            demo,
-        }
-    }
-}

@@ -30,7 +30,7 @@ impl From<ModerationError> for PageError {
 #[template(path = "admin_login.html")]
 struct LoginPage<'a> {
     message: &'a str,
-    layout: crate::view::Layout,
+    layout: crate::layout::Layout,
 }
 
 fn login_page(status: StatusCode, message: &str) -> Response {
@@ -38,7 +38,7 @@ fn login_page(status: StatusCode, message: &str) -> Response {
         status,
         &LoginPage {
             message,
-            layout: crate::view::Layout::of(false),
+            layout: crate::layout::Layout::of(false),
         },
     )
 }
@@ -66,7 +66,7 @@ struct QueuePage {
     csrf: String,
     notice: String,
     items: Vec<Item>,
-    layout: crate::view::Layout,
+    layout: crate::layout::Layout,
 }
 
 pub async fn admin_home(
@@ -105,7 +105,7 @@ pub async fn admin_home(
             csrf: session.csrf,
             notice: notice(q.done.as_deref()).to_string(),
             items,
-            layout: crate::view::Layout::of(false),
+            layout: crate::layout::Layout::of(false),
         },
     ))
 }

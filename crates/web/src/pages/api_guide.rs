@@ -35,7 +35,7 @@ struct TagSection {
 struct ApiPage {
     tags: Vec<TagSection>,
     schemas: Vec<String>,
-    layout: crate::view::Layout,
+    layout: crate::layout::Layout,
 }
 
 /// The schema a body or answer names, as a short word.
@@ -144,7 +144,7 @@ pub async fn api_page(Extension(document): Extension<Arc<Document>>) -> Response
         &ApiPage {
             tags: sections(doc),
             schemas,
-            layout: crate::view::Layout::of(false),
+            layout: crate::layout::Layout::of(false),
         },
     )
 }

@@ -85,7 +85,7 @@ struct ComparePage {
     json_link: String,
     csv_link: String,
     view: View,
-    layout: crate::view::Layout,
+    layout: crate::layout::Layout,
 }
 
 pub async fn compare_page(
@@ -222,7 +222,7 @@ pub async fn compare_page(
                 (id, name, short)
             })
             .collect(),
-        layout: crate::view::Layout::of(view.demo),
+        layout: crate::layout::Layout::of(view.demo),
         view,
     };
     page.csv_link = crate::view::csv_twin(&page.json_link);

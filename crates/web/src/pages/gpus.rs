@@ -27,7 +27,7 @@ use wattcounts_service::views::GpuSummary;
 struct GpusPage {
     gpus: Vec<GpuSummary>,
     view: View,
-    layout: crate::view::Layout,
+    layout: crate::layout::Layout,
 }
 
 pub async fn gpus_page(
@@ -40,7 +40,7 @@ pub async fn gpus_page(
     Ok(render(
         StatusCode::OK,
         &GpusPage {
-            layout: crate::view::Layout::of(view.demo),
+            layout: crate::layout::Layout::of(view.demo),
             view,
             gpus,
         },
@@ -109,7 +109,7 @@ struct GpuPage {
     json_link: String,
     csv_link: String,
     view: View,
-    layout: crate::view::Layout,
+    layout: crate::layout::Layout,
 }
 
 /// An accepted submission measured on the GPU.
@@ -262,7 +262,7 @@ pub async fn gpu_page(
             gpu.id,
             scenario.map(|k| k.param()).unwrap_or_default()
         ),
-        layout: crate::view::Layout::of(view.demo),
+        layout: crate::layout::Layout::of(view.demo),
         view,
         gpu,
         submissions,

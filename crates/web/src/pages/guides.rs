@@ -18,7 +18,7 @@ use wattcounts_rules::domain::TARGET_CONFIDENCE;
 struct SubmitPage {
     public_url: String,
     max_mb: u64,
-    layout: crate::view::Layout,
+    layout: crate::layout::Layout,
 }
 
 pub async fn submit_page(State(s): State<AppState>) -> Response {
@@ -27,7 +27,7 @@ pub async fn submit_page(State(s): State<AppState>) -> Response {
         &SubmitPage {
             public_url: s.service.config().public_url.clone(),
             max_mb: s.max_body_bytes >> 20,
-            layout: crate::view::Layout::of(false),
+            layout: crate::layout::Layout::of(false),
         },
     )
 }
@@ -63,7 +63,7 @@ struct RuleRow {
 struct ChecksPage {
     rules: Vec<RuleRow>,
     thresholds: String,
-    layout: crate::view::Layout,
+    layout: crate::layout::Layout,
 }
 
 /// `/api/v1/checks`.
@@ -104,7 +104,7 @@ pub async fn checks_page(State(s): State<AppState>) -> Response {
                 .collect(),
             thresholds: serde_yaml_ng::to_string(&s.service.config().thresholds)
                 .unwrap_or_default(),
-            layout: crate::view::Layout::of(false),
+            layout: crate::layout::Layout::of(false),
         },
     )
 }
@@ -117,7 +117,7 @@ struct MethodologyPage {
     coverage: Vec<(usize, String, String)>,
     grid: f64,
     pue: f64,
-    layout: crate::view::Layout,
+    layout: crate::layout::Layout,
 }
 
 pub async fn methodology_page(State(s): State<AppState>) -> Result<Response, PageError> {
@@ -142,7 +142,7 @@ pub async fn methodology_page(State(s): State<AppState>) -> Result<Response, Pag
             coverage,
             grid: s.footprint.grid_g_per_kwh,
             pue: s.footprint.pue,
-            layout: crate::view::Layout::of(false),
+            layout: crate::layout::Layout::of(false),
         },
     ))
 }

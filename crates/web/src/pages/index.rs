@@ -54,7 +54,7 @@ struct IndexPage {
     featured: Vec<(String, String)>,
     /// Imported peer origins: real published measurements, one click away.
     peers: Vec<crate::view::Opt>,
-    layout: crate::view::Layout,
+    layout: crate::layout::Layout,
 }
 
 /// Models most readers ask about first, linked from the front page when
@@ -166,7 +166,7 @@ pub async fn index(State(s): State<AppState>) -> Result<Response, PageError> {
         StatusCode::OK,
         &IndexPage {
             peers,
-            layout: crate::view::Layout::of(demo),
+            layout: crate::layout::Layout::of(demo),
             counts: vec![
                 (format::thousands(counts.submissions), "submissions"),
                 (format::thousands(counts.gpus), "GPUs"),

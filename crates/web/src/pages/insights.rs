@@ -232,7 +232,7 @@ struct InsightsPage {
     demo_physics_note: &'static str,
     /// The estimator judged on ML.ENERGY v3's real measurements.
     real_hardware: Option<RealHardwareBlock>,
-    layout: crate::view::Layout,
+    layout: crate::layout::Layout,
 }
 
 struct RealHardwareBlock {
@@ -299,7 +299,7 @@ pub async fn insights_page(
         synthetic_note: SYNTHETIC_NOTE,
         json_link: format!("/api/v1/insights{q}"),
         csv_link: format!("/api/v1/insights.csv{q}"),
-        layout: crate::view::Layout::of(c.view.demo),
+        layout: crate::layout::Layout::of(c.view.demo),
         view: c.view,
         validation: crate::pages::estimate::validation_block(&s.service.estimator()),
         demo_physics_note: crate::pages::estimate::DEMO_PHYSICS_NOTE,

@@ -131,7 +131,7 @@ struct LeaderboardPage {
     prev: Option<String>,
     next: Option<String>,
     json_link: String,
-    layout: crate::view::Layout,
+    layout: crate::layout::Layout,
 }
 
 fn fmt_opt(v: Option<f64>, digits: usize, scale: f64) -> String {
@@ -318,7 +318,7 @@ pub async fn leaderboard_page(
     let page = LeaderboardPage {
         all_models: params.model.as_deref() == Some("all"),
         opened_on,
-        layout: crate::view::Layout::of(board.origin == Origin::Demo),
+        layout: crate::layout::Layout::of(board.origin == Origin::Demo),
         view: view_note(&board, &q),
         origins,
         protocols,

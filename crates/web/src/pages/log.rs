@@ -324,7 +324,7 @@ struct LogPage {
     backfilled_range: Option<(u64, u64)>,
     recent: Vec<LeafRow>,
     public_url: String,
-    layout: crate::view::Layout,
+    layout: crate::layout::Layout,
 }
 
 /// `/log`: what the log is, how to check it, its latest checkpoint and
@@ -371,7 +371,7 @@ pub async fn log_page(State(s): State<AppState>) -> Result<Response, PageError> 
             backfilled_range: stats.backfilled_first.zip(stats.backfilled_last),
             recent,
             public_url: s.service.config().public_url.clone(),
-            layout: crate::view::Layout::of(false),
+            layout: crate::layout::Layout::of(false),
         },
     ))
 }

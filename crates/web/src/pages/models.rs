@@ -43,7 +43,7 @@ struct ModelsPage {
     total: usize,
     json_link: String,
     view: View,
-    layout: crate::view::Layout,
+    layout: crate::layout::Layout,
 }
 
 /// The index of one view, and which of its models a case-insensitive
@@ -132,7 +132,7 @@ pub async fn models_page(
         rows,
         total: listings.len(),
         json_link: format!("/api/v1/models?{}", view.query),
-        layout: crate::view::Layout::of(view.demo),
+        layout: crate::layout::Layout::of(view.demo),
         view,
     };
     Ok(render(StatusCode::OK, &page))

@@ -64,7 +64,7 @@ struct ReleaseRow {
 #[template(path = "peers.html")]
 struct PeersPage {
     releases: Vec<ReleaseRow>,
-    layout: crate::view::Layout,
+    layout: crate::layout::Layout,
 }
 
 pub async fn peers_page(State(s): State<AppState>) -> Result<Response, PageError> {
@@ -89,7 +89,7 @@ pub async fn peers_page(State(s): State<AppState>) -> Result<Response, PageError
         StatusCode::OK,
         &PeersPage {
             releases,
-            layout: crate::view::Layout::of(false),
+            layout: crate::layout::Layout::of(false),
         },
     ))
 }
@@ -151,7 +151,7 @@ struct PeerPage {
     csv_link: String,
     /// The estimate form, for the peer the estimator is fitted on.
     estimate_form: Option<estimate::PeerEstimateForm>,
-    layout: crate::view::Layout,
+    layout: crate::layout::Layout,
 }
 
 fn fmt(v: f64, digits: usize) -> String {
@@ -339,7 +339,7 @@ pub async fn peer_page(
         json_link,
         release: (&v.release).into(),
         estimate_form: estimate::form_for(&s, slug).await,
-        layout: crate::view::Layout::of(false),
+        layout: crate::layout::Layout::of(false),
     };
     Ok(render(StatusCode::OK, &page))
 }

@@ -137,7 +137,7 @@ fn no_store(r: Response) -> Response {
 #[template(path = "snapshots.html")]
 struct ListPage {
     snapshots: Vec<SnapshotView>,
-    layout: crate::view::Layout,
+    layout: crate::layout::Layout,
 }
 
 pub async fn list_page(State(s): State<AppState>) -> Result<Response, PageError> {
@@ -145,7 +145,7 @@ pub async fn list_page(State(s): State<AppState>) -> Result<Response, PageError>
     Ok(no_store(render(
         StatusCode::OK,
         &ListPage {
-            layout: crate::view::Layout::of(
+            layout: crate::layout::Layout::of(
                 snapshots.iter().any(|v| v.coverage.demo_submissions > 0),
             ),
             snapshots,
@@ -180,7 +180,7 @@ struct DetailPage {
     /// The card's text, shown as it is in the file.
     card: String,
     public_url: String,
-    layout: crate::view::Layout,
+    layout: crate::layout::Layout,
 }
 
 pub async fn snapshot_page(
@@ -198,7 +198,7 @@ pub async fn snapshot_page(
     Ok(render(
         StatusCode::OK,
         &DetailPage {
-            layout: crate::view::Layout::of(view.coverage.demo_submissions > 0),
+            layout: crate::layout::Layout::of(view.coverage.demo_submissions > 0),
             s: view,
             card,
             public_url: s.service.config().public_url.clone(),

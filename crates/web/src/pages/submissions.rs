@@ -106,7 +106,7 @@ struct SubmissionPage {
     facts: Vec<(&'static str, String)>,
     /// The submission's leaf in the transparency log.
     log: Option<wattcounts_rules::receipt::ReceiptLog>,
-    layout: crate::view::Layout,
+    layout: crate::layout::Layout,
 }
 
 /// What the manifest says about the setup, as label/value lines.
@@ -293,7 +293,7 @@ pub async fn submission_page(
             })
             .collect(),
         facts,
-        layout: crate::view::Layout::of(r.demo),
+        layout: crate::layout::Layout::of(r.demo),
     };
     Ok(render(StatusCode::OK, &page))
 }

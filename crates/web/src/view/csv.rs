@@ -12,83 +12,129 @@ use crate::extract::query::{LeaderboardParams, Params};
 use crate::pages::leaderboard::load;
 use crate::AppState;
 use wattcounts_analytics::leaderboard::LeaderboardRow;
-use wattcounts_rules::spreadsheet::text_cell;
-
-fn num(v: f64) -> String {
-    format!("{v}")
-}
+use wattcounts_rules::spreadsheet::{write_csv, Cell, Column};
 
 /// A figure as a CSV cell: empty when absent.
 pub(crate) fn opt(v: Option<f64>) -> String {
-    v.map(num).unwrap_or_default()
+    Cell::Figure(v).render()
 }
 
-pub const COLUMNS: &[&str] = &[
-    "rank",
-    "gpu_id",
-    "gpu_name",
-    "model",
-    "scenario",
-    "lambda_qps",
-    "origin",
-    "protocol_id",
-    "protocol",
-    "energy_per_token_j",
-    "energy_per_token_lo_j",
-    "energy_per_token_hi_j",
-    "energy_per_token_interval_confidence",
-    "energy_per_token_cv",
-    "energy_per_request_j",
-    "throughput_tok_s",
-    "power_mean_w",
-    "ttft_p50_s",
-    "itl_s",
-    "mean_concurrency",
-    "prefill_energy_share",
-    "iterations",
-    "submissions",
-    "submitters",
-    "needs_review",
-    "demo",
-    "evidence_submission_id",
+/// The leaderboard CSV's columns (and its twins', the compare, model and
+/// GPU tables'), each with how a row fills it: one list for the header and
+/// the records.
+pub const COLUMNS: &[Column<LeaderboardRow>] = &[
+    Column {
+        name: "rank",
+        cell: |at, _| Cell::Count(at as u64),
+    },
+    Column {
+        name: "gpu_id",
+        cell: |_, e| Cell::Text(e.gpu_id.clone()),
+    },
+    Column {
+        name: "gpu_name",
+        cell: |_, e| Cell::Text(e.gpu_name.clone()),
+    },
+    Column {
+        name: "model",
+        cell: |_, e| Cell::Text(e.model.clone()),
+    },
+    Column {
+        name: "scenario",
+        cell: |_, e| Cell::Own(e.scenario.as_str().into()),
+    },
+    Column {
+        name: "lambda_qps",
+        cell: |_, e| Cell::Figure(e.lambda_qps),
+    },
+    Column {
+        name: "origin",
+        cell: |_, e| Cell::Own(e.origin.as_str().into()),
+    },
+    Column {
+        name: "protocol_id",
+        cell: |_, e| Cell::Text(e.protocol_id.clone()),
+    },
+    Column {
+        name: "protocol",
+        cell: |_, e| Cell::Text(e.protocol.clone()),
+    },
+    Column {
+        name: "energy_per_token_j",
+        cell: |_, e| Cell::Figure(Some(e.energy_per_token_j)),
+    },
+    Column {
+        name: "energy_per_token_lo_j",
+        cell: |_, e| Cell::Figure(Some(e.energy_per_token_interval.lo)),
+    },
+    Column {
+        name: "energy_per_token_hi_j",
+        cell: |_, e| Cell::Figure(Some(e.energy_per_token_interval.hi)),
+    },
+    Column {
+        name: "energy_per_token_interval_confidence",
+        cell: |_, e| Cell::Figure(Some(e.energy_per_token_interval.confidence)),
+    },
+    Column {
+        name: "energy_per_token_cv",
+        cell: |_, e| Cell::Figure(Some(e.energy_per_token_cv)),
+    },
+    Column {
+        name: "energy_per_request_j",
+        cell: |_, e| Cell::Figure(e.energy_per_request_j),
+    },
+    Column {
+        name: "throughput_tok_s",
+        cell: |_, e| Cell::Figure(Some(e.throughput_tok_s)),
+    },
+    Column {
+        name: "power_mean_w",
+        cell: |_, e| Cell::Figure(Some(e.power_mean_w)),
+    },
+    Column {
+        name: "ttft_p50_s",
+        cell: |_, e| Cell::Figure(e.ttft_p50_s),
+    },
+    Column {
+        name: "itl_s",
+        cell: |_, e| Cell::Figure(e.itl_s),
+    },
+    Column {
+        name: "mean_concurrency",
+        cell: |_, e| Cell::Figure(e.mean_concurrency),
+    },
+    Column {
+        name: "prefill_energy_share",
+        cell: |_, e| Cell::Figure(e.prefill_energy_share),
+    },
+    Column {
+        name: "iterations",
+        cell: |_, e| Cell::Count(e.iterations),
+    },
+    Column {
+        name: "submissions",
+        cell: |_, e| Cell::Count(e.submissions),
+    },
+    Column {
+        name: "submitters",
+        cell: |_, e| Cell::Count(e.submitters),
+    },
+    Column {
+        name: "needs_review",
+        cell: |_, e| Cell::Flag(e.needs_review),
+    },
+    Column {
+        name: "demo",
+        cell: |_, e| Cell::Flag(e.demo),
+    },
+    Column {
+        name: "evidence_submission_id",
+        cell: |_, e| Cell::Own(e.evidence.to_string()),
+    },
 ];
 
 pub fn to_csv(entries: &[LeaderboardRow], first_rank: usize) -> Vec<u8> {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record(COLUMNS).expect("write to memory");
-    for (i, e) in entries.iter().enumerate() {
-        w.write_record([
-            (first_rank + i).to_string(),
-            text_cell(&e.gpu_id),
-            text_cell(&e.gpu_name),
-            text_cell(&e.model),
-            e.scenario.as_str().to_string(),
-            opt(e.lambda_qps),
-            e.origin.as_str().to_string(),
-            text_cell(&e.protocol_id),
-            text_cell(&e.protocol),
-            num(e.energy_per_token_j),
-            num(e.energy_per_token_interval.lo),
-            num(e.energy_per_token_interval.hi),
-            num(e.energy_per_token_interval.confidence),
-            num(e.energy_per_token_cv),
-            opt(e.energy_per_request_j),
-            num(e.throughput_tok_s),
-            num(e.power_mean_w),
-            opt(e.ttft_p50_s),
-            opt(e.itl_s),
-            opt(e.mean_concurrency),
-            opt(e.prefill_energy_share),
-            e.iterations.to_string(),
-            e.submissions.to_string(),
-            e.submitters.to_string(),
-            e.needs_review.to_string(),
-            e.demo.to_string(),
-            e.evidence.to_string(),
-        ])
-        .expect("write to memory");
-    }
-    w.into_inner().expect("flush to memory")
+    write_csv(COLUMNS, entries, first_rank)
 }
 
 #[utoipa::path(get, path = "/api/v1/leaderboard.csv", tag = "leaderboard",

@@ -49,7 +49,7 @@ struct EstimatePage {
     validation: ValidationBlock,
     synthetic_note: &'static str,
     demo_physics_note: &'static str,
-    layout: crate::view::Layout,
+    layout: crate::layout::Layout,
 }
 
 pub async fn estimate_page(
@@ -100,7 +100,7 @@ pub async fn estimate_page(
         validation: validation_block(&view),
         synthetic_note: SYNTHETIC_NOTE,
         demo_physics_note: DEMO_PHYSICS_NOTE,
-        layout: crate::view::Layout::of(
+        layout: crate::layout::Layout::of(
             view.current
                 .as_ref()
                 .is_some_and(|t| t.provenance.origin == "demo"),

@@ -134,7 +134,7 @@ pub async fn model_page(
             estimates,
             also_measured,
             footprint: s.footprint.describe(),
-            layout: crate::view::Layout::of(view.demo),
+            layout: crate::layout::Layout::of(view.demo),
             view,
         },
     ))

@@ -97,7 +97,7 @@ pub(crate) struct ModelPage {
     /// The model in each imported peer origin: its own section.
     pub(crate) also_measured: Vec<crate::pages::peers::model_notes::PeerNote>,
     pub(crate) view: View,
-    pub(crate) layout: crate::view::Layout,
+    pub(crate) layout: crate::layout::Layout,
 }
 
 pub(crate) fn verdict_text(v: &Verdict, best: &str, other: &str) -> String {

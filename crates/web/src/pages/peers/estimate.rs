@@ -242,7 +242,7 @@ struct PeerEstimatePage {
     answer: Option<PeerEstimateAnswer>,
     error: Option<String>,
     json_link: String,
-    layout: crate::view::Layout,
+    layout: crate::layout::Layout,
 }
 
 pub async fn peer_estimate_page(
@@ -290,7 +290,7 @@ pub async fn peer_estimate_page(
         answer,
         error,
         json_link: format!("/api/v1/peers/{slug}/estimate?{query}"),
-        layout: crate::view::Layout::of(false),
+        layout: crate::layout::Layout::of(false),
     };
     Ok(render(StatusCode::OK, &page))
 }

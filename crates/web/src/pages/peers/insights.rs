@@ -61,7 +61,7 @@ struct PeerInsightsPage {
     /// (task, GPU, batch setting, models, exponent, interval, points).
     exponents: Vec<[String; 7]>,
     json_link: String,
-    layout: crate::view::Layout,
+    layout: crate::layout::Layout,
 }
 
 /// `/peers/{slug}/insights`, and `/insights?origin=peer:{slug}`.
@@ -146,7 +146,7 @@ pub(crate) async fn peer_insights_response(
             savings,
             exponents,
             json_link: format!("/api/v1/peers/{slug}/insights"),
-            layout: crate::view::Layout::of(false),
+            layout: crate::layout::Layout::of(false),
         },
     ))
 }
