@@ -13,7 +13,7 @@ use crate::error::ApiError;
 use crate::extract::query::{Params, PeerParams};
 use crate::AppState;
 use wattcounts_rules::peer::{PeerConfig, PeerReleaseRecord, PeerSort, SourceInfo};
-use wattcounts_rules::spreadsheet::text_cell;
+use wattcounts_rules::spreadsheet::{write_csv, Cell, Column};
 use wattcounts_service::peers::PeerView;
 
 /// The source, as every peer page and answer states it.
@@ -171,39 +171,146 @@ pub async fn peer_json(
     Ok(Json(table_json(v)).into_response())
 }
 
-/// The CSV's columns, in order: what each row of the JSON holds.
-const CSV_COLUMNS: [&str; 31] = [
-    "origin",
-    "release",
-    "task",
-    "model_id",
-    "nickname",
-    "architecture",
-    "total_params_billions",
-    "activated_params_billions",
-    "weight_precision",
-    "gpu_model",
-    "gpu_name",
-    "num_gpus",
-    "max_num_seqs",
-    "tensor_parallel",
-    "pipeline_parallel",
-    "expert_parallel",
-    "data_parallel",
-    "avg_batch_size",
-    "avg_power_watts",
-    "energy_per_token_joules",
-    "energy_per_request_joules",
-    "output_throughput_tokens_per_sec",
-    "avg_output_len",
-    "mean_itl_ms",
-    "median_itl_ms",
-    "p90_itl_ms",
-    "p95_itl_ms",
-    "p99_itl_ms",
-    "file",
-    "pointer",
-    "files_sha256",
+/// One row of the peers' CSV: a published configuration with its release.
+struct PeerCsvRow {
+    origin: &'static str,
+    release: i64,
+    files_sha256: String,
+    c: PeerConfig,
+}
+
+/// The CSV's columns, in order (what each row of the JSON holds), each
+/// with how a row fills it. Every text cell is a third party's words (a
+/// nickname, a file name): as `Cell::Text` it passes the guard every CSV we
+/// publish uses, so `=HYPERLINK(…)` is shown, never run. A figure is
+/// written as f64's Display, the shortest text that reads back as the same
+/// number: each is the file's own, and stays a number; empty where the
+/// publisher gives none.
+const CSV_COLUMNS: &[Column<PeerCsvRow>] = &[
+    Column {
+        name: "origin",
+        cell: |_, r| Cell::Text(r.origin.into()),
+    },
+    Column {
+        name: "release",
+        cell: |_, r| Cell::Own(r.release.to_string()),
+    },
+    Column {
+        name: "task",
+        cell: |_, r| Cell::Text(r.c.task.clone()),
+    },
+    Column {
+        name: "model_id",
+        cell: |_, r| Cell::Text(r.c.model_id.clone()),
+    },
+    Column {
+        name: "nickname",
+        cell: |_, r| Cell::Text(r.c.nickname.clone()),
+    },
+    Column {
+        name: "architecture",
+        cell: |_, r| Cell::Text(r.c.architecture.clone()),
+    },
+    Column {
+        name: "total_params_billions",
+        cell: |_, r| Cell::Figure(r.c.total_params_billions),
+    },
+    Column {
+        name: "activated_params_billions",
+        cell: |_, r| Cell::Figure(r.c.activated_params_billions),
+    },
+    Column {
+        name: "weight_precision",
+        cell: |_, r| Cell::Text(r.c.weight_precision.clone()),
+    },
+    Column {
+        name: "gpu_model",
+        cell: |_, r| Cell::Text(r.c.gpu_model.clone()),
+    },
+    Column {
+        name: "gpu_name",
+        cell: |_, r| Cell::Text(r.c.gpu_name.clone()),
+    },
+    Column {
+        name: "num_gpus",
+        cell: |_, r| Cell::Count(u64::from(r.c.num_gpus)),
+    },
+    Column {
+        name: "max_num_seqs",
+        cell: |_, r| Cell::Count(u64::from(r.c.max_num_seqs)),
+    },
+    Column {
+        name: "tensor_parallel",
+        cell: |_, r| Cell::Count(u64::from(r.c.tensor_parallel)),
+    },
+    Column {
+        name: "pipeline_parallel",
+        cell: |_, r| Cell::Count(u64::from(r.c.pipeline_parallel)),
+    },
+    Column {
+        name: "expert_parallel",
+        cell: |_, r| Cell::Count(u64::from(r.c.expert_parallel)),
+    },
+    Column {
+        name: "data_parallel",
+        cell: |_, r| Cell::Count(u64::from(r.c.data_parallel)),
+    },
+    Column {
+        name: "avg_batch_size",
+        cell: |_, r| Cell::Figure(r.c.avg_batch_size),
+    },
+    Column {
+        name: "avg_power_watts",
+        cell: |_, r| Cell::Figure(r.c.avg_power_watts),
+    },
+    Column {
+        name: "energy_per_token_joules",
+        cell: |_, r| Cell::Figure(Some(r.c.energy_per_token_joules)),
+    },
+    Column {
+        name: "energy_per_request_joules",
+        cell: |_, r| Cell::Figure(Some(r.c.energy_per_request_joules)),
+    },
+    Column {
+        name: "output_throughput_tokens_per_sec",
+        cell: |_, r| Cell::Figure(Some(r.c.output_throughput_tokens_per_sec)),
+    },
+    Column {
+        name: "avg_output_len",
+        cell: |_, r| Cell::Figure(Some(r.c.avg_output_len)),
+    },
+    Column {
+        name: "mean_itl_ms",
+        cell: |_, r| Cell::Figure(r.c.mean_itl_ms),
+    },
+    Column {
+        name: "median_itl_ms",
+        cell: |_, r| Cell::Figure(r.c.median_itl_ms),
+    },
+    Column {
+        name: "p90_itl_ms",
+        cell: |_, r| Cell::Figure(r.c.p90_itl_ms),
+    },
+    Column {
+        name: "p95_itl_ms",
+        cell: |_, r| Cell::Figure(r.c.p95_itl_ms),
+    },
+    Column {
+        name: "p99_itl_ms",
+        cell: |_, r| Cell::Figure(r.c.p99_itl_ms),
+    },
+    Column {
+        name: "file",
+        cell: |_, r| Cell::Text(r.c.file.clone()),
+    },
+    Column {
+        name: "pointer",
+        cell: |_, r| Cell::Text(r.c.pointer.clone()),
+    },
+    Column {
+        name: "files_sha256",
+        cell: |_, r| Cell::Text(r.files_sha256.clone()),
+    },
 ];
 
 #[utoipa::path(get, path = "/api/v1/peers/{slug}/configurations.csv", tag = "peers",
@@ -217,60 +324,17 @@ pub async fn peer_csv(
     Params(p): Params<PeerParams>,
 ) -> Result<Response, ApiError> {
     let v = s.service.peer_view(&slug, &request(&p, 1000)?).await?;
-    let mut w = csv::Writer::from_writer(Vec::new());
-    let fail = |e: csv::Error| {
-        tracing::error!(error = %e, "peer csv");
-        ApiError::internal()
-    };
-    w.write_record(CSV_COLUMNS).map_err(fail)?;
-    let release = v.release.id.to_string();
-    // Empty where the publisher gives no figure.
-    let opt = |x: Option<f64>| x.map_or(String::new(), |x| x.to_string());
-    for c in &v.rows {
-        // Every text cell is a third party's words (a nickname, a file
-        // name): it passes the guard every CSV we publish uses, so
-        // `=HYPERLINK(…)` is shown, never run. f64's Display is the
-        // shortest text that reads back as the same number: each figure
-        // is the file's own, and stays a number.
-        w.write_record([
-            text_cell(v.info.origin),
-            release.clone(),
-            text_cell(&c.task),
-            text_cell(&c.model_id),
-            text_cell(&c.nickname),
-            text_cell(&c.architecture),
-            opt(c.total_params_billions),
-            opt(c.activated_params_billions),
-            text_cell(&c.weight_precision),
-            text_cell(&c.gpu_model),
-            text_cell(&c.gpu_name),
-            c.num_gpus.to_string(),
-            c.max_num_seqs.to_string(),
-            c.tensor_parallel.to_string(),
-            c.pipeline_parallel.to_string(),
-            c.expert_parallel.to_string(),
-            c.data_parallel.to_string(),
-            opt(c.avg_batch_size),
-            opt(c.avg_power_watts),
-            c.energy_per_token_joules.to_string(),
-            c.energy_per_request_joules.to_string(),
-            c.output_throughput_tokens_per_sec.to_string(),
-            c.avg_output_len.to_string(),
-            opt(c.mean_itl_ms),
-            opt(c.median_itl_ms),
-            opt(c.p90_itl_ms),
-            opt(c.p95_itl_ms),
-            opt(c.p99_itl_ms),
-            text_cell(&c.file),
-            text_cell(&c.pointer),
-            text_cell(&v.release.files_sha256),
-        ])
-        .map_err(fail)?;
-    }
-    let body = w.into_inner().map_err(|e| {
-        tracing::error!(error = %e, "peer csv");
-        ApiError::internal()
-    })?;
+    let rows: Vec<PeerCsvRow> = v
+        .rows
+        .iter()
+        .map(|c| PeerCsvRow {
+            origin: v.info.origin,
+            release: v.release.id,
+            files_sha256: v.release.files_sha256.clone(),
+            c: c.clone(),
+        })
+        .collect();
+    let body = write_csv(CSV_COLUMNS, &rows, 1);
     Ok((
         [
             (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),
