@@ -252,3 +252,167 @@ pub(crate) fn check_config(c: &PeerConfig, tdp_w: f64, at: &Fields<'_>) -> Resul
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(value: &serde_json::Value) -> Fields<'_> {
+        Fields {
+            file: "tasks/gpqa.json",
+            pointer: "/configurations/3".into(),
+            value,
+        }
+    }
+
+    #[test]
+    fn a_field_is_there_and_of_its_kind_or_named() {
+        let v = serde_json::json!({"a": null, "b": "  ", "c": "x", "n": 5, "x": 2.5});
+        let f = fields(&v);
+        // Null is missing, as an absent key is.
+        for key in ["a", "zz"] {
+            let e = f.str(key).unwrap_err();
+            assert_eq!(e.rule, "missing");
+            assert_eq!(e.pointer, format!("/configurations/3/{key}"));
+        }
+        assert_eq!(f.str("b").unwrap_err().rule, "empty");
+        assert_eq!(f.str("c").unwrap(), "x");
+        assert_eq!(f.str("n").unwrap_err().rule, "a string is wanted, found 5");
+        // A key with / and ~ is escaped in the pointer (RFC 6901).
+        assert_eq!(f.err("a/b~c", "r").pointer, "/configurations/3/a~1b~0c");
+        assert_eq!(f.err("", "r").pointer, "/configurations/3");
+    }
+
+    #[test]
+    fn counts_and_figures_hold_their_bounds_inclusive() {
+        let v = serde_json::json!({"n": 5, "x": 2.5, "f": 1.5});
+        let f = fields(&v);
+        assert_eq!(f.count("n", 5, 5).unwrap(), 5);
+        assert_eq!(f.count("n", 1, 5).unwrap(), 5);
+        assert_eq!(f.count("n", 5, 9).unwrap(), 5);
+        assert_eq!(
+            f.count("n", 1, 4).unwrap_err().rule,
+            "out of range: 5 is outside [1, 4]"
+        );
+        assert_eq!(
+            f.count("n", 6, 9).unwrap_err().rule,
+            "out of range: 5 is outside [6, 9]"
+        );
+        assert_eq!(
+            f.count("n", 1, 3).unwrap_err().rule,
+            "out of range: 5 is outside [1, 3]"
+        );
+        assert_eq!(
+            f.count("f", 1, 9).unwrap_err().rule,
+            "a whole number is wanted, found 1.5"
+        );
+        assert_eq!(f.num("x", 2.5, 2.5, "W").unwrap(), 2.5);
+        assert_eq!(
+            f.num("x", 0.0, 2.4, "W").unwrap_err().rule,
+            "out of range: 2.5 W is outside [0, 2.4] W"
+        );
+    }
+
+    /// One GPU of `tdp` W drawing `per_gpu` W at 100 tok/s, 200 output
+    /// tokens a request, a running batch of `batch` under a cap of 100,
+    /// `active` of 10 B parameters: consistent in every other figure.
+    fn config(per_gpu: f64, batch: f64, active: f64) -> PeerConfig {
+        let ept = per_gpu / 100.0;
+        PeerConfig {
+            file: "tasks/gpqa.json".into(),
+            pointer: "/configurations/3".into(),
+            task: "gpqa".into(),
+            task_name: "GPQA".into(),
+            model_id: "org/m".into(),
+            nickname: "m".into(),
+            architecture: "dense".into(),
+            total_params_billions: Some(10.0),
+            activated_params_billions: Some(active),
+            weight_precision: "bfloat16".into(),
+            gpu_model: "H100".into(),
+            gpu_name: "NVIDIA H100 80GB HBM3".into(),
+            num_gpus: 1,
+            max_num_seqs: 100,
+            tensor_parallel: 1,
+            pipeline_parallel: 1,
+            expert_parallel: 1,
+            data_parallel: 1,
+            avg_batch_size: Some(batch),
+            avg_power_watts: Some(per_gpu),
+            energy_per_token_joules: ept,
+            energy_per_request_joules: ept * 200.0,
+            output_throughput_tokens_per_sec: 100.0,
+            avg_output_len: 200.0,
+            mean_itl_ms: Some(20.0),
+            median_itl_ms: Some(19.0),
+            p90_itl_ms: Some(25.0),
+            p95_itl_ms: Some(30.0),
+            p99_itl_ms: Some(40.0),
+        }
+    }
+
+    fn judge(c: &PeerConfig) -> Result<(), String> {
+        let v = serde_json::json!({});
+        check_config(c, 700.0, &fields(&v)).map_err(|e| format!("{} {}", e.pointer, e.rule))
+    }
+
+    #[test]
+    fn power_stays_within_1_2_times_tdp_per_gpu() {
+        // 1.2 × 700 W = 840 W: at the bound passes, past it fails; 800 W
+        // (above 1.2 + 700) passes.
+        assert_eq!(judge(&config(1.2 * 700.0, 50.0, 5.0)), Ok(()));
+        assert_eq!(judge(&config(800.0, 50.0, 5.0)), Ok(()));
+        let e = judge(&config(841.0, 50.0, 5.0)).unwrap_err();
+        assert!(
+            e.starts_with("/configurations/3/avg_power_watts out of range: 841.0 W per GPU"),
+            "{e}"
+        );
+        // Two GPUs share the power: 1,600 W over 2 is 800 W each.
+        let mut two = config(1600.0, 50.0, 5.0);
+        two.num_gpus = 2;
+        assert_eq!(judge(&two), Ok(()));
+    }
+
+    #[test]
+    fn energies_agree_with_power_throughput_and_length() {
+        let mut c = config(400.0, 50.0, 5.0);
+        c.energy_per_token_joules *= 1.05;
+        c.energy_per_request_joules *= 1.05;
+        let e = judge(&c).unwrap_err();
+        assert!(
+            e.starts_with("/configurations/3/energy_per_token_joules disagrees"),
+            "{e}"
+        );
+        let mut c = config(400.0, 50.0, 5.0);
+        c.energy_per_request_joules *= 1.05;
+        let e = judge(&c).unwrap_err();
+        assert!(
+            e.starts_with("/configurations/3/energy_per_request_joules disagrees"),
+            "{e}"
+        );
+        // A rounded copy (0.5 % off) passes.
+        let mut c = config(400.0, 50.0, 5.0);
+        c.energy_per_request_joules *= 1.005;
+        assert_eq!(judge(&c), Ok(()));
+    }
+
+    #[test]
+    fn the_running_batch_and_the_active_parameters_stay_under_their_caps() {
+        // The cap is 100 with 0.01 % slack: 100.01 passes, 100.005 too.
+        assert_eq!(judge(&config(400.0, 100.0 * 1.0001, 5.0)), Ok(()));
+        assert_eq!(judge(&config(400.0, 100.005, 5.0)), Ok(()));
+        let e = judge(&config(400.0, 100.5, 5.0)).unwrap_err();
+        assert_eq!(
+            e,
+            "/configurations/3/avg_batch_size 100.5 is above max_num_seqs 100"
+        );
+        // 10 B total: 10.001 B active passes (the slack), 11 B fails.
+        assert_eq!(judge(&config(400.0, 50.0, 10.0 * 1.0001)), Ok(()));
+        assert_eq!(judge(&config(400.0, 50.0, 10.0005)), Ok(()));
+        let e = judge(&config(400.0, 50.0, 11.0)).unwrap_err();
+        assert_eq!(
+            e,
+            "/configurations/3/activated_params_billions 11 B activated is more than the 10 B total"
+        );
+    }
+}
