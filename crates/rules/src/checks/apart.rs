@@ -70,9 +70,7 @@ pub fn set_apart(input: &CheckInput, t: &Thresholds) -> Option<Kept> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bundle::system_info::SystemInfo;
-    use crate::checks::test_support::{iterations, manifest, received, row};
-    use crate::derived::{aggregate, derive};
+    use crate::checks::test_support::{iterations, on_l4, row};
 
     /// A row every bundle-wide rule passes on the L4 (greedy with a seed,
     /// the meter's 50 J: 10 intervals of 0.1 s at 50 W), as `model`.
@@ -86,35 +84,12 @@ mod tests {
 
     /// `set_apart` on these rows, as ingest judges a bundle.
     fn judge(rows: &[IterationRow]) -> Option<Kept> {
-        judged(rows, |input| set_apart(input, &Thresholds::default()))
+        on_l4(rows, |input| set_apart(input, &Thresholds::default()))
     }
 
     /// Every check on these rows as one bundle, none set apart.
     fn whole(rows: &[IterationRow]) -> Vec<CheckResult> {
-        judged(rows, |input| evaluate(input, &Thresholds::default()))
-    }
-
-    fn judged<T>(rows: &[IterationRow], f: impl Fn(&CheckInput) -> T) -> T {
-        let runs: Vec<IterationMetrics> = rows.iter().map(derive).collect();
-        let configurations = aggregate(&runs);
-        let m = manifest();
-        let info = SystemInfo {
-            gpu_name: Some("NVIDIA L4".into()),
-            power_limit_w: Some(72.0),
-            default_power_limit_w: Some(72.0),
-            ..Default::default()
-        };
-        let input = CheckInput {
-            manifest: &m,
-            received_at: received(),
-            bundled_models: &[],
-            system_info: Some(&info),
-            gpu: crate::catalog::gpu_by_id("l4"),
-            rows,
-            runs: &runs,
-            configurations: &configurations,
-        };
-        f(&input)
+        on_l4(rows, |input| evaluate(input, &Thresholds::default()))
     }
 
     const GPT2: &str = "openai-community/gpt2";

@@ -746,7 +746,7 @@ mod tests {
 
     #[test]
     fn an_incomplete_configuration_is_rejected_on_its_own() {
-        use crate::checks::test_support::{iterations, manifest, row};
+        use crate::checks::test_support::{iterations, row};
         // Qwen with its 3 iterations, GPT-2 with 2 (the minimum is 3).
         // A row every bundle-wide rule passes: greedy with a seed, the
         // meter's 50 J (10 intervals of 0.1 s at 50 W), system_info.txt.
@@ -759,26 +759,9 @@ mod tests {
         let mut rows = qwen.clone();
         rows.extend(iterations(2, &gpt2));
         let judge = |rows: Vec<IterationRow>| {
-            let runs: Vec<_> = rows.iter().map(crate::derived::derive).collect();
-            let configurations = crate::derived::aggregate(&runs);
-            let m = manifest();
-            let info = SystemInfo {
-                gpu_name: Some("NVIDIA L4".into()),
-                power_limit_w: Some(72.0),
-                default_power_limit_w: Some(72.0),
-                ..Default::default()
-            };
-            let input = CheckInput {
-                manifest: &m,
-                received_at: test_support::received(),
-                bundled_models: &[],
-                system_info: Some(&info),
-                gpu: crate::catalog::gpu_by_id("l4"),
-                rows: &rows,
-                runs: &runs,
-                configurations: &configurations,
-            };
-            rejected_configurations(&input, &Thresholds::default())
+            test_support::on_l4(&rows, |input| {
+                rejected_configurations(input, &Thresholds::default())
+            })
         };
         let rejected = judge(rows.clone()).expect("only a completeness rule broke");
         assert_eq!(rejected.len(), 1);

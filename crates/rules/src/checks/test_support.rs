@@ -161,3 +161,27 @@ pub fn result_under(
         .find(|c| c.id == id)
         .unwrap()
 }
+
+/// `f` on these rows judged as one bundle on the L4, with [`manifest`] and
+/// a system_info.txt that names the L4 at its default 72 W limit.
+pub fn on_l4<T>(rows: &[IterationRow], f: impl FnOnce(&CheckInput) -> T) -> T {
+    let runs: Vec<_> = rows.iter().map(derive).collect();
+    let configurations = aggregate(&runs);
+    let m = manifest();
+    let info = SystemInfo {
+        gpu_name: Some("NVIDIA L4".into()),
+        power_limit_w: Some(72.0),
+        default_power_limit_w: Some(72.0),
+        ..Default::default()
+    };
+    f(&CheckInput {
+        manifest: &m,
+        received_at: received(),
+        bundled_models: &[],
+        system_info: Some(&info),
+        gpu: crate::catalog::gpu_by_id("l4"),
+        rows,
+        runs: &runs,
+        configurations: &configurations,
+    })
+}

@@ -131,10 +131,20 @@ struct GpuView {
     rows: Vec<LeaderboardRow>,
     submissions: Vec<GpuSubmission>,
     paged: bool,
-    /// The page's own path and query with `before=` the next page's.
-    older: Option<String>,
-    /// The same without `before=`.
+    /// The last submission listed, when older ones follow (the next
+    /// page's `before=`).
+    older: Option<uuid::Uuid>,
+    /// The page's own path and query, without `before=`.
     newest: String,
+}
+
+impl GpuView {
+    /// The link to the next page of submissions, when there is one.
+    fn older_link(&self) -> Option<String> {
+        let sep = if self.newest.contains('?') { '&' } else { '?' };
+        self.older
+            .map(|o| format!("{}{sep}before={o}#submissions", self.newest))
+    }
 }
 
 async fn gpu_data(
@@ -153,13 +163,10 @@ async fn gpu_data(
         .chain(d.scenario.map(|k| format!("scenario={}", k.param())))
         .filter(|q| !q.is_empty())
         .collect();
-    let (newest, sep) = match query.is_empty() {
-        true => (format!("/gpus/{id}"), '?'),
-        false => (format!("/gpus/{id}?{}", query.join("&")), '&'),
+    let newest = match query.is_empty() {
+        true => format!("/gpus/{id}"),
+        false => format!("/gpus/{id}?{}", query.join("&")),
     };
-    let older = d
-        .older
-        .map(|o| format!("{newest}{sep}before={o}#submissions"));
     let submissions = d
         .submissions
         .into_iter()
@@ -179,8 +186,8 @@ async fn gpu_data(
         rows: d.rows,
         submissions,
         paged: before.is_some(),
-        older,
-        newest: format!("{newest}#submissions"),
+        older: d.older,
+        newest,
     })
 }
 
@@ -189,6 +196,8 @@ pub async fn gpu_page(
     Path(id): Path<String>,
     PageParams((g, params)): PageParams<(GpuParams, ViewParams)>,
 ) -> Result<Response, PageError> {
+    let v = gpu_data(&s, &id, g.scenario.as_deref(), g.before.as_deref(), &params).await?;
+    let older = v.older_link();
     let GpuView {
         view,
         gpu,
@@ -197,9 +206,9 @@ pub async fn gpu_page(
         rows,
         submissions,
         paged,
-        older,
         newest,
-    } = gpu_data(&s, &id, g.scenario.as_deref(), g.before.as_deref(), &params).await?;
+        ..
+    } = v;
     let label = scenario.map(|k| k.label()).unwrap_or_default();
     let kind = scenario.map_or(Scenario::Batch, |k| k.scenario);
     let chart = charts::bars(
@@ -268,7 +277,7 @@ pub async fn gpu_page(
         submissions,
         paged,
         older_link: older,
-        newest_link: newest,
+        newest_link: format!("{newest}#submissions"),
     };
     page.csv_link = crate::view::csv_twin(&page.json_link);
     Ok(render(StatusCode::OK, &page))
@@ -311,11 +320,7 @@ pub async fn gpu_json(
             1,
         ));
     }
-    let older_submissions = v
-        .submissions
-        .last()
-        .filter(|_| v.older.is_some())
-        .map(|x| x.submission_id.clone());
+    let older_submissions = v.older.map(|o| o.to_string());
     Ok(Json(GpuDetail {
         gpu: v.gpu,
         scenarios: v.present.iter().map(|k| k.param()).collect(),
