@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 use wattcounts_rules::digest::sha256_hex;
 
 use wattcounts_snapshot::Library;
+use wattcounts_store::backup::{PublishedSnapshot, StoredBundle};
 use wattcounts_store::blobs::BlobStore;
 use wattcounts_store::objects::Objects;
 use wattcounts_store::postgres::PgStore;
@@ -167,7 +168,15 @@ pub async fn backup(
         ..Default::default()
     };
     let mut files = Vec::new();
-    for (i, (id, sha256, blob_path)) in bundles.iter().enumerate() {
+    for (
+        i,
+        StoredBundle {
+            id,
+            bundle_sha256: sha256,
+            blob_path,
+        },
+    ) in bundles.iter().enumerate()
+    {
         let bytes = blobs.objects().read(blob_path).await.map_err(|e| {
             anyhow::anyhow!("reading the bundle of submission {id} ({blob_path}): {e}")
         })?;
@@ -196,7 +205,12 @@ pub async fn backup(
         report.bytes as f64 / 1e6
     ));
 
-    for (id, manifest, manifest_sha256) in snapshots {
+    for PublishedSnapshot {
+        id,
+        manifest,
+        manifest_sha256,
+    } in snapshots
+    {
         let published: wattcounts_rules::snapshot_manifest::Manifest =
             serde_json::from_str(manifest)
                 .map_err(|e| anyhow::anyhow!("snapshot {id}: its manifest does not read: {e}"))?;

@@ -29,7 +29,11 @@ pub async fn postgres_into_file(from: &PgStore, path: &Path) -> anyhow::Result<(
     crate::copy::postgres_to_sqlite(from.pool(), copy.pool(), |_, _| {}).await?;
     // Fold the write-ahead log into the file before it is renamed: the
     // copy must be whole in that one file. (busy, log pages, checkpointed)
-    let (busy, log, done): (i64, i64, i64) = sqlx::query_as("PRAGMA wal_checkpoint(TRUNCATE)")
+    let WalCheckpoint {
+        busy,
+        log,
+        checkpointed: done,
+    } = sqlx::query_as("PRAGMA wal_checkpoint(TRUNCATE)")
         .fetch_one(copy.pool())
         .await?;
     anyhow::ensure!(
@@ -50,12 +54,38 @@ pub struct Contents {
     /// Rows per copied table.
     pub tables: Vec<(String, u64)>,
     /// Every submission's id, bundle SHA-256 and blob path, oldest first.
-    pub bundles: Vec<(String, String, String)>,
+    pub bundles: Vec<StoredBundle>,
     pub log_size: u64,
     pub log_origin: Option<String>,
     pub log_verifier_key: Option<String>,
     /// Every published snapshot: id, manifest.json's text and SHA-256.
-    pub snapshots: Vec<(String, String, String)>,
+    pub snapshots: Vec<PublishedSnapshot>,
+}
+
+/// A submission's bundle: its id, the bundle's SHA-256 and where the
+/// blob store keeps it.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct StoredBundle {
+    pub id: String,
+    pub bundle_sha256: String,
+    pub blob_path: String,
+}
+
+/// A published snapshot: its id, manifest.json's bytes and their SHA-256.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct PublishedSnapshot {
+    pub id: String,
+    pub manifest: String,
+    pub manifest_sha256: String,
+}
+
+/// What `PRAGMA wal_checkpoint` answers: whether a reader held it back,
+/// the log's pages and how many were folded into the file.
+#[derive(sqlx::FromRow)]
+struct WalCheckpoint {
+    busy: i64,
+    log: i64,
+    checkpointed: i64,
 }
 
 /// Reads `path` read-only (its bytes stay as they were copied).
@@ -78,7 +108,7 @@ async fn read_contents(db: &SqlitePool) -> anyhow::Result<Contents> {
             .await?;
         tables.push((table.to_string(), n as u64));
     }
-    let head: (Option<String>, Option<String>) =
+    let head: crate::tlog::StoredLogHead =
         sqlx::query_as("SELECT origin, verifier_key FROM log_head WHERE id = 1")
             .fetch_one(db)
             .await?;
@@ -93,8 +123,8 @@ async fn read_contents(db: &SqlitePool) -> anyhow::Result<Contents> {
         .fetch_all(db)
         .await?,
         log_size: log_size as u64,
-        log_origin: head.0,
-        log_verifier_key: head.1,
+        log_origin: head.origin,
+        log_verifier_key: head.verifier_key,
         snapshots: sqlx::query_as(
             "SELECT id, manifest, manifest_sha256 FROM snapshots
              WHERE published_at IS NOT NULL ORDER BY created_at, id",

@@ -452,11 +452,10 @@ pub async fn sqlite_to_postgres(
         progress(table, rows.len() as u64);
         report.push((*table, rows.len() as u64));
     }
-    let head: (Option<String>, Option<String>) =
-        sqlx::query_as(LOG_HEAD_SELECT).fetch_one(from).await?;
+    let head: crate::tlog::StoredLogHead = sqlx::query_as(LOG_HEAD_SELECT).fetch_one(from).await?;
     sqlx::query(LOG_HEAD_UPDATE)
-        .bind(head.0)
-        .bind(head.1)
+        .bind(head.origin)
+        .bind(head.verifier_key)
         .execute(&mut *tx)
         .await?;
     tx.commit().await?;
@@ -546,12 +545,12 @@ pub async fn postgres_to_sqlite(
         progress(table, copied);
         report.push((*table, copied));
     }
-    let head: (Option<String>, Option<String>) = sqlx::query_as(LOG_HEAD_SELECT)
+    let head: crate::tlog::StoredLogHead = sqlx::query_as(LOG_HEAD_SELECT)
         .fetch_one(&mut *read)
         .await?;
     sqlx::query(LOG_HEAD_UPDATE)
-        .bind(head.0)
-        .bind(head.1)
+        .bind(head.origin)
+        .bind(head.verifier_key)
         .execute(&mut *write)
         .await?;
     read.commit().await?;

@@ -6,6 +6,17 @@ use chrono::{DateTime, Utc};
 
 use crate::StoreError;
 
+/// An `estimator_fits` row as stored, read by column name.
+#[derive(sqlx::FromRow)]
+pub(crate) struct StoredFitRow {
+    pub version: String,
+    pub data_stamp: String,
+    pub origin: String,
+    pub protocol: String,
+    pub fitted_at: String,
+    pub body: String,
+}
+
 /// A stored estimator fit: its version, where its rows came from, and the
 /// whole fit as JSON (`wattcounts_analytics::estimator::trained::StoredFit`).
 #[derive(Debug, Clone, PartialEq)]
@@ -73,7 +84,7 @@ macro_rules! estimator_fits_sql {
                 version: &str,
             ) -> Result<Option<$crate::EstimatorFitRow>, StoreError> {
                 self.calls.run($crate::calls::CallKind::Request, "estimator_fit", async move {
-                    let row: Option<(String, String, String, String, String, String)> = sqlx::query_as(
+                    let row: Option<$crate::estimator_fits::StoredFitRow> = sqlx::query_as(
                         "SELECT version, data_stamp, origin, protocol, fitted_at, body
                          FROM estimator_fits WHERE version = $1",
                     )
@@ -81,7 +92,7 @@ macro_rules! estimator_fits_sql {
                     .fetch_optional(&self.pool)
                     .await
                     .map_err(db_err)?;
-                    row.map(|(version, data_stamp, origin, protocol, fitted_at, body)| {
+                    row.map(|$crate::estimator_fits::StoredFitRow { version, data_stamp, origin, protocol, fitted_at, body }| {
                         Ok($crate::EstimatorFitRow {
                             version,
                             data_stamp,

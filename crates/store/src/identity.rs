@@ -7,6 +7,23 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use crate::StoreError;
+
+/// A submitter's row id and handle, read by column name.
+#[derive(sqlx::FromRow)]
+pub(crate) struct SubmitterHandle {
+    pub id: i64,
+    pub handle: String,
+}
+
+/// An admin session as its update returns it, read by column name.
+#[derive(sqlx::FromRow)]
+pub(crate) struct StoredSession {
+    pub maintainer: String,
+    pub token_sha256: String,
+    pub created_at: String,
+    pub expires_at: String,
+    pub last_used_at: String,
+}
 use wattcounts_rules::domain::Status;
 
 #[derive(Debug, Clone)]
@@ -102,14 +119,14 @@ macro_rules! identity_sql {
             /// keeps none (the collision listing names it). A no-op once
             /// every row has one: one indexed read.
             async fn fill_handle_skeletons(&self) -> Result<u64, StoreError> {
-                let rows: Vec<(i64, String)> = sqlx::query_as(
+                let rows: Vec<$crate::identity::SubmitterHandle> = sqlx::query_as(
                     "SELECT id, handle FROM submitters WHERE handle_skeleton IS NULL ORDER BY id",
                 )
                 .fetch_all(&self.pool)
                 .await
                 .map_err(db_err)?;
                 let mut filled = 0;
-                for (id, handle) in rows {
+                for $crate::identity::SubmitterHandle { id, handle } in rows {
                     let skeleton = ::wattcounts_rules::handles::skeleton(&handle);
                     let res = sqlx::query(
                         "UPDATE submitters SET handle_skeleton = $1 WHERE id = $2
@@ -158,7 +175,7 @@ macro_rules! identity_sql {
                 idle_before: &DateTime<Utc>,
             ) -> Result<Option<$crate::AdminSessionRow>, StoreError> {
                 self.calls.run($crate::calls::CallKind::Request, "use_admin_session", async move {
-                    let row: Option<(String, String, String, String, String)> = sqlx::query_as(
+                    let row: Option<$crate::identity::StoredSession> = sqlx::query_as(
                         "UPDATE admin_sessions SET last_used_at = $2
                          WHERE id_sha256 = $1 AND expires_at > $2 AND last_used_at > $3
                          RETURNING maintainer, token_sha256, created_at, expires_at, last_used_at",
@@ -169,14 +186,14 @@ macro_rules! identity_sql {
                     .fetch_optional(&self.pool)
                     .await
                     .map_err(db_err)?;
-                    row.map(|(maintainer, token_sha256, created, expires, used)| {
+                    row.map(|r| {
                         Ok($crate::AdminSessionRow {
                             id_sha256: id_sha256.to_string(),
-                            maintainer,
-                            token_sha256,
-                            created_at: parse_ts(&created)?,
-                            expires_at: parse_ts(&expires)?,
-                            last_used_at: parse_ts(&used)?,
+                            maintainer: r.maintainer,
+                            token_sha256: r.token_sha256,
+                            created_at: parse_ts(&r.created_at)?,
+                            expires_at: parse_ts(&r.expires_at)?,
+                            last_used_at: parse_ts(&r.last_used_at)?,
                         })
                     })
                     .transpose()
@@ -288,7 +305,7 @@ macro_rules! identity_sql {
 
             async fn submissions_of_key(&self, key_id: i64) -> Result<Vec<(Uuid, Status)>, StoreError> {
                 self.calls.run($crate::calls::CallKind::Request, "submissions_of_key", async move {
-                    let rows: Vec<(String, String)> = sqlx::query_as(
+                    let rows: Vec<$crate::sql::IdStatus> = sqlx::query_as(
                         "SELECT id, status FROM submissions WHERE key_id = $1 ORDER BY received_at",
                     )
                     .bind(key_id)
@@ -296,10 +313,10 @@ macro_rules! identity_sql {
                     .await
                     .map_err(db_err)?;
                     rows.into_iter()
-                        .map(|(id, st)| {
+                        .map(|r| {
                             Ok((
-                                Uuid::parse_str(&id).map_err(|e| StoreError::Other(e.into()))?,
-                                parse_status(&st)?,
+                                Uuid::parse_str(&r.id).map_err(|e| StoreError::Other(e.into()))?,
+                                parse_status(&r.status)?,
                             ))
                         })
                         .collect()

@@ -15,6 +15,30 @@ use wattcounts_rules::checks::CheckResult;
 use wattcounts_rules::derived::{ConfigurationMetrics, IterationMetrics};
 use wattcounts_rules::domain::Status;
 
+/// A stored submission that claims the same id or the same contents as
+/// a new bundle, read by column name.
+#[derive(sqlx::FromRow)]
+pub(crate) struct Claim {
+    pub id: String,
+    pub bundle_sha256: String,
+    pub status: String,
+    pub content_sha256: Option<String>,
+}
+
+/// A submission's manifest and signature as received.
+#[derive(sqlx::FromRow)]
+pub(crate) struct Documents {
+    pub manifest: String,
+    pub signature: String,
+}
+
+/// When a submission was last accepted.
+#[derive(sqlx::FromRow)]
+pub(crate) struct AcceptedAt {
+    pub submission_id: String,
+    pub accepted_at: String,
+}
+
 /// Everything one bundle adds, written in one transaction.
 #[derive(Debug, Clone)]
 pub struct NewSubmission {
@@ -292,7 +316,7 @@ macro_rules! intake_sql {
             async fn prior_claims(&self, id: Uuid, content_sha256: &str) -> Result<PriorClaims, StoreError> {
                 self.calls.run($crate::calls::CallKind::Request, "prior_claims", async move {
                     let id = id.to_string();
-                    let rows: Vec<(String, String, String, Option<String>)> = sqlx::query_as(
+                    let rows: Vec<$crate::intake::Claim> = sqlx::query_as(
                         "SELECT id, bundle_sha256, status, content_sha256 FROM submissions WHERE id = $1 OR content_sha256 = $2",
                     )
                     .bind(&id)
@@ -301,7 +325,7 @@ macro_rules! intake_sql {
                     .await
                     .map_err(db_err)?;
                     let mut claims = PriorClaims::default();
-                    for (row_id, digest, status, content) in rows {
+                    for $crate::intake::Claim { id: row_id, bundle_sha256: digest, status, content_sha256: content } in rows {
                         if row_id == id {
                             claims.id_digest = Some(digest.clone());
                         }
@@ -335,11 +359,13 @@ macro_rules! intake_sql {
                 id: Uuid,
             ) -> Result<Option<(String, String)>, StoreError> {
                 self.calls.run($crate::calls::CallKind::Request, "submission_documents", async move {
-                    sqlx::query_as("SELECT manifest, signature FROM submissions WHERE id = $1")
-                        .bind(id.to_string())
-                        .fetch_optional(&self.pool)
-                        .await
-                        .map_err(db_err)
+                    let row: Option<$crate::intake::Documents> =
+                        sqlx::query_as("SELECT manifest, signature FROM submissions WHERE id = $1")
+                            .bind(id.to_string())
+                            .fetch_optional(&self.pool)
+                            .await
+                            .map_err(db_err)?;
+                    Ok(row.map(|d| (d.manifest, d.signature)))
                 }).await
             }
 
@@ -613,12 +639,12 @@ macro_rules! intake_sql {
                 }
                 self.calls.run($crate::calls::CallKind::Request, "accepted_at", async move {
                     let sql = format!(
-                        "SELECT submission_id, MAX(created_at) FROM moderation_events
+                        "SELECT submission_id, MAX(created_at) AS accepted_at FROM moderation_events
                          WHERE to_status = 'accepted' AND submission_id IN ({})
                          GROUP BY submission_id",
                         $crate::tlog::placeholders(ids.len())
                     );
-                    let mut q = sqlx::query_as::<_, (String, String)>(&sql);
+                    let mut q = sqlx::query_as::<_, $crate::intake::AcceptedAt>(&sql);
                     for id in ids {
                         q = q.bind(id.to_string());
                     }
@@ -626,10 +652,10 @@ macro_rules! intake_sql {
                         .await
                         .map_err(db_err)?
                         .into_iter()
-                        .map(|(id, at)| {
+                        .map(|r| {
                             Ok((
-                                Uuid::parse_str(&id).map_err(|e| StoreError::Other(e.into()))?,
-                                parse_ts(&at)?,
+                                Uuid::parse_str(&r.submission_id).map_err(|e| StoreError::Other(e.into()))?,
+                                parse_ts(&r.accepted_at)?,
                             ))
                         })
                         .collect()

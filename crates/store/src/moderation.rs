@@ -11,6 +11,30 @@ use wattcounts_rules::checks::CheckResult;
 use wattcounts_rules::domain::Status;
 use wattcounts_rules::receipt::ModerationEvent;
 
+/// A key's row id and its owner's handle, read by column name.
+#[derive(sqlx::FromRow)]
+pub(crate) struct KeyOwner {
+    pub key_id: i64,
+    pub handle: String,
+}
+
+/// A submission's status and its submitter's handle, read by column name.
+#[derive(sqlx::FromRow)]
+pub(crate) struct StatusAndHandle {
+    pub status: String,
+    pub handle: String,
+}
+
+/// A `catalogue_gpus` row as stored, read by column name.
+#[derive(sqlx::FromRow)]
+pub(crate) struct StoredAddition {
+    pub version: i64,
+    pub spec: String,
+    pub added_at: String,
+    pub actor: String,
+    pub reason: String,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Decided {
     /// Moved; the status it had.
@@ -203,14 +227,14 @@ macro_rules! moderation_sql {
                 self.calls.run($crate::calls::CallKind::Transaction, "revoke_key", async move {
                     let _w = self.write_lock().await;
                     let mut tx = self.pool.begin_with(<$store>::DIALECT.begin_write).await.map_err(db_err)?;
-                    let key: Option<(i64, String)> = sqlx::query_as(
-                        "SELECT k.id, s.handle FROM keys k JOIN submitters s ON s.id = k.submitter_id WHERE k.fingerprint = $1",
+                    let key: Option<$crate::moderation::KeyOwner> = sqlx::query_as(
+                        "SELECT k.id AS key_id, s.handle FROM keys k JOIN submitters s ON s.id = k.submitter_id WHERE k.fingerprint = $1",
                     )
                     .bind(fingerprint)
                     .fetch_optional(&mut *tx)
                     .await
                     .map_err(db_err)?;
-                    let Some((key_id, handle)) = key else {
+                    let Some($crate::moderation::KeyOwner { key_id, handle }) = key else {
                         return Ok(None);
                     };
                     let effective = ts(&effective_at);
@@ -236,7 +260,7 @@ macro_rules! moderation_sql {
                     )
                     .await?];
                     // Bundles signed with the key after it was compromised are void.
-                    let affected: Vec<(String, String)> = sqlx::query_as(
+                    let affected: Vec<$crate::sql::IdStatus> = sqlx::query_as(
                         "SELECT id, status FROM submissions WHERE key_id = $1 AND received_at >= $2 AND status <> 'rejected'
                          ORDER BY received_at",
                     )
@@ -248,7 +272,7 @@ macro_rules! moderation_sql {
                     let why = format!("key {fingerprint} revoked from {effective}: {}", by.reason);
                     let mut rejected = Vec::with_capacity(affected.len());
                     let mut moved = Vec::with_capacity(affected.len());
-                    for (id, status) in affected {
+                    for $crate::sql::IdStatus { id, status } in affected {
                         sqlx::query("UPDATE submissions SET status = 'rejected' WHERE id = $1")
                             .bind(&id)
                             .execute(&mut *tx)
@@ -333,14 +357,14 @@ macro_rules! moderation_sql {
                     let _w = self.write_lock().await;
                     let mut tx = self.pool.begin_with(<$store>::DIALECT.begin_write).await.map_err(db_err)?;
                     let id_text = id.to_string();
-                    let current: Option<(String, String)> = sqlx::query_as(
+                    let current: Option<$crate::moderation::StatusAndHandle> = sqlx::query_as(
                         "SELECT s.status, u.handle FROM submissions s JOIN submitters u ON u.id = s.submitter_id WHERE s.id = $1",
                     )
                     .bind(&id_text)
                     .fetch_optional(&mut *tx)
                     .await
                     .map_err(db_err)?;
-                    let Some((current, handle)) = current else {
+                    let Some($crate::moderation::StatusAndHandle { status: current, handle }) = current else {
                         return Ok(Decided::NotFound);
                     };
                     let current = parse_status(&current)?;
@@ -395,14 +419,14 @@ macro_rules! moderation_sql {
 
             async fn catalogue_additions(&self) -> Result<Vec<$crate::CatalogueAddition>, StoreError> {
                 self.calls.run($crate::calls::CallKind::Request, "catalogue_additions", async move {
-                    let rows: Vec<(i64, String, String, String, String)> = sqlx::query_as(
+                    let rows: Vec<$crate::moderation::StoredAddition> = sqlx::query_as(
                         "SELECT version, spec, added_at, actor, reason FROM catalogue_gpus ORDER BY version",
                     )
                     .fetch_all(&self.pool)
                     .await
                     .map_err(db_err)?;
                     rows.into_iter()
-                        .map(|(version, spec, added_at, actor, reason)| {
+                        .map(|$crate::moderation::StoredAddition { version, spec, added_at, actor, reason }| {
                             Ok($crate::CatalogueAddition {
                                 version,
                                 spec: serde_json::from_str(&spec).map_err(json_err)?,
@@ -618,14 +642,14 @@ macro_rules! moderation_sql {
                         .await
                         .map_err(db_err)?;
                     insert_checks(&mut tx, &id_text, checks).await?;
-                    let configs: Vec<(i64, String)> = sqlx::query_as(
+                    let configs: Vec<$crate::sql::StoredMetrics> = sqlx::query_as(
                         "SELECT id, metrics FROM configurations WHERE submission_id = $1 ORDER BY position",
                     )
                     .bind(&id_text)
                     .fetch_all(&mut *tx)
                     .await
                     .map_err(db_err)?;
-                    for (cid, metrics) in configs {
+                    for $crate::sql::StoredMetrics { id: cid, metrics } in configs {
                         let c: ConfigurationMetrics = serde_json::from_str(&metrics).map_err(json_err)?;
                         let g = ::wattcounts_analytics::leaderboard::group_of(Some(gpu_id), &sub.gpu_name, sub.is_demo, &protocol, &c);
                         ensure_group_key(&mut tx, &g).await?;

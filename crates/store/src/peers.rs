@@ -7,6 +7,14 @@
 use async_trait::async_trait;
 
 use crate::StoreError;
+
+/// A `peer_files` row as stored, read by column name.
+#[derive(sqlx::FromRow)]
+pub(crate) struct StoredPeerFile {
+    pub path: String,
+    pub sha256: String,
+    pub bytes: i64,
+}
 use wattcounts_rules::peer::{
     PeerConfig, PeerFile, PeerImportOutcome, PeerPage, PeerProvenance, PeerQuery, PeerRelease,
     PeerReleaseRecord, PeerSort,
@@ -279,7 +287,7 @@ macro_rules! peers_sql {
 
             async fn peer_files(&self, release_id: i64) -> Result<Vec<::wattcounts_rules::peer::PeerFile>, StoreError> {
                 self.calls.run($crate::calls::CallKind::Request, "peer_files", async move {
-                    let rows: Vec<(String, String, i64)> = sqlx::query_as(
+                    let rows: Vec<$crate::peers::StoredPeerFile> = sqlx::query_as(
                         "SELECT path, sha256, bytes FROM peer_files WHERE release_id = $1 ORDER BY path",
                     )
                     .bind(release_id)
@@ -288,7 +296,7 @@ macro_rules! peers_sql {
                     .map_err(db_err)?;
                     Ok(rows
                         .into_iter()
-                        .map(|(path, sha256, bytes)| ::wattcounts_rules::peer::PeerFile { path, sha256, bytes: bytes as u64 })
+                        .map(|$crate::peers::StoredPeerFile { path, sha256, bytes }| ::wattcounts_rules::peer::PeerFile { path, sha256, bytes: bytes as u64 })
                         .collect())
                 }).await
             }

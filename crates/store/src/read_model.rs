@@ -12,6 +12,81 @@ use crate::{DatasetCounts, Facets, GroupView, StoreError, SubmissionRecord};
 use wattcounts_analytics::leaderboard::{LeaderboardRow, Query};
 use wattcounts_rules::checks::PeerGroup;
 
+// Rows as the read model's statements return them, each read by column
+// name: a column added to a SELECT cannot shift another's figure.
+
+/// What a submission adds to the dataset counters.
+#[derive(sqlx::FromRow)]
+pub(crate) struct CountedSubmission {
+    pub is_demo: bool,
+    pub iterations: i64,
+    pub power_samples: i64,
+}
+
+/// An accepted group's energy-per-token figures, as the consistency check
+/// compares a new bundle with them.
+#[derive(sqlx::FromRow)]
+pub(crate) struct GroupFigure {
+    pub model: String,
+    pub scenario: String,
+    pub lambda_qps: Option<f64>,
+    pub ept_median: f64,
+    pub ept_mad: f64,
+    pub submissions: i64,
+}
+
+/// How many submissions and moderation events there are: what the
+/// response cache's validity is stamped with.
+#[derive(sqlx::FromRow)]
+pub(crate) struct DataStamp {
+    pub submissions: i64,
+    pub events: i64,
+}
+
+/// A GPU's catalogue id and NVML name.
+#[derive(sqlx::FromRow)]
+pub(crate) struct GpuName {
+    pub gpu_id: String,
+    pub gpu_name: String,
+}
+
+/// One view of the leaderboard (origin, protocol, scenario, rate) and how
+/// many groups it holds.
+#[derive(sqlx::FromRow)]
+pub(crate) struct ViewOfGroups {
+    pub origin: String,
+    pub protocol_id: String,
+    pub protocol_label: String,
+    pub is_reference: bool,
+    pub scenario: String,
+    pub lambda_qps: Option<f64>,
+    pub group_count: i64,
+}
+
+/// One origin's accepted counters.
+#[derive(sqlx::FromRow)]
+pub(crate) struct Counter {
+    pub origin: String,
+    pub submissions: i64,
+    pub iterations: i64,
+    pub power_samples: i64,
+}
+
+/// How many GPUs and models the accepted groups span.
+#[derive(sqlx::FromRow)]
+pub(crate) struct Breadth {
+    pub gpus: i64,
+    pub models: i64,
+}
+
+/// A configuration's key within its submission.
+#[derive(sqlx::FromRow)]
+pub(crate) struct ConfigurationKey {
+    pub model: String,
+    pub scenario: String,
+    pub lambda_qps: Option<f64>,
+}
+
 /// What `db rebuild` did.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct RebuildReport {
@@ -402,14 +477,14 @@ macro_rules! read_model_sql {
 
         /// Moves a submission's counts from one status to another.
         async fn move_counters(tx: &mut $conn, id: &str, from: Option<Status>, to: Status) -> Result<(), StoreError> {
-            let row: Option<(bool, i64, i64)> = sqlx::query_as(
+            let row: Option<$crate::read_model::CountedSubmission> = sqlx::query_as(
                 "SELECT is_demo, iterations, power_samples FROM submissions WHERE id = $1 AND duplicate_of IS NULL",
             )
             .bind(id)
             .fetch_optional(&mut *tx)
             .await
             .map_err(db_err)?;
-            let Some((demo, iterations, samples)) = row else {
+            let Some($crate::read_model::CountedSubmission { is_demo: demo, iterations, power_samples: samples }) = row else {
                 return Ok(());
             };
             let origin = ::wattcounts_rules::domain::Origin::of_demo(demo).as_str();
@@ -474,13 +549,13 @@ macro_rules! read_model_sql {
                          WHERE visibility = $1 AND group_key IN ({placeholders})"
                     );
                     let mut query =
-                        sqlx::query_as::<_, (String, String, Option<f64>, f64, f64, i64)>(&sql).bind("accepted");
+                        sqlx::query_as::<_, $crate::read_model::GroupFigure>(&sql).bind("accepted");
                     for k in group_keys {
                         query = query.bind(k);
                     }
                     let rows = query.fetch_all(&self.pool).await.map_err(db_err)?;
                     rows.into_iter()
-                        .map(|(model, scenario, lambda_qps, median, mad, n)| {
+                        .map(|$crate::read_model::GroupFigure { model, scenario, lambda_qps, ept_median: median, ept_mad: mad, submissions: n }| {
                             Ok(PeerGroup {
                                 scenario: Scenario::parse(&scenario).ok_or_else(|| {
                                     StoreError::Other(anyhow::anyhow!("bad scenario {scenario}"))
@@ -498,12 +573,14 @@ macro_rules! read_model_sql {
 
             async fn data_stamp(&self) -> Result<(i64, i64), StoreError> {
                 self.calls.run($crate::calls::CallKind::Request, "data_stamp", async move {
-                    sqlx::query_as(
-                        "SELECT (SELECT COUNT(*) FROM submissions), (SELECT COUNT(*) FROM moderation_events)",
+                    let stamp: $crate::read_model::DataStamp = sqlx::query_as(
+                        "SELECT (SELECT COUNT(*) FROM submissions) AS submissions,
+                                (SELECT COUNT(*) FROM moderation_events) AS events",
                     )
                     .fetch_one(&self.pool)
                     .await
-                    .map_err(db_err)
+                    .map_err(db_err)?;
+                    Ok((stamp.submissions, stamp.events))
                 }).await
             }
 
@@ -558,10 +635,13 @@ macro_rules! read_model_sql {
                         .await
                         .map_err(db_err)?;
                     let sql = format!("SELECT DISTINCT gpu_id, gpu_name FROM leaderboard_groups {filter}");
-                    let mut gpus: Vec<(String, String)> = bound!(sqlx::query_as::<_, (String, String)>(&sql))
+                    let mut gpus: Vec<(String, String)> = bound!(sqlx::query_as::<_, $crate::read_model::GpuName>(&sql))
                         .fetch_all(&self.pool)
                         .await
-                        .map_err(db_err)?;
+                        .map_err(db_err)?
+                        .into_iter()
+                        .map(|g| (g.gpu_id, g.gpu_name))
+                        .collect();
                     let sql = format!("SELECT DISTINCT lambda_qps FROM leaderboard_groups {filter} AND lambda_qps IS NOT NULL");
                     let mut rates: Vec<f64> = bound!(sqlx::query_scalar::<_, f64>(&sql))
                         .fetch_all(&self.pool)
@@ -576,8 +656,8 @@ macro_rules! read_model_sql {
 
             async fn group_views(&self, include_review: bool) -> Result<Vec<$crate::GroupView>, StoreError> {
                 self.calls.run($crate::calls::CallKind::Request, "group_views", async move {
-                    let rows: Vec<(String, String, String, bool, String, Option<f64>, i64)> = sqlx::query_as(
-                        "SELECT origin, protocol_id, protocol_label, is_reference, scenario, lambda_qps, COUNT(*)
+                    let rows: Vec<$crate::read_model::ViewOfGroups> = sqlx::query_as(
+                        "SELECT origin, protocol_id, protocol_label, is_reference, scenario, lambda_qps, COUNT(*) AS group_count
                          FROM leaderboard_groups WHERE visibility = $1
                          GROUP BY origin, protocol_id, protocol_label, is_reference, scenario, lambda_qps",
                     )
@@ -587,7 +667,7 @@ macro_rules! read_model_sql {
                     .map_err(db_err)?;
                     let mut views = rows
                         .into_iter()
-                        .map(|(origin, protocol_id, protocol_label, reference, scenario, lambda_qps, n)| {
+                        .map(|$crate::read_model::ViewOfGroups { origin, protocol_id, protocol_label, is_reference: reference, scenario, lambda_qps, group_count: n }| {
                             Ok($crate::GroupView {
                                 origin: ::wattcounts_rules::domain::Origin::parse(&origin)
                                     .ok_or_else(|| StoreError::Other(anyhow::anyhow!("bad origin {origin}")))?,
@@ -621,14 +701,14 @@ macro_rules! read_model_sql {
 
             async fn dataset_counts(&self) -> Result<DatasetCounts, StoreError> {
                 self.calls.run($crate::calls::CallKind::Request, "dataset_counts", async move {
-                    let counters: Vec<(String, i64, i64, i64)> = sqlx::query_as(
+                    let counters: Vec<$crate::read_model::Counter> = sqlx::query_as(
                         "SELECT origin, submissions, iterations, power_samples FROM dataset_counters WHERE status = 'accepted'",
                     )
                     .fetch_all(&self.pool)
                     .await
                     .map_err(db_err)?;
-                    let (gpus, models): (i64, i64) = sqlx::query_as(
-                        "SELECT COUNT(DISTINCT gpu_id), COUNT(DISTINCT model) FROM leaderboard_groups WHERE visibility = 'accepted'",
+                    let $crate::read_model::Breadth { gpus, models } = sqlx::query_as(
+                        "SELECT COUNT(DISTINCT gpu_id) AS gpus, COUNT(DISTINCT model) AS models FROM leaderboard_groups WHERE visibility = 'accepted'",
                     )
                     .fetch_one(&self.pool)
                     .await
@@ -638,7 +718,7 @@ macro_rules! read_model_sql {
                         models: models as u64,
                         ..Default::default()
                     };
-                    for (origin, subs, iterations, samples) in counters {
+                    for $crate::read_model::Counter { origin, submissions: subs, iterations, power_samples: samples } in counters {
                         c.submissions += subs as u64;
                         if origin == "demo" {
                             c.demo_submissions += subs as u64;
@@ -729,7 +809,7 @@ macro_rules! read_model_sql {
                         // bundle, for the configurations stored (one its checks
                         // set apart stays out).
                         if let Some(d) = rederived {
-                            let stored_configs: Vec<(String, String, Option<f64>)> = sqlx::query_as(
+                            let stored_configs: Vec<$crate::read_model::ConfigurationKey> = sqlx::query_as(
                                 "SELECT model, scenario, lambda_qps FROM configurations WHERE submission_id = $1",
                             )
                             .bind(&id)
@@ -739,7 +819,7 @@ macro_rules! read_model_sql {
                             let stored_config = |model: &str, scenario: ::wattcounts_rules::domain::Scenario, lambda: Option<f64>| {
                                 stored_configs
                                     .iter()
-                                    .any(|(m, s, l)| m == model && s == scenario.as_str() && *l == lambda)
+                                    .any(|k| k.model == model && k.scenario == scenario.as_str() && k.lambda_qps == lambda)
                             };
                             sqlx::query("DELETE FROM runs WHERE submission_id = $1")
                                 .bind(&id)
@@ -775,14 +855,14 @@ macro_rules! read_model_sql {
                         .execute(&mut *tx)
                         .await
                         .map_err(db_err)?;
-                        let configs: Vec<(i64, String)> = sqlx::query_as(
+                        let configs: Vec<$crate::sql::StoredMetrics> = sqlx::query_as(
                             "SELECT id, metrics FROM configurations WHERE submission_id = $1 ORDER BY position",
                         )
                         .bind(&id)
                         .fetch_all(&mut *tx)
                         .await
                         .map_err(db_err)?;
-                        for (cid, metrics) in configs {
+                        for $crate::sql::StoredMetrics { id: cid, metrics } in configs {
                             report.configurations += 1;
                             let c: ConfigurationMetrics = serde_json::from_str(&metrics).map_err(json_err)?;
                             // The same configuration as derived again, if it was.

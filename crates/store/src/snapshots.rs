@@ -10,8 +10,8 @@ use crate::{StoreError, SubmissionRecord};
 use wattcounts_analytics::leaderboard::LeaderboardRow;
 use wattcounts_rules::derived::IterationMetrics;
 
-/// A published snapshot as the database lists it.
-#[derive(Debug, Clone, PartialEq)]
+/// A published snapshot as the database lists it (read by column name).
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct SnapshotRow {
     pub id: String,
     /// The manifest's `created_at`, RFC 3339.
@@ -87,17 +87,6 @@ pub(crate) const RUN_COLUMNS: &str = "r.model, r.scenario, r.lambda_qps, r.itera
     r.cpu_energy_j, r.dram_energy_j, r.power_mean_w, r.power_max_w, r.power_min_w, r.power_samples, r.temp_first_c,
     r.temp_max_c, r.energy_per_token_j, r.energy_per_request_j, r.throughput_tok_s, r.itl_s, r.ttft_p50_s, r.ttft_p90_s,
     r.e2e_p50_s, r.e2e_p90_s, r.timed_requests, r.ttft_sum_s, r.e2e_sum_s, r.mean_concurrency, r.prefill_energy_j";
-
-pub(crate) fn snapshot_row(
-    (id, created_at, manifest, manifest_sha256): (String, String, String, String),
-) -> super::SnapshotRow {
-    super::SnapshotRow {
-        id,
-        created_at,
-        manifest,
-        manifest_sha256,
-    }
-}
 
 /// Implements [`Snapshots`] for a backend module (`sqlite`, `postgres`): `$store`
 /// has `pool`, `calls`, `write_lock()` and `DIALECT`; `$row` and `$conn` are
@@ -310,20 +299,20 @@ macro_rules! snapshots_sql {
 
             async fn snapshots(&self) -> Result<Vec<SnapshotRow>, StoreError> {
                 self.calls.run($crate::calls::CallKind::Request, "snapshots", async move {
-                    let rows: Vec<(String, String, String, String)> = sqlx::query_as(
+                    let rows: Vec<super::SnapshotRow> = sqlx::query_as(
                         "SELECT id, created_at, manifest, manifest_sha256 FROM snapshots
                          WHERE published_at IS NOT NULL ORDER BY created_at DESC, id DESC",
                     )
                     .fetch_all(&self.pool)
                     .await
                     .map_err(db_err)?;
-                    Ok(rows.into_iter().map(snapshot_row).collect())
+                    Ok(rows)
                 }).await
             }
 
             async fn snapshot(&self, id: Option<&str>) -> Result<Option<SnapshotRow>, StoreError> {
                 self.calls.run($crate::calls::CallKind::Request, "snapshot", async move {
-                    let row: Option<(String, String, String, String)> = match id {
+                    let row: Option<super::SnapshotRow> = match id {
                         Some(id) => sqlx::query_as(
                             "SELECT id, created_at, manifest, manifest_sha256 FROM snapshots
                              WHERE id = $1 AND published_at IS NOT NULL",
@@ -339,7 +328,7 @@ macro_rules! snapshots_sql {
                         .await,
                     }
                     .map_err(db_err)?;
-                    Ok(row.map(snapshot_row))
+                    Ok(row)
                 }).await
             }
         }

@@ -43,6 +43,21 @@ pub(crate) async fn clean_for_reuse<C: sqlx::Connection>(
     Ok(clean)
 }
 
+/// A submission's id and status, read by column name (several aggregates
+/// list submissions so).
+#[derive(sqlx::FromRow)]
+pub(crate) struct IdStatus {
+    pub id: String,
+    pub status: String,
+}
+
+/// A configuration's row id and its derived metrics as stored JSON.
+#[derive(sqlx::FromRow)]
+pub(crate) struct StoredMetrics {
+    pub id: i64,
+    pub metrics: String,
+}
+
 /// Errors that mean "the database is not answering" become `Unavailable`
 /// (503 at the edge); the rest are internal errors.
 pub(crate) fn db_err(e: sqlx::Error) -> StoreError {

@@ -10,6 +10,56 @@
 use async_trait::async_trait;
 
 use super::StoreError;
+
+/// The log's origin and verifier key as stored (both absent before the
+/// first start), read by column name.
+#[derive(sqlx::FromRow)]
+pub(crate) struct StoredLogHead {
+    pub origin: Option<String>,
+    pub verifier_key: Option<String>,
+}
+
+/// What the backfill reads of a submission not yet in the log.
+#[derive(sqlx::FromRow)]
+pub(crate) struct UnloggedSubmission {
+    pub id: String,
+    pub bundle_sha256: String,
+    pub content_sha256: Option<String>,
+    pub fingerprint: String,
+    pub received_at: String,
+    pub status: String,
+}
+
+/// What the backfill reads of a moderation event not yet in the log.
+#[derive(sqlx::FromRow)]
+pub(crate) struct UnloggedEvent {
+    pub id: i64,
+    pub created_at: String,
+    pub actor: String,
+    pub action: String,
+    pub submission_id: Option<String>,
+    pub submitter_handle: Option<String>,
+    pub key_fingerprint: Option<String>,
+    pub from_status: Option<String>,
+    pub to_status: Option<String>,
+    pub effective_at: Option<String>,
+    pub reason: String,
+}
+
+/// A published checkpoint: the tree size it signs and the signed note.
+#[derive(sqlx::FromRow)]
+pub(crate) struct StoredCheckpoint {
+    pub size: i64,
+    pub signed: String,
+}
+
+/// The backfilled leaves' count and index range.
+#[derive(sqlx::FromRow)]
+pub(crate) struct BackfilledRange {
+    pub backfilled_leaves: i64,
+    pub first_index: Option<i64>,
+    pub last_index: Option<i64>,
+}
 use wattcounts_rules::tlog::Hash;
 
 /// One leaf as stored.
@@ -259,13 +309,13 @@ macro_rules! log_store {
         impl $crate::tlog::LogStore for $store {
             async fn log_key(&self) -> Result<Option<(String, String)>, StoreError> {
                 self.calls.run($crate::calls::CallKind::Request, "log_key", async move {
-                    let row: Option<(Option<String>, Option<String>)> =
+                    let row: Option<$crate::tlog::StoredLogHead> =
                         sqlx::query_as("SELECT origin, verifier_key FROM log_head WHERE id = 1")
                             .fetch_optional(&self.pool)
                             .await
                             .map_err(db_err)?;
                     Ok(match row {
-                        Some((Some(o), Some(k))) => Some((o, k)),
+                        Some($crate::tlog::StoredLogHead { origin: Some(o), verifier_key: Some(k) }) => Some((o, k)),
                         _ => None,
                     })
                 }).await
@@ -299,8 +349,8 @@ macro_rules! log_store {
                 self.calls.run($crate::calls::CallKind::Request, "log_stats", async move {
                     let size = self.log_size().await?;
                     // Reads the partial index of backfilled leaves only.
-                    let (count, first, last): (i64, Option<i64>, Option<i64>) = sqlx::query_as(
-                        "SELECT COUNT(*), MIN(idx), MAX(idx) FROM log_entries WHERE backfilled",
+                    let $crate::tlog::BackfilledRange { backfilled_leaves: count, first_index: first, last_index: last } = sqlx::query_as(
+                        "SELECT COUNT(*) AS backfilled_leaves, MIN(idx) AS first_index, MAX(idx) AS last_index FROM log_entries WHERE backfilled",
                     )
                     .fetch_one(&self.pool)
                     .await
@@ -346,7 +396,7 @@ macro_rules! log_store {
                     let _w = self.write_lock().await;
                     let mut tx = self.pool.begin_with(<$store>::DIALECT.begin_write).await.map_err(db_err)?;
                     // Both lists read partial indexes that hold only unlogged rows.
-                    let subs: Vec<(String, String, Option<String>, String, String, String)> = sqlx::query_as(
+                    let subs: Vec<$crate::tlog::UnloggedSubmission> = sqlx::query_as(
                         "SELECT s.id, s.bundle_sha256, s.content_sha256, k.fingerprint, s.received_at, s.status
                          FROM submissions s JOIN keys k ON k.id = s.key_id
                          WHERE s.log_index IS NULL ORDER BY s.received_at, s.id",
@@ -354,7 +404,7 @@ macro_rules! log_store {
                     .fetch_all(&mut *tx)
                     .await
                     .map_err(db_err)?;
-                    let events: Vec<(i64, String, String, String, Option<String>, Option<String>, Option<String>, Option<String>, Option<String>, Option<String>, String)> =
+                    let events: Vec<$crate::tlog::UnloggedEvent> =
                         sqlx::query_as(
                             "SELECT id, created_at, actor, action, submission_id, submitter_handle, key_fingerprint, from_status,
                                 to_status, effective_at, reason
@@ -370,7 +420,7 @@ macro_rules! log_store {
                     // decision moved it from, else what it is now.
                     let mut first_from: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
                     for e in &events {
-                        if let (Some(s), Some(f)) = (e.4.as_deref(), e.7.as_deref()) {
+                        if let (Some(s), Some(f)) = (e.submission_id.as_deref(), e.from_status.as_deref()) {
                             first_from.entry(s).or_insert(f);
                         }
                     }
@@ -378,33 +428,40 @@ macro_rules! log_store {
                     let mut order: Vec<(&str, u8, usize)> = subs
                         .iter()
                         .enumerate()
-                        .map(|(i, s)| (s.4.as_str(), 0u8, i))
-                        .chain(events.iter().enumerate().map(|(i, e)| (e.1.as_str(), 1u8, i)))
+                        .map(|(i, s)| (s.received_at.as_str(), 0u8, i))
+                        .chain(events.iter().enumerate().map(|(i, e)| (e.created_at.as_str(), 1u8, i)))
                         .collect();
                     order.sort();
                     let mut leaves = Vec::with_capacity(order.len());
                     for (_, kind, i) in order {
                         if kind == 0 {
                             let s = &subs[i];
-                            let status = first_from.get(s.0.as_str()).copied().unwrap_or(s.5.as_str());
-                            let leaf = submission_leaf(&s.0, &s.1, s.2.as_deref().unwrap_or_default(), &s.3, &s.4, status);
-                            leaves.push((LogTarget::Submission(s.0.clone()), leaf));
+                            let status = first_from.get(s.id.as_str()).copied().unwrap_or(s.status.as_str());
+                            let leaf = submission_leaf(
+                                &s.id,
+                                &s.bundle_sha256,
+                                s.content_sha256.as_deref().unwrap_or_default(),
+                                &s.fingerprint,
+                                &s.received_at,
+                                status,
+                            );
+                            leaves.push((LogTarget::Submission(s.id.clone()), leaf));
                         } else {
                             let e = &events[i];
                             let leaf = EventLeaf {
-                                action: &e.3,
-                                actor: &e.2,
-                                at: &e.1,
-                                submission_id: e.4.as_deref(),
-                                handle: e.5.as_deref(),
-                                fingerprint: e.6.as_deref(),
-                                from: e.7.as_deref(),
-                                to: e.8.as_deref(),
-                                effective_at: e.9.as_deref(),
-                                reason: &e.10,
+                                action: &e.action,
+                                actor: &e.actor,
+                                at: &e.created_at,
+                                submission_id: e.submission_id.as_deref(),
+                                handle: e.submitter_handle.as_deref(),
+                                fingerprint: e.key_fingerprint.as_deref(),
+                                from: e.from_status.as_deref(),
+                                to: e.to_status.as_deref(),
+                                effective_at: e.effective_at.as_deref(),
+                                reason: &e.reason,
                             }
                             .canonical();
-                            leaves.push((LogTarget::Event(e.0), leaf));
+                            leaves.push((LogTarget::Event(e.id), leaf));
                         }
                     }
                     append_leaves(&mut tx, &leaves, true).await?;
@@ -415,12 +472,12 @@ macro_rules! log_store {
 
             async fn latest_checkpoint(&self) -> Result<Option<(u64, String)>, StoreError> {
                 self.calls.run($crate::calls::CallKind::Request, "latest_checkpoint", async move {
-                    let row: Option<(i64, String)> =
+                    let row: Option<$crate::tlog::StoredCheckpoint> =
                         sqlx::query_as("SELECT size, signed FROM log_checkpoints ORDER BY size DESC LIMIT 1")
                             .fetch_optional(&self.pool)
                             .await
                             .map_err(db_err)?;
-                    Ok(row.map(|(s, t)| (s as u64, t)))
+                    Ok(row.map(|c| (c.size as u64, c.signed)))
                 }).await
             }
 
