@@ -27,6 +27,8 @@ pub enum Cell {
     /// A figure; empty when absent.
     Figure(Option<f64>),
     Count(u64),
+    /// A count that may be absent (empty then).
+    MaybeCount(Option<u64>),
     Flag(bool),
     /// Text this service made (a scenario, an origin, a UUID): never a
     /// formula, written as it is.
@@ -39,6 +41,7 @@ impl Cell {
             Cell::Text(t) => text_cell(t),
             Cell::Figure(v) => v.map(|v| format!("{v}")).unwrap_or_default(),
             Cell::Count(n) => n.to_string(),
+            Cell::MaybeCount(n) => n.map(|n| n.to_string()).unwrap_or_default(),
             Cell::Flag(b) => b.to_string(),
             Cell::Own(t) => t.clone(),
         }
@@ -92,6 +95,8 @@ mod tests {
         assert_eq!(Cell::Figure(Some(-0.5)).render(), "-0.5");
         assert_eq!(Cell::Figure(None).render(), "");
         assert_eq!(Cell::Count(7).render(), "7");
+        assert_eq!(Cell::MaybeCount(Some(3)).render(), "3");
+        assert_eq!(Cell::MaybeCount(None).render(), "");
         assert_eq!(Cell::Flag(true).render(), "true");
         let columns: [Column<(&str, f64)>; 3] = [
             Column {

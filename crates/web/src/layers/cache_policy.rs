@@ -4,7 +4,7 @@
 //! policy for one answer (a `latest` alias that must not be kept) by
 //! putting a [`CachePolicy`] in the response's extensions. In debug builds
 //! a handler that writes the header itself, or a route answered without a
-//! declared policy, fails an assertion (tests/it/cache.rs holds both).
+//! declared policy, fails an assertion (tests/it/operations/cache.rs holds both).
 
 use axum::extract::Request;
 use axum::http::{header, HeaderValue};

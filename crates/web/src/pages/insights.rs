@@ -17,12 +17,11 @@ use utoipa::ToSchema;
 
 use crate::error::{render, ApiError, PageError};
 use crate::extract::query::{PageParams, Params, ViewParams};
-use crate::view::csv::opt;
 use crate::view::{url_encode, View};
 use crate::AppState;
 use wattcounts_analytics::insights::{self, Finding};
 use wattcounts_rules::domain::Interval;
-use wattcounts_rules::spreadsheet::text_cell;
+use wattcounts_rules::spreadsheet::{write_csv, Cell, Column};
 
 /// What a reader of demo findings must know first.
 pub const SYNTHETIC_NOTE: &str = "The data in this view are synthetic: the findings exercise the pipeline that computes them, not hardware.";
@@ -112,87 +111,158 @@ pub async fn insights_json(
     .into_response())
 }
 
-pub const CSV_COLUMNS: &[&str] = &[
-    "id",
-    "scenario",
-    "metric",
-    "basis",
-    "statement",
-    "paper",
-    "method",
-    "groups",
-    "models",
-    "gpus",
-    "missing",
-    "max_saving_pct",
-    "max_saving_lo_pct",
-    "max_saving_hi_pct",
-    "median_saving_pct",
-    "mean_saving_pct",
-    "model",
-    "best_gpu",
-    "worst_gpu",
-    "single_gpu",
-    "models_not_run",
-    "median_exponent",
-    "median_exponent_lo",
-    "median_exponent_hi",
-    "median_exponent_confidence",
-    "exponent_with_kv_ratio",
-    "kv_ratio_coefficient",
-    "energy_mdape_pct",
-    "baseline_mdape_pct",
-    "coverage",
-    "synthetic",
-];
-
-fn opt_text(v: &Option<String>) -> String {
-    v.as_deref().map(text_cell).unwrap_or_default()
+/// One finding as the CSV writes it: the export's `synthetic` flag rides
+/// along, since it is the view's, not the finding's.
+struct FindingLine<'a> {
+    finding: &'a Finding,
+    synthetic: bool,
 }
 
-/// One row per finding, the leaderboard CSV's conventions (numbers as
-/// numbers, empty for absent, text cells safe from spreadsheets).
-pub fn to_csv(findings: &[Finding], synthetic: bool) -> Vec<u8> {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record(CSV_COLUMNS).expect("write to memory");
-    for f in findings {
-        let exp: Option<Interval> = f.median_exponent_interval;
-        w.write_record([
-            text_cell(&f.id),
-            text_cell(&f.scenario),
-            text_cell(&f.metric),
-            text_cell(&f.basis),
-            text_cell(&f.statement),
-            opt_text(&f.paper),
-            text_cell(&f.method),
-            f.groups.to_string(),
-            f.models.to_string(),
-            f.gpus.to_string(),
-            opt_text(&f.missing),
-            opt(f.max_saving_pct),
-            opt(f.max_saving_interval_pct.map(|r| r.lo)),
-            opt(f.max_saving_interval_pct.map(|r| r.hi)),
-            opt(f.median_saving_pct),
-            opt(f.mean_saving_pct),
-            opt_text(&f.model),
-            opt_text(&f.best_gpu),
-            opt_text(&f.worst_gpu),
-            opt_text(&f.single_gpu),
-            f.models_not_run.map(|n| n.to_string()).unwrap_or_default(),
-            opt(f.median_exponent),
-            opt(exp.map(|i| i.lo)),
-            opt(exp.map(|i| i.hi)),
-            opt(exp.map(|i| i.confidence)),
-            opt(f.exponent_with_kv_ratio),
-            opt(f.kv_ratio_coefficient),
-            opt(f.energy_mdape_pct),
-            opt(f.baseline_mdape_pct),
-            opt(f.coverage),
-            synthetic.to_string(),
-        ])
-        .expect("write to memory");
+/// The insights CSV's columns, each with how a finding fills it (the
+/// leaderboard CSV's conventions: numbers as numbers, empty for absent, text
+/// cells safe from spreadsheets): one list for the header and the records.
+fn csv_columns<'a>() -> Vec<Column<FindingLine<'a>>> {
+    fn text(t: &Option<String>) -> Cell {
+        Cell::Text(t.clone().unwrap_or_default())
     }
-    w.into_inner().expect("memory")
+    fn exponent(l: &FindingLine, part: fn(&Interval) -> f64) -> Cell {
+        Cell::Figure(l.finding.median_exponent_interval.as_ref().map(part))
+    }
+    vec![
+        Column {
+            name: "id",
+            cell: |_, l| Cell::Text(l.finding.id.clone()),
+        },
+        Column {
+            name: "scenario",
+            cell: |_, l| Cell::Text(l.finding.scenario.clone()),
+        },
+        Column {
+            name: "metric",
+            cell: |_, l| Cell::Text(l.finding.metric.clone()),
+        },
+        Column {
+            name: "basis",
+            cell: |_, l| Cell::Text(l.finding.basis.clone()),
+        },
+        Column {
+            name: "statement",
+            cell: |_, l| Cell::Text(l.finding.statement.clone()),
+        },
+        Column {
+            name: "paper",
+            cell: |_, l| text(&l.finding.paper),
+        },
+        Column {
+            name: "method",
+            cell: |_, l| Cell::Text(l.finding.method.clone()),
+        },
+        Column {
+            name: "groups",
+            cell: |_, l| Cell::Count(l.finding.groups as u64),
+        },
+        Column {
+            name: "models",
+            cell: |_, l| Cell::Count(l.finding.models as u64),
+        },
+        Column {
+            name: "gpus",
+            cell: |_, l| Cell::Count(l.finding.gpus as u64),
+        },
+        Column {
+            name: "missing",
+            cell: |_, l| text(&l.finding.missing),
+        },
+        Column {
+            name: "max_saving_pct",
+            cell: |_, l| Cell::Figure(l.finding.max_saving_pct),
+        },
+        Column {
+            name: "max_saving_lo_pct",
+            cell: |_, l| Cell::Figure(l.finding.max_saving_interval_pct.map(|r| r.lo)),
+        },
+        Column {
+            name: "max_saving_hi_pct",
+            cell: |_, l| Cell::Figure(l.finding.max_saving_interval_pct.map(|r| r.hi)),
+        },
+        Column {
+            name: "median_saving_pct",
+            cell: |_, l| Cell::Figure(l.finding.median_saving_pct),
+        },
+        Column {
+            name: "mean_saving_pct",
+            cell: |_, l| Cell::Figure(l.finding.mean_saving_pct),
+        },
+        Column {
+            name: "model",
+            cell: |_, l| text(&l.finding.model),
+        },
+        Column {
+            name: "best_gpu",
+            cell: |_, l| text(&l.finding.best_gpu),
+        },
+        Column {
+            name: "worst_gpu",
+            cell: |_, l| text(&l.finding.worst_gpu),
+        },
+        Column {
+            name: "single_gpu",
+            cell: |_, l| text(&l.finding.single_gpu),
+        },
+        Column {
+            name: "models_not_run",
+            cell: |_, l| Cell::MaybeCount(l.finding.models_not_run.map(|n| n as u64)),
+        },
+        Column {
+            name: "median_exponent",
+            cell: |_, l| Cell::Figure(l.finding.median_exponent),
+        },
+        Column {
+            name: "median_exponent_lo",
+            cell: |_, l| exponent(l, |i| i.lo),
+        },
+        Column {
+            name: "median_exponent_hi",
+            cell: |_, l| exponent(l, |i| i.hi),
+        },
+        Column {
+            name: "median_exponent_confidence",
+            cell: |_, l| exponent(l, |i| i.confidence),
+        },
+        Column {
+            name: "exponent_with_kv_ratio",
+            cell: |_, l| Cell::Figure(l.finding.exponent_with_kv_ratio),
+        },
+        Column {
+            name: "kv_ratio_coefficient",
+            cell: |_, l| Cell::Figure(l.finding.kv_ratio_coefficient),
+        },
+        Column {
+            name: "energy_mdape_pct",
+            cell: |_, l| Cell::Figure(l.finding.energy_mdape_pct),
+        },
+        Column {
+            name: "baseline_mdape_pct",
+            cell: |_, l| Cell::Figure(l.finding.baseline_mdape_pct),
+        },
+        Column {
+            name: "coverage",
+            cell: |_, l| Cell::Figure(l.finding.coverage),
+        },
+        Column {
+            name: "synthetic",
+            cell: |_, l| Cell::Flag(l.synthetic),
+        },
+    ]
+}
+
+/// One row per finding.
+pub fn to_csv(findings: &[Finding], synthetic: bool) -> Vec<u8> {
+    let lines: Vec<FindingLine> = findings
+        .iter()
+        .map(|finding| FindingLine { finding, synthetic })
+        .collect();
+    write_csv(&csv_columns(), &lines, 1)
 }
 
 #[utoipa::path(get, path = "/api/v1/insights.csv", tag = "insights",

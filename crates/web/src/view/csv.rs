@@ -14,11 +14,6 @@ use crate::AppState;
 use wattcounts_analytics::leaderboard::LeaderboardRow;
 use wattcounts_rules::spreadsheet::{write_csv, Cell, Column};
 
-/// A figure as a CSV cell: empty when absent.
-pub(crate) fn opt(v: Option<f64>) -> String {
-    Cell::Figure(v).render()
-}
-
 /// The leaderboard CSV's columns (and its twins', the compare, model and
 /// GPU tables'), each with how a row fills it: one list for the header and
 /// the records.

@@ -11,6 +11,7 @@ use super::*;
 use crate::view::model_path;
 use crate::AppState;
 use wattcounts_rules::catalog;
+use wattcounts_rules::spreadsheet::{write_csv, Cell, Column};
 
 // The model page's estimates of the GPUs nobody measured for it.
 
@@ -127,69 +128,129 @@ pub(crate) fn unmeasured(view: &EstimatorView, model_id: &str) -> UnmeasuredAnsw
     out
 }
 
-pub const UNMEASURED_CSV_COLUMNS: &[&str] = &[
-    "kind",
-    "model",
-    "gpu_id",
-    "gpu_name",
-    "scenario",
-    "energy_per_token_j",
-    "energy_per_token_lo_j",
-    "energy_per_token_hi_j",
-    "energy_per_request_j",
-    "energy_per_request_lo_j",
-    "energy_per_request_hi_j",
-    "power_w",
-    "power_lo_w",
-    "power_hi_w",
-    "itl_s",
-    "itl_lo_s",
-    "itl_hi_s",
-    "level",
-    "refusal_code",
-    "refused",
-    "estimator_version",
-    "synthetic",
-];
+/// One estimate as the CSV writes it, with what the answer holds for all
+/// of its rows (the model, the interval's level, the fit, demo or not).
+struct EstimateLine<'a> {
+    answer: &'a UnmeasuredAnswer,
+    version: &'a str,
+    row: &'a UnmeasuredRow,
+}
+
+/// A band's point, lower or upper end; empty where the band or the end is.
+fn band(b: &Option<Band>, end: fn(&Band) -> Option<f64>) -> Cell {
+    Cell::Figure(b.as_ref().and_then(end))
+}
+
+/// The estimates CSV's columns: one list for the header and the records.
+fn csv_columns<'a>() -> Vec<Column<EstimateLine<'a>>> {
+    vec![
+        Column {
+            name: "kind",
+            cell: |_, _| Cell::Own("estimate".into()),
+        },
+        Column {
+            name: "model",
+            cell: |_, l| Cell::Text(l.answer.model.clone()),
+        },
+        Column {
+            name: "gpu_id",
+            cell: |_, l| Cell::Text(l.row.gpu_id.clone()),
+        },
+        Column {
+            name: "gpu_name",
+            cell: |_, l| Cell::Text(l.row.gpu_name.clone()),
+        },
+        Column {
+            name: "scenario",
+            cell: |_, l| Cell::Text(l.row.scenario.clone()),
+        },
+        Column {
+            name: "energy_per_token_j",
+            cell: |_, l| band(&l.row.energy_per_token_j, |b| Some(b.point)),
+        },
+        Column {
+            name: "energy_per_token_lo_j",
+            cell: |_, l| band(&l.row.energy_per_token_j, |b| b.lo),
+        },
+        Column {
+            name: "energy_per_token_hi_j",
+            cell: |_, l| band(&l.row.energy_per_token_j, |b| b.hi),
+        },
+        Column {
+            name: "energy_per_request_j",
+            cell: |_, l| band(&l.row.energy_per_request_j, |b| Some(b.point)),
+        },
+        Column {
+            name: "energy_per_request_lo_j",
+            cell: |_, l| band(&l.row.energy_per_request_j, |b| b.lo),
+        },
+        Column {
+            name: "energy_per_request_hi_j",
+            cell: |_, l| band(&l.row.energy_per_request_j, |b| b.hi),
+        },
+        Column {
+            name: "power_w",
+            cell: |_, l| band(&l.row.power_w, |b| Some(b.point)),
+        },
+        Column {
+            name: "power_lo_w",
+            cell: |_, l| band(&l.row.power_w, |b| b.lo),
+        },
+        Column {
+            name: "power_hi_w",
+            cell: |_, l| band(&l.row.power_w, |b| b.hi),
+        },
+        Column {
+            name: "itl_s",
+            cell: |_, l| band(&l.row.itl_s, |b| Some(b.point)),
+        },
+        Column {
+            name: "itl_lo_s",
+            cell: |_, l| band(&l.row.itl_s, |b| b.lo),
+        },
+        Column {
+            name: "itl_hi_s",
+            cell: |_, l| band(&l.row.itl_s, |b| b.hi),
+        },
+        Column {
+            name: "level",
+            cell: |_, l| Cell::Figure(Some(l.answer.level)),
+        },
+        Column {
+            name: "refusal_code",
+            cell: |_, l| Cell::Own(l.row.refusal_code.clone().unwrap_or_default()),
+        },
+        Column {
+            name: "refused",
+            cell: |_, l| Cell::Text(l.row.refused.clone().unwrap_or_default()),
+        },
+        Column {
+            name: "estimator_version",
+            cell: |_, l| Cell::Own(l.version.to_string()),
+        },
+        Column {
+            name: "synthetic",
+            cell: |_, l| Cell::Flag(l.answer.synthetic),
+        },
+    ]
+}
 
 pub(crate) fn unmeasured_csv(a: &UnmeasuredAnswer) -> Vec<u8> {
-    use crate::view::csv::opt;
-    use wattcounts_rules::spreadsheet::text_cell;
-    let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record(UNMEASURED_CSV_COLUMNS)
-        .expect("write to memory");
     let version = a
         .estimator
         .as_ref()
-        .map(|e| e.version.clone())
+        .map(|e| e.version.as_str())
         .unwrap_or_default();
-    for r in &a.rows {
-        let three = |b: &Option<Band>| {
-            [
-                opt(b.map(|b| b.point)),
-                opt(b.and_then(|b| b.lo)),
-                opt(b.and_then(|b| b.hi)),
-            ]
-        };
-        let mut record = vec![
-            "estimate".to_string(),
-            text_cell(&a.model),
-            text_cell(&r.gpu_id),
-            text_cell(&r.gpu_name),
-            text_cell(&r.scenario),
-        ];
-        record.extend(three(&r.energy_per_token_j));
-        record.extend(three(&r.energy_per_request_j));
-        record.extend(three(&r.power_w));
-        record.extend(three(&r.itl_s));
-        record.push(a.level.to_string());
-        record.push(r.refusal_code.clone().unwrap_or_default());
-        record.push(r.refused.as_deref().map(text_cell).unwrap_or_default());
-        record.push(version.clone());
-        record.push(a.synthetic.to_string());
-        w.write_record(record).expect("write to memory");
-    }
-    w.into_inner().expect("memory")
+    let lines: Vec<EstimateLine> = a
+        .rows
+        .iter()
+        .map(|row| EstimateLine {
+            answer: a,
+            version,
+            row,
+        })
+        .collect();
+    write_csv(&csv_columns(), &lines, 1)
 }
 
 /// `/api/v1/models/{id}/estimates` and `.csv` (answered through the
