@@ -1,51 +1,18 @@
 //! Every integration test, in one binary: each test binary links the whole
-//! crate (polars included), so one binary builds and links once.
+//! crate (polars included), so one binary builds and links once. Tests are
+//! filed by the feature a reader would look under; `common` is the one
+//! harness they share.
 
 mod common;
 
-mod admission;
-mod api_guide;
-mod architecture_map;
-mod backends;
-mod backup;
-mod browser;
-mod bytes;
-mod cache;
-mod catalogue;
+mod admin;
 mod checks;
-mod cli;
-mod crash_points;
-mod demo_findings;
-mod demo_load;
-mod disk_full;
-mod estimates;
-mod explore;
-mod exports;
-mod feeds;
-mod groups;
-mod hardening;
-mod harness_fixtures;
-mod insights;
-mod instances;
+mod compare;
 mod intake;
+mod leaderboard;
 mod log;
-mod moderation;
-mod open_world;
-mod openapi;
+mod models;
 mod operations;
-mod oracle;
-mod oracle_wide;
-mod outage;
-mod pages;
 mod peers;
-mod properties;
-mod rate_limits;
-mod readers;
-mod recompute;
-mod registration;
-mod rejections;
-mod request_codes;
-mod slow_clients;
+mod site;
 mod snapshots;
-mod store_calls;
-mod upgrades;

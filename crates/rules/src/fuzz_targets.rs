@@ -2,7 +2,7 @@
 //! and panics only when a parser breaks its promise (a panic of its own, or
 //! a refusal without a code and a message). They live in the library so
 //! that `cargo test` replays the committed corpora and crash inputs on
-//! stable (tests/it/properties.rs), while `cargo +nightly fuzz run` drives
+//! stable (tests/it/intake/properties.rs), while `cargo +nightly fuzz run` drives
 //! the same code with coverage guidance.
 
 use std::sync::OnceLock;

@@ -2,7 +2,7 @@
 //! machine: keygen, pack (of a harness folder in the harness's own layout)
 //! and sign, with ./wattcounts.toml shared with a server's settings. The
 //! network commands and `verify receipt` run against a real server in the
-//! main crate's tests (tests/it/cli.rs), which find this binary beside
+//! main crate's tests (tests/it/intake/cli.rs), which find this binary beside
 //! theirs.
 
 use std::path::Path;

@@ -22,13 +22,17 @@ use wattcounts::store::{Store, TableCounts};
 use wattcounts::web;
 
 pub mod bundles;
+pub mod read_back;
 pub mod s3;
+pub mod setups;
 pub mod skips;
 pub mod stored;
 
 pub use bundles::{fixture, BundleBuilder, Protocol, QWEN};
 
-pub use skips::{skip, Need};
+pub use read_back::*;
+pub use setups::*;
+pub use skips::{python, skip, Need};
 
 pub const AUDIENCE: &str = "https://wattcounts.test";
 /// WATTCOUNTS_TEST_PG_URL, or None after saying why the test is skipped

@@ -10,6 +10,7 @@
 //! (beside PostgreSQL) in the two-instance cases.
 
 use std::io::Write;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Need {
@@ -94,4 +95,21 @@ fn the_switch_names_needs() {
     assert!(required_by("", Some("required"), Need::Browser));
     assert!(!required_by("", Some("1"), Need::Browser));
     assert!(!required_by("pgx", None, Need::Pg));
+}
+
+/// The Python interpreter with pyarrow, pandas and polars: WATTCOUNTS_PYTHON,
+/// or the venv `.ci/run` makes (target/pyenv), or python3.
+pub fn python() -> Option<PathBuf> {
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/pyenv/bin/python");
+    let candidates = [
+        std::env::var_os("WATTCOUNTS_PYTHON").map(PathBuf::from),
+        Some(venv),
+        Some(PathBuf::from("python3")),
+    ];
+    candidates.into_iter().flatten().find(|p| {
+        std::process::Command::new(p)
+            .args(["-c", "import pyarrow, pandas, polars"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
 }

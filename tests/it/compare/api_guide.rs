@@ -25,7 +25,7 @@ fn median(v: &Value) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_worked_example_is_what_the_demo_serves() {
-    let doc = include_str!("../../docs/api.md").replace('\n', " ");
+    let doc = include_str!("../../../docs/api.md").replace('\n', " ");
     let doc = doc.split_whitespace().collect::<Vec<_>>().join(" ");
     let app = TestApp::new().await;
     wattcounts::demo::load_if_empty(&app.service, app.dir.path(), &Default::default())

@@ -342,7 +342,7 @@ fn the_readmes_five_steps_verbatim() {
         );
         return;
     }
-    let readme = include_str!("../../README.md");
+    let readme = include_str!("../../../README.md");
     let steps = readme
         .split("```sh\n")
         .find(|b| b.contains("# 1. A key"))

@@ -482,7 +482,7 @@ async fn every_published_figure_matches_the_hand_worked_oracle() {
 /// member 0's iterations with the figures only the snapshot carries (p90s,
 /// the energy recomputed from the trace beside the one reported).
 async fn parquet_agrees(app: &TestApp) {
-    let Some(python) = crate::snapshots::python() else {
+    let Some(python) = python() else {
         skip(
             Need::Python,
             "pyarrow is not installed (.ci/run installs it into target/pyenv: python3 -m venv \

@@ -6,10 +6,9 @@
 //! refused, snapshots that prove their rows are in the log, and a monitor
 //! that catches a rewritten leaf.
 
+use crate::common::*;
 use axum::http::StatusCode;
 use serde_json::{json, Value};
-
-use crate::common::*;
 use wattcounts::receipt::Receipt;
 use wattcounts::snapshot::log_check;
 use wattcounts::tlog::audit;
@@ -58,14 +57,6 @@ async fn all_entries(app: &TestApp) -> Vec<String> {
         start = end;
     }
     out
-}
-
-pub(crate) fn memory_tree(leaves: &[String]) -> StoredHashes {
-    let mut t = StoredHashes::default();
-    for l in leaves {
-        t.append(l.as_bytes()).unwrap();
-    }
-    t
 }
 
 #[tokio::test]
@@ -430,23 +421,6 @@ async fn proofs_and_tiles_from_postgres_match_the_tree_in_memory() {
     proofs_match_the_tree_in_memory(app).await;
 }
 
-/// The log tables, as rows of text, for byte-for-byte comparisons.
-pub(crate) async fn log_tables(
-    store: &dyn wattcounts::store::Store,
-) -> (Vec<String>, Vec<Hash>, Option<(String, String)>) {
-    let size = store.log_stats().await.unwrap().size;
-    let leaves: Vec<String> = store
-        .log_entries(0, size)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|e| format!("{}:{}:{}", e.index, e.backfilled, e.leaf))
-        .collect();
-    let n = tlog_tiles::stored_hash_count(size);
-    let hashes = store.log_hashes(&(0..n).collect::<Vec<_>>()).await.unwrap();
-    (leaves, hashes, store.log_key().await.unwrap())
-}
-
 #[tokio::test]
 async fn backfill_restart_rebuild_and_copy_keep_the_log() {
     let app = TestApp::new().await;
@@ -542,12 +516,6 @@ async fn backfill_restart_rebuild_and_copy_keep_the_log() {
         .await
         .unwrap();
     assert_eq!(log_tables(&target).await, before);
-}
-
-pub(crate) fn leaves_of(t: &(Vec<String>, Vec<Hash>, Option<(String, String)>)) -> Vec<String> {
-    t.0.iter()
-        .map(|r| r.splitn(3, ':').nth(2).unwrap().to_string())
-        .collect()
 }
 
 #[tokio::test]

@@ -9,30 +9,23 @@
 //! decision changes the version, a restart loads the stored fit (the fit
 //! counter stays put), and a submission triggers the background refit.
 
-use std::sync::Arc;
-
+use crate::common::*;
 use axum::http::StatusCode;
 use serde_json::Value;
-
-use crate::common::*;
+use std::sync::Arc;
 use wattcounts::service::estimates::Refreshed;
 
 const GPUS: [&str; 4] = ["l4", "a30", "l40s", "h100-pcie"];
+
 /// Not among GPUS; inside their range of every feature.
 const UNMEASURED_GPU: &str = "a100-sxm4-40gb";
+
 const MODELS: [&str; 4] = [
     "Qwen/Qwen2.5-0.5B-Instruct",
     "Qwen/Qwen2.5-1.5B-Instruct",
     "Qwen/Qwen2.5-3B-Instruct",
     "Qwen/Qwen2.5-7B-Instruct",
 ];
-
-/// A quick estimator: fewer trees, a short settle.
-const QUICK: &str = "settle_secs = 0.2\n[power]\nmax_depth = 6\nl2 = 150.0\ntrees = 40\nlearning_rate = 0.3\n[itl]\nmax_depth = 5\nl2 = 100.0\ntrees = 30\nlearning_rate = 0.3\n";
-
-pub(crate) fn quick(c: &mut wattcounts::config::ServeConfig) {
-    c.estimator_toml = Some(QUICK.into());
-}
 
 /// One reference-protocol bundle per GPU, all four models, submitted
 /// through the API; the submission ids.

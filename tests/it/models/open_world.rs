@@ -11,13 +11,13 @@ use axum::http::StatusCode;
 use serde_json::Value;
 
 use crate::common::*;
-use crate::estimates::quick;
 
 /// Real config.json files (tests/fixtures/model-configs/SOURCES.md).
-const QWEN3_8B: &str = include_str!("../fixtures/model-configs/Qwen/Qwen3-8B/config.json");
-const GPT_OSS_20B: &str = include_str!("../fixtures/model-configs/openai/gpt-oss-20b/config.json");
+const QWEN3_8B: &str = include_str!("../../fixtures/model-configs/Qwen/Qwen3-8B/config.json");
+const GPT_OSS_20B: &str =
+    include_str!("../../fixtures/model-configs/openai/gpt-oss-20b/config.json");
 const QWEN25_7B: &str =
-    include_str!("../fixtures/model-configs/Qwen/Qwen2.5-7B-Instruct/config.json");
+    include_str!("../../fixtures/model-configs/Qwen/Qwen2.5-7B-Instruct/config.json");
 
 /// The AWQ checkpoint's config could not be fetched here (no hub is
 /// reachable); it is its base's real config with the quantization block

@@ -4,11 +4,10 @@
 //! on PostgreSQL and S3 that share no directory (each request to the other
 //! in turn), and on SQLite with its files in S3. Together the cases touch every `Store` method.
 
-use std::sync::Arc;
-
 use crate::common::*;
 use axum::http::StatusCode;
 use serde_json::{json, Value};
+use std::sync::Arc;
 use wattcounts::synth::{self, Fault};
 
 /// Instantiates each case once per backend.
@@ -164,35 +163,6 @@ async fn runs_of_an_older_energy_rule_are_derived_again(app: TestApp) {
         ))
         .await;
     assert_eq!(again["configurations"], receipt["configurations"]);
-}
-
-/// Everything the read model answers: every group of every view (both
-/// origins, all protocols, with and without rows in review) and the counters.
-pub(crate) async fn read_model(
-    app: &TestApp,
-) -> (
-    Vec<wattcounts::leaderboard::LeaderboardRow>,
-    Vec<wattcounts::leaderboard::LeaderboardRow>,
-    wattcounts::store::DatasetCounts,
-) {
-    let mut views = Vec::new();
-    for include_review in [false, true] {
-        let q = wattcounts::leaderboard::Query {
-            include_review,
-            origin: None,
-            protocol: wattcounts::leaderboard::ProtocolFilter::Any,
-            per_page: 100_000,
-            ..Default::default()
-        };
-        views.push(app.store.groups(&q).await.unwrap().0);
-    }
-    let with_review = views.pop().unwrap();
-    let accepted = views.pop().unwrap();
-    (
-        accepted,
-        with_review,
-        app.store.dataset_counts().await.unwrap(),
-    )
 }
 
 /// After submissions, an approval, a rejection and a key revocation, `db

@@ -15,9 +15,7 @@ use axum::http::StatusCode;
 use serde_json::json;
 use sha2::Digest;
 
-use crate::backends::read_model;
 use crate::common::*;
-use crate::log::{leaves_of, log_tables, memory_tree};
 use wattcounts::service::backup::{self, Database, RestoreDb, Target};
 use wattcounts::store::objects::Objects;
 

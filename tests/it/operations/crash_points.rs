@@ -17,9 +17,7 @@ use std::time::Duration;
 
 use sha2::Digest;
 
-use crate::backends::read_model;
 use crate::common::*;
-use crate::log::{leaves_of, log_tables, memory_tree};
 
 /// Where the crash leaves the bundle whose request it cut off.
 #[derive(Clone, Copy, PartialEq)]

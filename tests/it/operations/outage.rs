@@ -416,11 +416,11 @@ async fn a_cut_during_commit_is_a_503_and_the_retry_finds_the_bundle_stored_once
     assert_eq!(again, receipt);
     assert_eq!(app.counts().await.submissions, 2);
     // Its leaf went in with it, and the derived tables with it.
-    let log = crate::log::log_tables(app.store.as_ref()).await;
+    let log = log_tables(app.store.as_ref()).await;
     assert_eq!(log.0.len(), 2, "{:?}", log.0);
-    let kept = crate::backends::read_model(&app).await;
+    let kept = read_model(&app).await;
     app.service.rebuild(|_| {}).await.unwrap();
-    assert_eq!(crate::backends::read_model(&app).await, kept);
+    assert_eq!(read_model(&app).await, kept);
 }
 
 /// An object store that goes silent (issue #53): the relay holds every

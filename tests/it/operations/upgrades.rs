@@ -191,7 +191,7 @@ fn released_migrations_are_never_edited_and_new_ones_are_pinned() {
                      text (and sqlx refuses to start on them); write a new migration instead"
                 ),
                 None => panic!(
-                    "{rel} is new: pin its SHA-256 ({digest}) in tests/it/upgrades.rs as it lands"
+                    "{rel} is new: pin its SHA-256 ({digest}) in tests/it/operations/upgrades.rs as it lands"
                 ),
             }
             found.push(rel);

@@ -1,6 +1,7 @@
-//! Response cache, ETags, compression and the leaderboard CSV (issue #5
-//! groundwork): cached answers carry an ETag and revalidate as 304; a new
-//! submission or a moderation decision makes them stale at once.
+//! Response cache, ETags and compression (issue #5 groundwork): cached
+//! answers carry an ETag and revalidate as 304; a new submission or a
+//! moderation decision makes them stale at once; every route declares its
+//! cache policy.
 
 use crate::common::*;
 use axum::body::Body;
@@ -9,18 +10,6 @@ use http_body_util::BodyExt;
 use serde_json::json;
 use tower::ServiceExt;
 use wattcounts::synth::Fault;
-
-async fn get(app: &TestApp, path: &str, headers: &[(&str, &str)]) -> axum::response::Response {
-    let mut r = Request::get(path);
-    for (k, v) in headers {
-        r = r.header(*k, *v);
-    }
-    app.router
-        .clone()
-        .oneshot(r.body(Body::empty()).unwrap())
-        .await
-        .unwrap()
-}
 
 fn etag(r: &axum::response::Response) -> String {
     r.headers()[header::ETAG].to_str().unwrap().to_string()
@@ -34,15 +23,15 @@ async fn cached_answers_revalidate_and_go_stale_on_new_data() {
     app.submit(&gz, &sign(&key, &gz)).await;
 
     let path = "/api/v1/leaderboard?scenario=batch";
-    let first = get(&app, path, &[]).await;
+    let first = get_with_headers(&app, path, &[]).await;
     assert_eq!(first.status(), StatusCode::OK);
     assert_eq!(first.headers()["x-cache"], "miss");
     let tag = etag(&first);
-    let second = get(&app, path, &[]).await;
+    let second = get_with_headers(&app, path, &[]).await;
     assert_eq!(second.headers()["x-cache"], "hit");
     assert_eq!(etag(&second), tag);
 
-    let not_modified = get(&app, path, &[("if-none-match", &tag)]).await;
+    let not_modified = get_with_headers(&app, path, &[("if-none-match", &tag)]).await;
     assert_eq!(not_modified.status(), StatusCode::NOT_MODIFIED);
     assert!(not_modified
         .into_body()
@@ -57,7 +46,7 @@ async fn cached_answers_revalidate_and_go_stale_on_new_data() {
         .by("alice", &key)
         .build();
     let (_, r) = app.submit(&flagged, &sign(&key, &flagged)).await;
-    let after_submit = get(&app, path, &[]).await;
+    let after_submit = get_with_headers(&app, path, &[]).await;
     assert_eq!(
         after_submit.headers()["x-cache"],
         "miss",
@@ -65,7 +54,7 @@ async fn cached_answers_revalidate_and_go_stale_on_new_data() {
     );
     // needs_review rows are not shown, so the body, and its ETag, stay.
     assert_eq!(etag(&after_submit), tag);
-    let still = get(&app, path, &[("if-none-match", &tag)]).await;
+    let still = get_with_headers(&app, path, &[("if-none-match", &tag)]).await;
     assert_eq!(still.status(), StatusCode::NOT_MODIFIED);
     let id = r["submission_id"].as_str().unwrap();
     app.admin_post(
@@ -73,7 +62,7 @@ async fn cached_answers_revalidate_and_go_stale_on_new_data() {
         json!({"decision": "approve", "reason": "ok"}),
     )
     .await;
-    let after_decision = get(&app, path, &[("if-none-match", &tag)]).await;
+    let after_decision = get_with_headers(&app, path, &[("if-none-match", &tag)]).await;
     assert_eq!(after_decision.status(), StatusCode::OK);
     assert_ne!(etag(&after_decision), tag, "the approved rows now count");
 }
@@ -81,61 +70,9 @@ async fn cached_answers_revalidate_and_go_stale_on_new_data() {
 #[tokio::test]
 async fn pages_are_gzip_compressed_when_asked() {
     let app = TestApp::new().await;
-    let r = get(&app, "/leaderboard", &[("accept-encoding", "gzip")]).await;
+    let r = get_with_headers(&app, "/leaderboard", &[("accept-encoding", "gzip")]).await;
     assert_eq!(r.status(), StatusCode::OK);
     assert_eq!(r.headers()[header::CONTENT_ENCODING], "gzip");
-}
-
-#[tokio::test]
-async fn leaderboard_csv_keeps_numbers_and_defuses_formulas() {
-    let app = TestApp::new().await;
-    let key = app.register("mallory").await;
-    let evil = "=cmd|' /C calc'!A0";
-    let gz = BundleBuilder::fixture()
-        .model_named(evil)
-        .by("mallory", &key)
-        .build();
-    let (status, body) = app.submit(&gz, &sign(&key, &gz)).await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-
-    let r = get(
-        &app,
-        "/api/v1/leaderboard.csv?include_review=true&scenario=batch",
-        &[],
-    )
-    .await;
-    assert_eq!(r.status(), StatusCode::OK);
-    assert!(r.headers()[header::CONTENT_TYPE]
-        .to_str()
-        .unwrap()
-        .starts_with("text/csv"));
-    let text =
-        String::from_utf8(r.into_body().collect().await.unwrap().to_bytes().to_vec()).unwrap();
-    let mut rdr = csv::Reader::from_reader(text.as_bytes());
-    let headers = rdr.headers().unwrap().clone();
-    assert_eq!(
-        headers.iter().collect::<Vec<_>>(),
-        wattcounts::spreadsheet::header(wattcounts::web::view::csv::COLUMNS)
-    );
-    let rows: Vec<csv::StringRecord> = rdr.records().map(Result::unwrap).collect();
-    let (_, json) = app
-        .get("/api/v1/leaderboard?include_review=true&scenario=batch")
-        .await;
-    assert_eq!(rows.len() as u64, json["total"].as_u64().unwrap());
-    let model_col = headers.iter().position(|h| h == "model").unwrap();
-    let ept_col = headers
-        .iter()
-        .position(|h| h == "energy_per_token_j")
-        .unwrap();
-    assert!(
-        rows.iter().any(|r| r[model_col] == format!("'{evil}")),
-        "{text}"
-    );
-    assert!(rows.iter().all(|r| !r[model_col].starts_with('=')));
-    for (row, entry) in rows.iter().zip(json["entries"].as_array().unwrap()) {
-        let v: f64 = row[ept_col].parse().expect("numbers stay numbers");
-        assert_eq!(v, entry["energy_per_token_j"].as_f64().unwrap());
-    }
 }
 
 /// Another instance's writes reach this instance's cache through the data
@@ -155,9 +92,9 @@ async fn other_instances_writes_make_answers_stale() {
             .watch_other_writers(std::time::Duration::from_millis(50)),
     );
     let path = "/api/v1/leaderboard";
-    let before = get(&a, path, &[]).await;
+    let before = get_with_headers(&a, path, &[]).await;
     assert_eq!(
-        get(&a, path, &[]).await.headers()["x-cache"],
+        get_with_headers(&a, path, &[]).await.headers()["x-cache"],
         "hit",
         "cached on a"
     );
@@ -166,7 +103,7 @@ async fn other_instances_writes_make_answers_stale() {
     assert_eq!(b.submit(&gz, &sign(&key, &gz)).await.0, StatusCode::CREATED);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     loop {
-        let now = get(&a, path, &[]).await;
+        let now = get_with_headers(&a, path, &[]).await;
         if etag(&now) != etag(&before) {
             break;
         }
@@ -213,7 +150,7 @@ async fn every_route_declares_its_cache_policy() {
         } else {
             url
         };
-        let r = get(&app, &url, &[]).await;
+        let r = get_with_headers(&app, &url, &[]).await;
         let cc = r
             .headers()
             .get(header::CACHE_CONTROL)
@@ -230,7 +167,7 @@ async fn every_route_declares_its_cache_policy() {
         "/checks",
         "/submit",
     ] {
-        let again = get(&app, path, &[]).await;
+        let again = get_with_headers(&app, path, &[]).await;
         assert_eq!(again.headers()["x-cache"], "hit", "{path} is not kept");
         assert_eq!(again.headers()[header::CACHE_CONTROL], "no-cache", "{path}");
     }
@@ -244,7 +181,7 @@ async fn every_route_declares_its_cache_policy() {
         ),
     ] {
         assert_eq!(
-            get(&app, path, &[]).await.headers()[header::CACHE_CONTROL],
+            get_with_headers(&app, path, &[]).await.headers()[header::CACHE_CONTROL],
             want,
             "{path}"
         );
