@@ -176,4 +176,27 @@ mod tests {
             assert_eq!((r.log_index, r.energy_rule), (Some(14), 2));
         }
     }
+
+    /// The `FromRow` structs read by name too: four text columns in the
+    /// reverse order (a tuple would swap them silently) map the same.
+    #[tokio::test]
+    async fn a_reordered_select_maps_the_same_into_a_from_row_struct() {
+        let pool = SqlitePool::connect("sqlite::memory:").await.unwrap();
+        for sql in [
+            "SELECT 'i' AS id, 'c' AS created_at, 'm' AS manifest, 's' AS manifest_sha256",
+            "SELECT 's' AS manifest_sha256, 'm' AS manifest, 'c' AS created_at, 'i' AS id",
+        ] {
+            let row: crate::SnapshotRow = sqlx::query_as(sql).fetch_one(&pool).await.unwrap();
+            assert_eq!(
+                (
+                    row.id.as_str(),
+                    row.created_at.as_str(),
+                    row.manifest.as_str(),
+                    row.manifest_sha256.as_str()
+                ),
+                ("i", "c", "m", "s"),
+                "{sql}"
+            );
+        }
+    }
 }
