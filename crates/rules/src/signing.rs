@@ -17,6 +17,34 @@ pub fn registration_message(handle: &str, audience: &str, fingerprint: &str) -> 
     format!("wattcounts-register-v1\nhandle: {handle}\naudience: {audience}\nkey: {fingerprint}\n")
 }
 
+/// Whether a registered key may sign a bundle received at `now`: not
+/// revoked at or before `now` (a revocation dated later has not begun), and
+/// its owner (`handle`) not suspended.
+pub fn may_sign(
+    fingerprint: &str,
+    handle: &str,
+    revoked_at: Option<chrono::DateTime<chrono::Utc>>,
+    suspended: bool,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<(), Rejection> {
+    if let Some(revoked) = revoked_at.filter(|r| *r <= now) {
+        return Err(Rejection::forbidden(
+            "key_revoked",
+            format!(
+                "the key {fingerprint} was revoked at {}; sign with a current key",
+                crate::timestamp::ts(&revoked)
+            ),
+        ));
+    }
+    if suspended {
+        return Err(Rejection::forbidden(
+            "submitter_suspended",
+            format!("submitter '{handle}' is suspended; contact the maintainers"),
+        ));
+    }
+    Ok(())
+}
+
 pub fn fingerprint(key: &PublicKey) -> String {
     key.fingerprint(HashAlg::Sha256).to_string()
 }
@@ -310,6 +338,39 @@ pub fn generate_ed25519(comment: &str) -> anyhow::Result<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_key_signs_until_its_revocation_and_while_its_owner_is_not_suspended() {
+        use chrono::{Duration, TimeZone, Utc};
+        let now = Utc.with_ymd_and_hms(2026, 12, 7, 12, 0, 0).unwrap();
+        let ok = |revoked, suspended| may_sign("SHA256:k", "alice", revoked, suspended, now);
+        assert!(ok(None, false).is_ok());
+        // Revoked from a later time: bundles received before it still count.
+        assert!(ok(Some(now + Duration::seconds(1)), false).is_ok());
+        // Revoked at this very instant or earlier: refused.
+        for at in [now, now - Duration::days(3)] {
+            let r = ok(Some(at), false).unwrap_err();
+            assert_eq!(
+                (r.code, r.kind),
+                ("key_revoked", crate::rejection::RejectKind::Forbidden)
+            );
+            assert_eq!(
+                r.message,
+                format!(
+                    "the key SHA256:k was revoked at {}; sign with a current key",
+                    crate::timestamp::ts(&at)
+                )
+            );
+        }
+        let r = ok(None, true).unwrap_err();
+        assert_eq!(r.code, "submitter_suspended");
+        assert_eq!(
+            r.message,
+            "submitter 'alice' is suspended; contact the maintainers"
+        );
+        // A revoked key of a suspended owner names the key.
+        assert_eq!(ok(Some(now), true).unwrap_err().code, "key_revoked");
+    }
 
     #[test]
     fn sign_then_verify_roundtrip_and_namespace() {

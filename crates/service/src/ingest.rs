@@ -321,26 +321,13 @@ impl Ingestor {
             .with(Detail::new(format!("signing key {fingerprint}")).file("signature"))
         })?;
         let now = Utc::now();
-        if let Some(revoked) = key.revoked_at.filter(|r| *r <= now) {
-            return Err(Rejection::forbidden(
-                "key_revoked",
-                format!(
-                    "the key {fingerprint} was revoked at {}; sign with a current key",
-                    wattcounts_rules::timestamp::ts(&revoked)
-                ),
-            )
-            .into());
-        }
-        if key.submitter_suspended_at.is_some() {
-            return Err(Rejection::forbidden(
-                "submitter_suspended",
-                format!(
-                    "submitter '{}' is suspended; contact the maintainers",
-                    key.handle
-                ),
-            )
-            .into());
-        }
+        signing::may_sign(
+            &fingerprint,
+            &key.handle,
+            key.revoked_at,
+            key.submitter_suspended_at.is_some(),
+            now,
+        )?;
         let public = signing::parse_stored_key(&key.public_key)?;
         // Checked against the digests taken while the body streamed in,
         // before a byte of the archive is inflated.
@@ -393,36 +380,7 @@ impl Ingestor {
         let own_checks = std::mem::take(&mut analysis.checks);
         let rejected = std::mem::take(&mut analysis.rejected_configurations);
         let m = &analysis.manifest;
-        if m.submitter.key_fingerprint != fingerprint {
-            return Err(Rejection::forbidden(
-                "key_mismatch",
-                format!(
-                    "the manifest names key {} but the bundle was signed with {fingerprint}",
-                    m.submitter.key_fingerprint
-                ),
-            )
-            .with(
-                Detail::new("submitter key differs from the signing key")
-                    .file(MANIFEST_NAME)
-                    .pointer("/submitter/key_fingerprint"),
-            )
-            .into());
-        }
-        if !m.submitter.handle.eq_ignore_ascii_case(&key.handle) {
-            return Err(Rejection::forbidden(
-                "handle_mismatch",
-                format!(
-                    "the manifest names submitter '{}' but the signing key belongs to '{}'",
-                    m.submitter.handle, key.handle
-                ),
-            )
-            .with(
-                Detail::new("handle differs from the key's owner")
-                    .file(MANIFEST_NAME)
-                    .pointer("/submitter/handle"),
-            )
-            .into());
-        }
+        wattcounts_rules::bundle::contents::check_signer(m, &fingerprint, &key.handle)?;
         let claims = self
             .store
             .prior_claims(m.submission_id, &analysis.content_sha256)

@@ -76,6 +76,41 @@ pub fn check_audience(m: &Manifest, public_url: &str) -> Result<(), Rejection> {
     .with(Detail::new(format!("expected {want}, found {}", m.audience)).file(MANIFEST_NAME).pointer("/audience")))
 }
 
+/// The manifest names the key that signed the bundle (`signer`) and that
+/// key's owner (`owner`, handles compared case aside): a bundle cannot
+/// claim another submitter's name or key.
+pub fn check_signer(m: &Manifest, signer: &str, owner: &str) -> Result<(), Rejection> {
+    if m.submitter.key_fingerprint != signer {
+        return Err(Rejection::forbidden(
+            "key_mismatch",
+            format!(
+                "the manifest names key {} but the bundle was signed with {signer}",
+                m.submitter.key_fingerprint
+            ),
+        )
+        .with(
+            Detail::new("submitter key differs from the signing key")
+                .file(MANIFEST_NAME)
+                .pointer("/submitter/key_fingerprint"),
+        ));
+    }
+    if !m.submitter.handle.eq_ignore_ascii_case(owner) {
+        return Err(Rejection::forbidden(
+            "handle_mismatch",
+            format!(
+                "the manifest names submitter '{}' but the signing key belongs to '{owner}'",
+                m.submitter.handle
+            ),
+        )
+        .with(
+            Detail::new("handle differs from the key's owner")
+                .file(MANIFEST_NAME)
+                .pointer("/submitter/handle"),
+        ));
+    }
+    Ok(())
+}
+
 /// Every archive file is listed, every listed file is present.
 pub fn check_file_list(m: &Manifest, paths: &[String]) -> Result<(), Rejection> {
     let mut listed = HashSet::new();

@@ -455,3 +455,46 @@ fn figures_must_be_finite() {
     );
     assert_eq!(check_configurations(&[]).unwrap_err().code, "no_tokens");
 }
+
+#[test]
+fn the_manifest_names_the_signing_key_and_its_owner() {
+    let m = manifest(); // alice, SHA256:x
+    assert!(check_signer(&m, "SHA256:x", "alice").is_ok());
+    // Handles compare case aside (registration keeps them unique so).
+    assert!(check_signer(&m, "SHA256:x", "Alice").is_ok());
+    let r = check_signer(&m, "SHA256:y", "alice").unwrap_err();
+    assert_eq!((r.code, r.kind), ("key_mismatch", RejectKind::Forbidden));
+    assert_eq!(
+        r.message,
+        "the manifest names key SHA256:x but the bundle was signed with SHA256:y"
+    );
+    assert_eq!(
+        where_(&r),
+        [(
+            Some("wattcounts.json"),
+            Some("/submitter/key_fingerprint"),
+            None,
+            None
+        )]
+    );
+    // The key is checked first: both wrong names the key.
+    assert_eq!(
+        check_signer(&m, "SHA256:y", "bob").unwrap_err().code,
+        "key_mismatch"
+    );
+    let r = check_signer(&m, "SHA256:x", "alicia").unwrap_err();
+    assert_eq!((r.code, r.kind), ("handle_mismatch", RejectKind::Forbidden));
+    assert_eq!(
+        r.message,
+        "the manifest names submitter 'alice' but the signing key belongs to 'alicia'"
+    );
+    assert_eq!(
+        where_(&r),
+        [(
+            Some("wattcounts.json"),
+            Some("/submitter/handle"),
+            None,
+            None
+        )]
+    );
+}
