@@ -20,6 +20,8 @@ pub async fn app_with_two_gpus() -> TestApp {
     app
 }
 
+/// GET `path` through the router with `headers`, answering the whole
+/// response (status, headers and body) for cache and encoding checks.
 pub async fn get_with_headers(
     app: &TestApp,
     path: &str,
@@ -44,8 +46,9 @@ pub async fn both_backends() -> Vec<TestApp> {
 }
 
 /// A quick estimator: fewer trees, a short settle.
-pub const QUICK: &str = "settle_secs = 0.2\n[power]\nmax_depth = 6\nl2 = 150.0\ntrees = 40\nlearning_rate = 0.3\n[itl]\nmax_depth = 5\nl2 = 100.0\ntrees = 30\nlearning_rate = 0.3\n";
+const QUICK: &str = "settle_secs = 0.2\n[power]\nmax_depth = 6\nl2 = 150.0\ntrees = 40\nlearning_rate = 0.3\n[itl]\nmax_depth = 5\nl2 = 100.0\ntrees = 30\nlearning_rate = 0.3\n";
 
+/// Fits the estimator with [`QUICK`]'s settings.
 pub fn quick(c: &mut wattcounts::config::ServeConfig) {
     c.estimator_toml = Some(QUICK.into());
 }

@@ -86,17 +86,6 @@ pub fn skip(need: Need, why: &str) {
     );
 }
 
-#[test]
-fn the_switch_names_needs() {
-    assert!(required_by("all", None, Need::Pg));
-    assert!(required_by("python, pg", None, Need::Pg));
-    assert!(!required_by("pg", None, Need::Python));
-    assert!(!required_by("", None, Need::Browser));
-    assert!(required_by("", Some("required"), Need::Browser));
-    assert!(!required_by("", Some("1"), Need::Browser));
-    assert!(!required_by("pgx", None, Need::Pg));
-}
-
 /// The Python interpreter with pyarrow, pandas and polars: WATTCOUNTS_PYTHON,
 /// or the venv `.ci/run` makes (target/pyenv), or python3.
 pub fn python() -> Option<PathBuf> {
@@ -112,4 +101,15 @@ pub fn python() -> Option<PathBuf> {
             .output()
             .is_ok_and(|o| o.status.success())
     })
+}
+
+#[test]
+fn the_switch_names_needs() {
+    assert!(required_by("all", None, Need::Pg));
+    assert!(required_by("python, pg", None, Need::Pg));
+    assert!(!required_by("pg", None, Need::Python));
+    assert!(!required_by("", None, Need::Browser));
+    assert!(required_by("", Some("required"), Need::Browser));
+    assert!(!required_by("", Some("1"), Need::Browser));
+    assert!(!required_by("pgx", None, Need::Pg));
 }

@@ -230,9 +230,7 @@ async fn the_snapshot_feed_lists_published_snapshots() {
 /// s1.
 #[tokio::test]
 async fn the_model_feed_reads_the_newest_accepted_on_both_backends() {
-    let mut apps = vec![TestApp::new().await];
-    apps.extend(TestApp::postgres().await);
-    for app in apps {
+    for app in both_backends().await {
         let alice = app.register("alice").await;
         let mut ids = Vec::new();
         for n in 1..=4 {

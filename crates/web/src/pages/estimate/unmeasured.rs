@@ -132,7 +132,6 @@ pub(crate) fn unmeasured(view: &EstimatorView, model_id: &str) -> UnmeasuredAnsw
 /// of its rows (the model, the interval's level, the fit, demo or not).
 struct EstimateLine<'a> {
     answer: &'a UnmeasuredAnswer,
-    version: &'a str,
     row: &'a UnmeasuredRow,
 }
 
@@ -226,7 +225,15 @@ fn csv_columns<'a>() -> Vec<Column<EstimateLine<'a>>> {
         },
         Column {
             name: "estimator_version",
-            cell: |_, l| Cell::Own(l.version.to_string()),
+            cell: |_, l| {
+                Cell::Own(
+                    l.answer
+                        .estimator
+                        .as_ref()
+                        .map(|e| e.version.clone())
+                        .unwrap_or_default(),
+                )
+            },
         },
         Column {
             name: "synthetic",
@@ -236,19 +243,10 @@ fn csv_columns<'a>() -> Vec<Column<EstimateLine<'a>>> {
 }
 
 pub(crate) fn unmeasured_csv(a: &UnmeasuredAnswer) -> Vec<u8> {
-    let version = a
-        .estimator
-        .as_ref()
-        .map(|e| e.version.as_str())
-        .unwrap_or_default();
     let lines: Vec<EstimateLine> = a
         .rows
         .iter()
-        .map(|row| EstimateLine {
-            answer: a,
-            version,
-            row,
-        })
+        .map(|row| EstimateLine { answer: a, row })
         .collect();
     write_csv(&csv_columns(), &lines, 1)
 }
